@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+// Tonearm: a headless audio player daemon. Dependencies point inward:
+// server -> player -> (core, engine); the core imports nothing of the rest.
+import PackageDescription
+
+let package = Package(
+    name: "Tonearm",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tonearmd", targets: ["tonearmd"]),
+        .executable(name: "tonearmctl", targets: ["tonearmctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CFFmpeg", path: "Modulemaps/CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]),
+        .systemLibrary(
+            name: "CALSA", path: "Modulemaps/CALSA", pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]),
+
+        // Pure core: the playback state machine. No I/O, no clocks, no C.
+        .target(name: "TonearmCore"),
+        // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
+        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA"]),
+        // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
+        .target(name: "TonearmPlayer", dependencies: [
+            "TonearmCore", "TonearmEngine", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Control server: JSON-RPC 2.0 over a Unix domain socket, config, socket path rules.
+        .target(name: "TonearmServer", dependencies: [
+            "TonearmPlayer", "TonearmCore", "TonearmEngine",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        .executableTarget(name: "tonearmd", dependencies: [
+            "TonearmServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "tonearmctl", dependencies: [
+            "TonearmServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore"]),
+        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore"]),
+        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer"]),
+    ]
+)

@@ -1,0 +1,33 @@
+/// Why playback failed. `isRecoverable` says whether `retry` may help (the device may come
+/// back, a file may be replaced); a file that is not media stays broken however often it is retried.
+public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable, CaseIterable, Codable {
+        case fileNotFound = "file_not_found"
+        case permissionDenied = "permission_denied"
+        case unsupportedFormat = "unsupported_format"
+        case noAudioStream = "no_audio_stream"
+        case decodeFailed = "decode_failed"
+        case ioError = "io_error"
+        case deviceUnavailable = "device_unavailable"
+        case deviceLost = "device_lost"
+        case invalidRequest = "invalid_request"
+        case `internal` = "internal"
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var isRecoverable: Bool {
+        switch kind {
+        case .fileNotFound, .permissionDenied, .ioError, .deviceUnavailable, .deviceLost: true
+        case .unsupportedFormat, .noAudioStream, .decodeFailed, .invalidRequest, .internal: false
+        }
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}

@@ -1,0 +1,64 @@
+import struct Foundation.URL
+import typealias Foundation.TimeInterval
+
+/// The state a buffering or seeking player returns to when that finishes.
+public enum ResumableState: String, Equatable, Hashable, Sendable, CaseIterable {
+    case playing
+    case paused
+
+    public var playbackState: PlaybackState {
+        switch self {
+        case .playing: .playing
+        case .paused: .paused
+        }
+    }
+}
+
+/// Every state the player can be in. Only `PlaybackStateMachine` moves between them.
+public enum PlaybackState: Equatable, Hashable, Sendable {
+    case idle
+    case loading(URL)
+    case ready
+    case playing
+    case paused
+    case buffering(previousState: ResumableState)
+    case seeking(to: TimeInterval, previousState: ResumableState)
+    case ended
+    case failed(PlaybackError)
+
+    /// A media item is open (the engine holds a file and may hold the device).
+    public var isActive: Bool {
+        switch self {
+        case .ready, .playing, .paused, .buffering, .seeking, .ended: true
+        case .idle, .loading, .failed: false
+        }
+    }
+
+    public var canPlay: Bool { PlaybackTransitionTable.nextState(for: .play, from: self) != nil }
+    public var canPause: Bool { PlaybackTransitionTable.nextState(for: .pause, from: self) != nil }
+
+    /// The state's name as used on the wire and in logs.
+    public var name: String {
+        switch self {
+        case .idle: "idle"
+        case .loading: "loading"
+        case .ready: "ready"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .buffering: "buffering"
+        case .seeking: "seeking"
+        case .ended: "ended"
+        case .failed: "failed"
+        }
+    }
+
+    /// The state playback settles into when the current buffering or seek is done.
+    public var resumeTarget: ResumableState? {
+        switch self {
+        case .playing: .playing
+        case .paused: .paused
+        case .buffering(let previous), .seeking(_, let previous): previous
+        default: nil
+        }
+    }
+}

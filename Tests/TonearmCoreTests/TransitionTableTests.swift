@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import TonearmCore
+
+/// Every state × every action against an explicit table. The table below is written out by
+/// hand, not derived from the implementation, so a change to either shows up as a failure.
+private let url = URL(fileURLWithPath: "/music/a.flac")
+private let otherURL = URL(fileURLWithPath: "/music/b.flac")
+private let recoverable = PlaybackError(.deviceUnavailable, "device busy")
+private let fatal = PlaybackError(.unsupportedFormat, "not media")
+
+enum S: String, CaseIterable {
+    case idle, loading, ready, playing, paused, bufferingPlaying, bufferingPaused
+    case seekingPlaying, seekingPaused, ended, failedRecoverable, failedFatal
+
+    var state: PlaybackState {
+        switch self {
+        case .idle: .idle
+        case .loading: .loading(url)
+        case .ready: .ready
+        case .playing: .playing
+        case .paused: .paused
+        case .bufferingPlaying: .buffering(previousState: .playing)
+        case .bufferingPaused: .buffering(previousState: .paused)
+        case .seekingPlaying: .seeking(to: 10, previousState: .playing)
+        case .seekingPaused: .seeking(to: 10, previousState: .paused)
+        case .ended: .ended
+        case .failedRecoverable: .failed(recoverable)
+        case .failedFatal: .failed(fatal)
+        }
+    }
+}
+
+enum A: String, CaseIterable {
+    case load, play, pause, seek, stop, retry
+    case didBecomeReady, didStartPlaying, didPause, didStartBuffering, didFinishBuffering
+    case didStartSeeking, didFinishSeeking, didReachEnd, didFail
+    case didEnterBackground, didBecomeActive, audioSessionInterrupted, audioSessionResumed
+
+    var action: PlaybackAction {
+        switch self {
+        case .load: .load(otherURL)
+        case .play: .play
+        case .pause: .pause
+        case .seek: .seek(to: 30)
+        case .stop: .stop
+        case .retry: .retry
+        case .didBecomeReady: .didBecomeReady
+        case .didStartPlaying: .didStartPlaying
+        case .didPause: .didPause
+        case .didStartBuffering: .didStartBuffering
+        case .didFinishBuffering: .didFinishBuffering
+        case .didStartSeeking: .didStartSeeking
+        case .didFinishSeeking: .didFinishSeeking
+        case .didReachEnd: .didReachEnd
+        case .didFail: .didFail(fatal)
+        case .didEnterBackground: .didEnterBackground
+        case .didBecomeActive: .didBecomeActive
+        case .audioSessionInterrupted: .audioSessionInterrupted
+        case .audioSessionResumed: .audioSessionResumed
+        }
+    }
+}
+
+/// Expected results. Short names: "-" rejected, "=" accepted without change, otherwise the next state.
+private let L = PlaybackState.loading(otherURL)
+private let F = PlaybackState.failed(fatal)
+private let seekP = PlaybackState.seeking(to: 30, previousState: .playing)
+private let seekPa = PlaybackState.seeking(to: 30, previousState: .paused)
+
+enum R: Equatable, CustomStringConvertible { case rejected, unchanged, to(PlaybackState) }
+
+private func expected(_ s: S, _ a: A) -> R {
+    // Common to every state.
+    switch a {
+    case .load: return .to(L)
+    case .stop: return s == .idle ? .unchanged : .to(.idle)
+    case .didFail:
+        switch s {
+        case .idle, .failedRecoverable, .failedFatal: return .rejected
+        default: return .to(F)
+        }
+    default: break
+    }
+    let table: [S: [A: R]] = [
+        .idle: [:],
+        .loading: [.didBecomeReady: .to(.ready)],
+        .ready: [.play: .to(.playing), .didStartPlaying: .to(.playing), .seek: .to(seekPa)],
+        .playing: [
+            .play: .unchanged, .didStartPlaying: .unchanged, .didFinishBuffering: .unchanged, .didBecomeActive: .unchanged,
+            .pause: .to(.paused), .didPause: .to(.paused), .didEnterBackground: .to(.paused),
+            .audioSessionInterrupted: .to(.paused), .didStartBuffering: .to(.buffering(previousState: .playing)),
+            .seek: .to(seekP), .didReachEnd: .to(.ended),
+        ],
+        .paused: [
+            .play: .to(.playing), .didStartPlaying: .to(.playing), .audioSessionResumed: .to(.playing),
+            .pause: .unchanged, .didPause: .unchanged, .didEnterBackground: .unchanged,
+            .audioSessionInterrupted: .unchanged, .didBecomeActive: .unchanged,
+            .didStartBuffering: .to(.buffering(previousState: .paused)), .seek: .to(seekPa), .didReachEnd: .to(.ended),
+        ],
+        .bufferingPlaying: [
+            .didFinishBuffering: .to(.playing), .play: .unchanged, .didStartBuffering: .unchanged,
+            .pause: .to(.buffering(previousState: .paused)), .didEnterBackground: .to(.buffering(previousState: .paused)),
+            .audioSessionInterrupted: .to(.buffering(previousState: .paused)), .seek: .to(seekP), .didReachEnd: .to(.ended),
+        ],
+        .bufferingPaused: [
+            .didFinishBuffering: .to(.paused), .play: .to(.buffering(previousState: .playing)),
+            .didStartBuffering: .unchanged, .pause: .unchanged, .didEnterBackground: .unchanged,
+            .audioSessionInterrupted: .unchanged, .seek: .to(seekPa), .didReachEnd: .to(.ended),
+        ],
+        .seekingPlaying: [
+            .didFinishSeeking: .to(.playing), .didStartSeeking: .unchanged, .play: .unchanged, .seek: .to(seekP),
+            .pause: .to(.seeking(to: 10, previousState: .paused)),
+            .didEnterBackground: .to(.seeking(to: 10, previousState: .paused)),
+            .audioSessionInterrupted: .to(.seeking(to: 10, previousState: .paused)),
+        ],
+        .seekingPaused: [
+            .didFinishSeeking: .to(.paused), .didStartSeeking: .unchanged, .seek: .to(seekPa),
+            .play: .to(.seeking(to: 10, previousState: .playing)),
+            .pause: .unchanged, .didEnterBackground: .unchanged, .audioSessionInterrupted: .unchanged,
+        ],
+        .ended: [.play: .to(.playing), .seek: .to(seekPa), .didReachEnd: .unchanged],
+        .failedRecoverable: [.retry: .to(.idle)],
+        .failedFatal: [:],
+    ]
+    return table[s]?[a] ?? .rejected
+}
+
+private let allPairs: [(S, A)] = S.allCases.flatMap { s in A.allCases.map { (s, $0) } }
+
+@Suite("Transition table: every state × every action")
+struct TransitionTableTests {
+    @Test("covers at least 9 states × 19 actions")
+    func coverage() {
+        #expect(A.allCases.count == 19)
+        #expect(Set(S.allCases.map(\.state.name)).count == 9)
+        #expect(allPairs.count >= 9 * 19)
+    }
+
+    @Test(arguments: allPairs)
+    func transition(_ s: S, _ a: A) {
+        let actual = PlaybackTransitionTable.nextState(for: a.action, from: s.state)
+        let result: R = actual.map { $0 == s.state ? .unchanged : .to($0) } ?? .rejected
+        #expect(result == expected(s, a), "\(s.rawValue) × \(a.rawValue)")
+    }
+
+    @Test(arguments: allPairs)
+    func machineAgreesWithTable(_ s: S, _ a: A) {
+        let machine = PlaybackStateMachine(initialState: s.state, now: { Date(timeIntervalSince1970: 42) })
+        let canPerform = machine.canPerform(a.action)
+        let transition = machine.send(a.action)
+        #expect(canPerform == (transition != nil))
+        if let transition {
+            #expect(transition.from == s.state)
+            #expect(transition.action == a.action)
+            #expect(transition.timestamp == Date(timeIntervalSince1970: 42))
+            #expect(machine.currentState == transition.to)
+            #expect(transition.didChangeState == (transition.to != s.state))
+        } else {
+            #expect(machine.currentState == s.state, "a rejected action leaves the state unchanged")
+        }
+    }
+}
+
+extension R {
+    var description: String {
+        switch self {
+        case .rejected: "rejected"
+        case .unchanged: "unchanged"
+        case .to(let state): "-> \(state)"
+        }
+    }
+}
+extension S: CustomTestStringConvertible { var testDescription: String { rawValue } }
+extension A: CustomTestStringConvertible { var testDescription: String { rawValue } }
