@@ -54,7 +54,9 @@ let package = Package(
         ]),
 
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore"]),
-        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore"]),
-        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer"]),
+        // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
+        .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
+        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmTestSupport"]),
     ]
 )

@@ -1,0 +1,18 @@
+/// Why the engine could not open, decode or output an item. The adapter maps it onto the
+/// core's `PlaybackError` (same kinds), keeping the engine free of the core.
+public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case fileNotFound, permissionDenied, unsupportedFormat, noAudioStream, decodeFailed, ioError
+        case deviceUnavailable, deviceLost
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,133 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+public enum EngineStatus: Sendable, Equatable {
+    case unknown
+    case readyToPlay
+    case failed(EngineFailure)
+}
+
+public enum TimeControlStatus: String, Sendable, Equatable {
+    case paused, waitingToPlay, playing
+}
+
+/// The engine's observable properties, published as one value so observers see consistent changes.
+public struct EngineSnapshot: Sendable, Equatable {
+    /// Increases with every `load`; observers use it to tell items apart.
+    public var itemID: Int = 0
+    public var status: EngineStatus = .unknown
+    public var timeControlStatus: TimeControlStatus = .paused
+    /// Updated at discontinuities (load, seek, pause, end) and about once a second while playing;
+    /// `PlayerEngine.currentTime` reads the exact position at any time.
+    public var currentTime: Double = 0
+    public var duration: Double?
+    public var mediaInfo: MediaInfo?
+    public var isPlaybackBufferEmpty: Bool = true
+    public var isPlaybackLikelyToKeepUp: Bool = false
+}
+
+/// What happened, as opposed to what is: delivered in order with property changes.
+public enum EngineEvent: Sendable, Equatable {
+    case loadStarted(itemID: Int, url: String)
+    case didPlayToEnd(itemID: Int)
+    case failed(itemID: Int, EngineFailure)
+    case seekCompleted(itemID: Int, token: Int, position: Double)
+    /// The first frames of a play request reached the device; latency from the request.
+    case firstAudioWritten(itemID: Int, latency: Double)
+    /// An underrun (xrun) was recovered.
+    case underrun(itemID: Int)
+    /// The output device went away; playback is paused until it is played again.
+    case deviceLost(itemID: Int, EngineFailure)
+}
+
+public struct ObservationOptions: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Deliver the current value right away.
+    public static let initial = ObservationOptions(rawValue: 1)
+    /// Deliver every later change.
+    public static let new = ObservationOptions(rawValue: 2)
+}
+
+public struct ObservedChange<Value: Sendable>: Sendable {
+    public let oldValue: Value?
+    public let newValue: Value
+}
+
+/// Keeps an observation alive; `invalidate()` or dropping the token stops delivery.
+public final class ObservationToken: Sendable {
+    private let cancel: Mutex<(@Sendable () -> Void)?>
+
+    init(cancel: @escaping @Sendable () -> Void) { self.cancel = Mutex(cancel) }
+
+    public func invalidate() {
+        let action = cancel.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+
+    deinit { invalidate() }
+}
+
+/// Registry and delivery of observations. Every callback runs on `queue`, one serial queue per
+/// engine, in the order the changes happened; callbacks must not block it.
+final class ObserverRegistry: Sendable {
+    typealias SnapshotHandler = @Sendable (_ old: EngineSnapshot?, _ new: EngineSnapshot) -> Void
+    typealias EventHandler = @Sendable (EngineEvent) -> Void
+
+    let queue = DispatchQueue(label: "tonearm.engine.observers")
+    private struct State {
+        var snapshot = EngineSnapshot()
+        var next = 0
+        var snapshotHandlers: [Int: SnapshotHandler] = [:]
+        var eventHandlers: [Int: EventHandler] = [:]
+    }
+    private let state = Mutex(State())
+
+    var snapshot: EngineSnapshot { state.withLock { $0.snapshot } }
+
+    func update(_ change: (inout EngineSnapshot) -> Void) {
+        state.withLock { state in
+            let old = state.snapshot
+            change(&state.snapshot)
+            let new = state.snapshot
+            guard new != old, !state.snapshotHandlers.isEmpty else { return }
+            let handlers = Array(state.snapshotHandlers.values)
+            // Enqueued under the lock so deliveries keep the order of updates.
+            queue.async { for handler in handlers { handler(old, new) } }
+        }
+    }
+
+    func post(_ event: EngineEvent) {
+        state.withLock { state in
+            guard !state.eventHandlers.isEmpty else { return }
+            let handlers = Array(state.eventHandlers.values)
+            queue.async { for handler in handlers { handler(event) } }
+        }
+    }
+
+    func addSnapshotHandler(initial: Bool, _ handler: @escaping SnapshotHandler) -> ObservationToken {
+        let id = state.withLock { state in
+            state.next += 1
+            state.snapshotHandlers[state.next] = handler
+            if initial {
+                let current = state.snapshot
+                queue.async { handler(nil, current) }
+            }
+            return state.next
+        }
+        return ObservationToken { [weak self] in self?.state.withLock { _ = $0.snapshotHandlers.removeValue(forKey: id) } }
+    }
+
+    func addEventHandler(_ handler: @escaping EventHandler) -> ObservationToken {
+        let id = state.withLock { state in
+            state.next += 1
+            state.eventHandlers[state.next] = handler
+            return state.next
+        }
+        return ObservationToken { [weak self] in self?.state.withLock { _ = $0.eventHandlers.removeValue(forKey: id) } }
+    }
+}

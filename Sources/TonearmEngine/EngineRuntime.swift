@@ -1,0 +1,128 @@
+import Foundation
+
+/// The engine's shared state and threads. `@unchecked Sendable`: every `var` is guarded by
+/// `lock`; the rest is immutable or Sendable.
+final class EngineRuntime: @unchecked Sendable {
+    let configuration: OutputConfiguration
+    let lock = EngineLock()
+    let observers = ObserverRegistry()
+
+    var item: ItemSession?
+    /// The last session started, current or not: used to wait for the device's release.
+    var lastSession: ItemSession?
+    var nextItemID = 0
+    var nextSeekToken = 0
+    var shuttingDown = false
+
+    /// Track time advances this many seconds per wall-clock second.
+    var speed: Double { configuration.pace ? max(configuration.speed, 0.001) : 1 }
+
+    init(configuration: OutputConfiguration) { self.configuration = configuration }
+
+    func startOutputThread() {
+        let thread = Thread { [self] in runOutput() }
+        thread.name = "tonearm-output"
+        thread.start()
+    }
+
+    func currentTime() -> Double {
+        lock.withLock { item?.position(now: EngineLock.now(), speed: speed) ?? 0 }
+    }
+
+    /// Publishes a snapshot change, only when `session` is still the current item (lock held).
+    func publish(for session: ItemSession, _ change: (inout EngineSnapshot) -> Void) {
+        guard session === item else { return }
+        observers.update(change)
+    }
+
+    func post(for session: ItemSession, _ event: EngineEvent) {
+        guard session === item else { return }
+        observers.post(event)
+    }
+
+    func load(url: URL, startAt: Double) -> Int {
+        let path = url.isFileURL ? url.path : url.absoluteString
+        let session: ItemSession = lock.withLock {
+            nextItemID += 1
+            let previous = item
+            previous.map(cancel)
+            let session = ItemSession(id: nextItemID, path: path, startAt: max(0, startAt), previous: previous)
+            item = session
+            lastSession = session
+            observers.update { snapshot in
+                snapshot = EngineSnapshot(itemID: session.id, currentTime: session.startAt)
+            }
+            observers.post(.loadStarted(itemID: session.id, url: url.absoluteString))
+            lock.wakeAll()
+            return session
+        }
+        let isLocal = url.isFileURL || url.scheme == nil
+        let thread = Thread { [self] in
+            runDecoder(session, unsupported: isLocal ? nil : "only local files are supported, not '\(url.scheme ?? "")' URLs")
+        }
+        thread.name = "tonearm-decoder-\(session.id)"
+        thread.start()
+        return session.id
+    }
+
+    /// Lock held.
+    private func cancel(_ session: ItemSession) {
+        session.cancelled = true
+        session.cancellation.cancel()
+        session.playRequested = false
+    }
+
+    func setPlaying(_ playing: Bool) {
+        lock.withLock {
+            guard let item, item.playRequested != playing else { return }
+            item.playRequested = playing
+            if playing {
+                item.playRequestedAt = EngineLock.now()
+                // Playing again after the end replays the end (the coordinator seeks first to restart).
+                item.endReported = false
+            }
+            lock.wakeOutput()
+        }
+    }
+
+    func seek(to seconds: Double) -> Int? {
+        lock.withLock {
+            guard let item else { return nil }
+            nextSeekToken += 1
+            item.pendingSeek = (max(0, seconds.isFinite ? seconds : 0), nextSeekToken)
+            item.endReported = false
+            lock.wakeAll()
+            return nextSeekToken
+        }
+    }
+
+    func stop() {
+        lock.withLock {
+            guard let session = item else { return }
+            cancel(session)
+            item = nil
+            observers.update { $0 = EngineSnapshot(itemID: session.id) }
+            lock.wakeAll()
+        }
+    }
+
+    func shutdown() {
+        stop()
+        lock.withLock {
+            shuttingDown = true
+            lock.wakeAll()
+        }
+    }
+
+    func waitUntilReleased() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                lock.withLock {
+                    while let session = lastSession, session.cancelled, !session.deviceReleased { lock.waitDecoder() }
+                }
+                continuation.resume()
+            }
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,295 @@
+import CFFmpeg
+import Foundation
+import Synchronization
+
+/// Lets a decoder thread abandon blocking FFmpeg I/O (open, probe, read) when its item is replaced.
+final class CancellationFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func cancel() { flag.store(true, ordering: .relaxed) }
+    var isCancelled: Bool { flag.load(ordering: .relaxed) }
+}
+
+/// Demux + decode + convert of one media file. Owns every FFmpeg pointer of the item; not
+/// Sendable: it is created, used and freed on that item's decoder thread only.
+final class MediaDecoder {
+    private var formatContext: UnsafeMutablePointer<AVFormatContext>?
+    private var codecContext: UnsafeMutablePointer<AVCodecContext>?
+    private var resampler: OpaquePointer?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private let streamIndex: Int32
+    private let streamTimeBase: AVRational
+    private let streamStart: Int64
+    private let cancellation: CancellationFlag
+
+    /// Converted output of the last `decodeNext`; grown only when a larger frame arrives.
+    private(set) var scratch: UnsafeMutableRawPointer
+    private var scratchCapacityFrames: Int
+    private var draining = false
+    private(set) var finished = false
+
+    let sourceFormat: PCMFormat
+    private(set) var outputFormat: PCMFormat
+    let info: (duration: Double?, codec: String, container: String, bits: Int?,
+               title: String?, artist: String?, album: String?)
+
+    /// Output-frame index of the first sample `decodeNext` will produce; nil until a timestamped frame says.
+    private(set) var nextFramePosition: Int64 = 0
+
+    enum Chunk {
+        /// `frames` converted frames in `scratch`, the first of which is track frame `position`.
+        case frames(Int, position: Int64)
+        case endOfStream
+    }
+
+    init(path: String, cancellation: CancellationFlag) throws(EngineFailure) {
+        self.cancellation = cancellation
+        tonearm_av_quiet()
+
+        if !FileManager.default.fileExists(atPath: path) {
+            throw EngineFailure(.fileNotFound, "no such file: \(path)")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw EngineFailure(.unsupportedFormat, "is a directory, not a media file: \(path)")
+        }
+        if !FileManager.default.isReadableFile(atPath: path) {
+            throw EngineFailure(.permissionDenied, "permission denied: \(path)")
+        }
+
+        // Bound probing so a huge file of garbage cannot hold the decoder thread for long.
+        var context = avformat_alloc_context()
+        tonearm_set_interrupt(context, { opaque in
+            guard let opaque else { return 0 }
+            return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
+        }, Unmanaged.passUnretained(cancellation).toOpaque())
+        var options: OpaquePointer?
+        av_dict_set(&options, "probesize", "5000000", 0)
+        av_dict_set(&options, "analyzeduration", "5000000", 0)
+        let openResult = avformat_open_input(&context, path, nil, &options)
+        av_dict_free(&options)
+        guard openResult >= 0, let context else {
+            if openResult == tonearm_averror(tonearm_errno_enoent()) {
+                throw EngineFailure(.fileNotFound, "no such file: \(path)")
+            }
+            if openResult == tonearm_averror(tonearm_errno_eacces()) {
+                throw EngineFailure(.permissionDenied, "permission denied: \(path)")
+            }
+            throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (\(FFmpegError.describe(openResult)))")
+        }
+        // Until init completes, the handles live in locals and are freed here on failure.
+        func failAndFree(_ failure: EngineFailure, codec: UnsafeMutablePointer<AVCodecContext>? = nil) -> EngineFailure {
+            var codecToFree = codec
+            if codecToFree != nil { avcodec_free_context(&codecToFree) }
+            var ctx: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&ctx)
+            return failure
+        }
+
+        let infoResult = avformat_find_stream_info(context, nil)
+        if infoResult < 0 {
+            throw failAndFree(EngineFailure(.unsupportedFormat, "cannot read stream info of \(path): \(FFmpegError.describe(infoResult))"))
+        }
+        var decoder: UnsafePointer<AVCodec>?
+        let best = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
+        if best < 0 {
+            let reason = best == tonearm_averror_decoder_not_found() ? "no decoder for its audio stream" : "no audio stream"
+            throw failAndFree(EngineFailure(best == tonearm_averror_decoder_not_found() ? .unsupportedFormat : .noAudioStream,
+                                            "\(path): \(reason)"))
+        }
+        guard let decoder else {
+            throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): no decoder for its audio stream"))
+        }
+        // Only the audio stream is demuxed further: a video track is skipped, not decoded.
+        for index in 0..<Int(context.pointee.nb_streams) where index != Int(best) {
+            context.pointee.streams[index]!.pointee.discard = AVDISCARD_ALL
+        }
+        let stream = context.pointee.streams[Int(best)]!
+        streamIndex = best
+        streamTimeBase = stream.pointee.time_base
+        let start = stream.pointee.start_time
+        streamStart = start == tonearm_av_nopts_value() ? 0 : start
+
+        guard let codec = avcodec_alloc_context3(decoder) else {
+            throw failAndFree(EngineFailure(.decodeFailed, "out of memory"))
+        }
+        avcodec_parameters_to_context(codec, stream.pointee.codecpar)
+        codec.pointee.pkt_timebase = stream.pointee.time_base
+        let codecOpen = avcodec_open2(codec, decoder, nil)
+        if codecOpen < 0 {
+            throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): cannot open \(String(cString: decoder.pointee.name)) decoder: \(FFmpegError.describe(codecOpen))"), codec: codec)
+        }
+        guard codec.pointee.sample_rate > 0, codec.pointee.ch_layout.nb_channels > 0 else {
+            throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): audio stream has no sample rate or channels"), codec: codec)
+        }
+        formatContext = context
+        codecContext = codec
+
+        sourceFormat = PCMFormat(sampleType: SampleType.nearest(to: codec.pointee.sample_fmt),
+                                 sampleRate: Int(codec.pointee.sample_rate),
+                                 channels: Int(codec.pointee.ch_layout.nb_channels))
+        outputFormat = sourceFormat
+
+        var duration: Double?
+        if context.pointee.duration > 0 {
+            duration = Double(context.pointee.duration) / Double(AV_TIME_BASE)
+        } else if stream.pointee.duration > 0 {
+            duration = Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base)
+        }
+        func tag(_ key: String) -> String? {
+            for dictionary in [context.pointee.metadata, stream.pointee.metadata] {
+                if let entry = av_dict_get(dictionary, key, nil, 0) {
+                    return String(cString: entry.pointee.value)
+                }
+            }
+            return nil
+        }
+        let rawBits = Int(codec.pointee.bits_per_raw_sample)
+        info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
+                rawBits > 0 ? rawBits : nil, tag("title"), tag("artist"), tag("album"))
+
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+        scratchCapacityFrames = 8192
+        scratch = UnsafeMutableRawPointer.allocate(byteCount: scratchCapacityFrames * 8 * 8, alignment: 16)
+    }
+
+    deinit {
+        scratch.deallocate()
+        if resampler != nil { swr_free(&resampler) }
+        if frame != nil { av_frame_free(&frame) }
+        if packet != nil { av_packet_free(&packet) }
+        if codecContext != nil { avcodec_free_context(&codecContext) }
+        if formatContext != nil { avformat_close_input(&formatContext) }
+    }
+
+    /// Sets up conversion from the decoder's format to `format` (what the device granted).
+    func configureOutput(_ format: PCMFormat) throws(EngineFailure) {
+        guard let codec = codecContext else { throw EngineFailure(.decodeFailed, "decoder closed") }
+        outputFormat = format
+        if resampler != nil { swr_free(&resampler) }
+        var inLayout = AVChannelLayout()
+        if codec.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC {
+            av_channel_layout_default(&inLayout, codec.pointee.ch_layout.nb_channels)
+        } else {
+            av_channel_layout_copy(&inLayout, &codec.pointee.ch_layout)
+        }
+        defer { av_channel_layout_uninit(&inLayout) }
+        var outLayout = AVChannelLayout()
+        if format.channels == Int(inLayout.nb_channels) {
+            av_channel_layout_copy(&outLayout, &inLayout)
+        } else {
+            av_channel_layout_default(&outLayout, Int32(format.channels))
+        }
+        defer { av_channel_layout_uninit(&outLayout) }
+        var swr: OpaquePointer?
+        var rc = swr_alloc_set_opts2(&swr, &outLayout, format.sampleType.avSampleFormat, Int32(format.sampleRate),
+                                     &inLayout, codec.pointee.sample_fmt, codec.pointee.sample_rate, 0, nil)
+        if rc >= 0 { rc = swr_init(swr) }
+        guard rc >= 0 else {
+            swr_free(&swr)
+            throw EngineFailure(.decodeFailed, "cannot convert \(sourceFormat) to \(format): \(FFmpegError.describe(rc))")
+        }
+        resampler = swr
+    }
+
+    /// Decodes and converts the next frames into `scratch`. Packets that fail to decode are
+    /// skipped, as ffmpeg does; a read error ends the stream as ffmpeg does.
+    func decodeNext() throws(EngineFailure) -> Chunk {
+        guard let context = formatContext, let codec = codecContext, let packet, let frame else {
+            return .endOfStream
+        }
+        while !finished {
+            let received = avcodec_receive_frame(codec, frame)
+            if received >= 0 {
+                defer { av_frame_unref(frame) }
+                let timestamp = frame.pointee.best_effort_timestamp
+                if timestamp != tonearm_av_nopts_value() {
+                    let seconds = Double(timestamp - streamStart) * av_q2d(streamTimeBase)
+                    nextFramePosition = Int64((seconds * Double(outputFormat.sampleRate)).rounded())
+                }
+                let position = nextFramePosition
+                let count = try convert(frame)
+                nextFramePosition += Int64(count)
+                if count > 0 { return .frames(count, position: position) }
+                continue
+            }
+            if received == tonearm_averror_eof() {
+                // Decoder drained: flush what the resampler still holds, then we are done.
+                let tail = try convert(nil)
+                finished = true
+                let position = nextFramePosition
+                nextFramePosition += Int64(tail)
+                return tail > 0 ? .frames(tail, position: position) : .endOfStream
+            }
+            guard received == tonearm_averror_eagain() else {
+                throw EngineFailure(.decodeFailed, "decoder error: \(FFmpegError.describe(received))")
+            }
+            if draining { finished = true; break }
+
+            let read = av_read_frame(context, packet)
+            if read < 0 {
+                if cancellation.isCancelled { return .endOfStream }
+                if read == tonearm_averror_eagain() { continue }
+                draining = true
+                avcodec_send_packet(codec, nil)
+                continue
+            }
+            defer { av_packet_unref(packet) }
+            guard packet.pointee.stream_index == streamIndex else { continue }
+            // A damaged packet is skipped; decoding goes on with the next one.
+            _ = avcodec_send_packet(codec, packet)
+        }
+        return .endOfStream
+    }
+
+    private func convert(_ frame: UnsafeMutablePointer<AVFrame>?) throws(EngineFailure) -> Int {
+        guard let resampler else { throw EngineFailure(.decodeFailed, "output format not configured") }
+        let inputFrames = Int(frame?.pointee.nb_samples ?? 0)
+        let needed = Int(swr_get_out_samples(resampler, Int32(inputFrames)))
+        ensureScratch(frames: needed)
+        var outPlane: UnsafeMutablePointer<UInt8>? = scratch.assumingMemoryBound(to: UInt8.self)
+        let converted: Int32 = withUnsafeMutablePointer(to: &outPlane) { outPlanes in
+            if let frame {
+                let input = UnsafeMutableRawPointer(frame.pointee.extended_data!)
+                    .assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
+                return swr_convert(resampler, outPlanes, Int32(scratchCapacityFrames), input, frame.pointee.nb_samples)
+            }
+            return swr_convert(resampler, outPlanes, Int32(scratchCapacityFrames), nil, 0)
+        }
+        guard converted >= 0 else {
+            throw EngineFailure(.decodeFailed, "conversion failed: \(FFmpegError.describe(converted))")
+        }
+        return Int(converted)
+    }
+
+    private func ensureScratch(frames: Int) {
+        guard frames > scratchCapacityFrames else { return }
+        scratch.deallocate()
+        scratchCapacityFrames = frames
+        scratch = UnsafeMutableRawPointer.allocate(byteCount: frames * max(outputFormat.bytesPerFrame, 8 * 8), alignment: 16)
+    }
+
+    /// Seeks to the keyframe at or before output frame `target`; the caller discards decoded
+    /// frames before `target` (using the positions `decodeNext` reports) for a sample-exact landing.
+    func seek(toFrame target: Int64) throws(EngineFailure) {
+        guard let context = formatContext, let codec = codecContext else { return }
+        let seconds = Double(target) / Double(outputFormat.sampleRate)
+        let timestamp = streamStart + Int64(seconds / av_q2d(streamTimeBase))
+        var rc = avformat_seek_file(context, streamIndex, Int64.min, timestamp, timestamp, 0)
+        if rc < 0 { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_BACKWARD) }
+        if rc < 0 { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_ANY) }
+        guard rc >= 0 else {
+            throw EngineFailure(.decodeFailed, "seek to \(seconds) s failed: \(FFmpegError.describe(rc))")
+        }
+        avcodec_flush_buffers(codec)
+        if let resampler {
+            // Forget what the resampler buffered from before the seek.
+            swr_close(resampler)
+            swr_init(resampler)
+        }
+        draining = false
+        finished = false
+        nextFramePosition = target
+    }
+}

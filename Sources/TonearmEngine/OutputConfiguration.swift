@@ -1,0 +1,34 @@
+/// How the engine opens and drives the output device (the config's `[output]` table).
+public struct OutputConfiguration: Sendable, Equatable {
+    /// ALSA PCM name: "default", "hw:0,0", "null", "file:'/tmp/x.raw',raw".
+    public var device: String
+    /// nil follows the source.
+    public var sampleRate: Int?
+    public var channels: Int?
+    public var sampleType: SampleType?
+    /// ALSA buffer time.
+    public var bufferMilliseconds: Int
+    /// Keep real time ourselves, for devices that never block (null, file).
+    public var pace: Bool
+    /// Pacing speed factor (tests play faster than real time but still paced).
+    public var speed: Double
+
+    public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
+                sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
+                speed: Double = 1.0) {
+        self.device = device
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.sampleType = sampleType
+        self.bufferMilliseconds = bufferMilliseconds
+        self.pace = pace
+        self.speed = speed
+    }
+
+    /// The format to ask the device for, given what the source decodes to.
+    func requestedFormat(forSource source: PCMFormat) -> PCMFormat {
+        PCMFormat(sampleType: sampleType ?? source.sampleType,
+                  sampleRate: sampleRate ?? source.sampleRate,
+                  channels: channels ?? source.channels)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TonearmEngine
+import TonearmTestSupport
+
+@Suite("Engine seek and pause", .serialized)
+struct EngineSeekPauseTests {
+    @Test(arguments: ["tone.wav", "tone.flac"], [0.0, 1.5, 2.345678])
+    func seekLandsOnTheExactSample(_ fixture: String, _ target: Double) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url(fixture))
+        #expect(await eventually { engine.status == .readyToPlay })
+        let token = try #require(engine.seek(to: target))
+        #expect(await eventually { recorder.seekCompleted(token: token) != nil })
+        #expect(recorder.seekCompleted(token: token) == (target * 44100).rounded() / 44100)
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        engine.stop()
+        await engine.waitUntilReleased()
+        let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+        let reference = try Fixtures.wavPCM("tone.wav")
+        let firstSample = Int((target * 44100).rounded())
+        #expect(pcm == reference.subdata(in: firstSample * 4..<reference.count),
+                "first sample after seek(\(target)) must be sample \(firstSample)")
+    }
+
+    @Test func pauseStopsPromptlyAndResumesWithoutLosingSamples() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw"), pace: true, speed: 4))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { engine.currentTime >= 0.8 })
+        #expect(!recorder.ended, "paced at 4x, 3 s take about 0.75 s")
+        engine.pause()
+        #expect(await eventually { engine.timeControlStatus == .paused })
+        let pausedAt = engine.currentTime
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(engine.currentTime == pausedAt, "position holds while paused")
+        #expect(pausedAt > 0.8 && pausedAt < 2.5)
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        #expect(abs(engine.currentTime - 3.0) < 0.01)
+        engine.stop()
+        await engine.waitUntilReleased()
+        let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+        #expect(pcm == (try Fixtures.wavPCM("tone.wav")), "pause and resume lose or repeat no sample")
+    }
+
+    @Test func pacedPlaybackKeepsTime() async throws {
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null", pace: true, speed: 4))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        let start = Date()
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(elapsed > 0.6 && elapsed < 1.5, "3 s at 4x should take about 0.75 s, took \(elapsed)")
+        #expect(recorder.contains { if case .firstAudioWritten = $0 { true } else { false } })
+    }
+}

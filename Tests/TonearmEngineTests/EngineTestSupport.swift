@@ -1,0 +1,42 @@
+import Foundation
+import Synchronization
+import TonearmEngine
+
+/// Collects an engine's events and snapshots as they are delivered on its observer queue.
+final class EngineRecorder: Sendable {
+    final class Log: Sendable {
+        let events = Mutex<[EngineEvent]>([])
+        let statuses = Mutex<[TimeControlStatus]>([])
+    }
+    private let log = Log()
+    private let tokens: [ObservationToken]
+
+
+    init(_ engine: PlayerEngine) {
+        let log = self.log
+        tokens = [
+            engine.observeEvents { _, event in log.events.withLock { $0.append(event) } },
+            engine.observe(\.timeControlStatus, options: [.new]) { _, change in log.statuses.withLock { $0.append(change.newValue) } },
+        ]
+    }
+
+    var statuses: [TimeControlStatus] { log.statuses.withLock { $0 } }
+
+    var recorded: [EngineEvent] { log.events.withLock { $0 } }
+
+    func contains(_ predicate: (EngineEvent) -> Bool) -> Bool { log.events.withLock { $0.contains(where: predicate) } }
+
+    var ended: Bool { contains { if case .didPlayToEnd = $0 { true } else { false } } }
+    var failure: EngineFailure? {
+        log.events.withLock { events in
+            for case .failed(_, let failure) in events { return failure }
+            return nil
+        }
+    }
+    func seekCompleted(token: Int) -> Double? {
+        log.events.withLock { events in
+            for case .seekCompleted(_, let t, let position) in events where t == token { return position }
+            return nil
+        }
+    }
+}
