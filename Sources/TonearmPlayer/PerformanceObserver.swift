@@ -1,0 +1,72 @@
+import Foundation
+import Synchronization
+import TonearmEngine
+
+/// Performance news for clients: how long things took and when the sound faltered.
+public enum PerformanceEvent: Sendable, Equatable {
+    case loadStarted(url: String)
+    /// From the play request to the first frames handed to the device.
+    case firstAudio(latency: Double)
+    case bufferingStarted
+    case bufferingEnded(duration: Double)
+    /// The device ran dry (xrun) and was recovered.
+    case stall
+    case resumed
+
+    public var name: String {
+        switch self {
+        case .loadStarted: "load_started"
+        case .firstAudio: "first_audio"
+        case .bufferingStarted: "buffering_started"
+        case .bufferingEnded: "buffering_ended"
+        case .stall: "stall"
+        case .resumed: "resumed"
+        }
+    }
+}
+
+/// Turns the same engine changes the adapter sees into `PerformanceEvent`s, with durations
+/// measured on a monotonic clock.
+public final class PerformanceObserver: Sendable {
+    private let broadcaster = Broadcaster<PerformanceEvent>()
+    private let bufferingSince = Mutex<ContinuousClock.Instant?>(nil)
+    private let tokens = Mutex<[ObservationToken]>([])
+
+    public init(engine: PlayerEngine) {
+        let observations = [
+            engine.observeEvents { [weak self] _, event in self?.handle(event) },
+            engine.observe(\.timeControlStatus, options: [.new]) { [weak self] _, change in
+                self?.timeControlChanged(from: change.oldValue, to: change.newValue)
+            },
+        ]
+        tokens.withLock { $0 = observations }
+    }
+
+    public func events() -> AsyncStream<PerformanceEvent> { broadcaster.subscribe() }
+
+    private func handle(_ event: EngineEvent) {
+        switch event {
+        case .loadStarted(_, let url): broadcaster.yield(.loadStarted(url: url))
+        case .firstAudioWritten(_, let latency): broadcaster.yield(.firstAudio(latency: latency))
+        case .underrun: broadcaster.yield(.stall)
+        default: break
+        }
+    }
+
+    private func timeControlChanged(from old: TimeControlStatus?, to new: TimeControlStatus) {
+        let now = ContinuousClock.now
+        switch new {
+        case .waitingToPlay:
+            bufferingSince.withLock { $0 = now }
+            broadcaster.yield(.bufferingStarted)
+        case .playing:
+            if let since = bufferingSince.withLock({ value in defer { value = nil }; return value }) {
+                let elapsed = now - since
+                broadcaster.yield(.bufferingEnded(duration: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+            }
+            if old == .paused { broadcaster.yield(.resumed) }
+        case .paused:
+            break
+        }
+    }
+}
