@@ -57,6 +57,6 @@ let package = Package(
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
         .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmTestSupport"]),
-        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmTestSupport"]),
+        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmTestSupport"]),
     ]
 )

@@ -11,7 +11,6 @@ final class EngineRuntime: @unchecked Sendable {
     /// The last session started, current or not: used to wait for the device's release.
     var lastSession: ItemSession?
     var nextItemID = 0
-    var nextSeekToken = 0
     var shuttingDown = false
 
     /// Track time advances this many seconds per wall-clock second.
@@ -85,14 +84,13 @@ final class EngineRuntime: @unchecked Sendable {
         }
     }
 
-    func seek(to seconds: Double) -> Int? {
+    func seek(to seconds: Double, token: Int) -> Bool {
         lock.withLock {
-            guard let item else { return nil }
-            nextSeekToken += 1
-            item.pendingSeek = (max(0, seconds.isFinite ? seconds : 0), nextSeekToken)
+            guard let item else { return false }
+            item.pendingSeek = (max(0, seconds.isFinite ? seconds : 0), token)
             item.endReported = false
             lock.wakeAll()
-            return nextSeekToken
+            return true
         }
     }
 

@@ -68,10 +68,11 @@ public final class PlayerEngine: Sendable {
     public func play() { runtime.setPlaying(true) }
     public func pause() { runtime.setPlaying(false) }
 
-    /// Seeks the current item; returns the token that its `seekCompleted` event carries, or nil
-    /// when nothing is loaded.
+    /// Seeks the current item. Its `seekCompleted` event carries `token`: callers that wait for
+    /// the completion register the token before calling, since the event can come at once.
+    /// Returns false when nothing is loaded.
     @discardableResult
-    public func seek(to seconds: Double) -> Int? { runtime.seek(to: seconds) }
+    public func seek(to seconds: Double, token: Int = 0) -> Bool { runtime.seek(to: seconds, token: token) }
 
     /// Stops playback and releases the file and the device.
     public func stop() { runtime.stop() }

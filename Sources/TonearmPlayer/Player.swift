@@ -24,6 +24,7 @@ public final class Player: Sendable {
     public let performance: PerformanceObserver
     private let adapter: EngineStateAdapter
     private let commandLock = Mutex<URL?>(nil)  // guards the command sequence; holds the last loaded URL
+    private let seekTokens = Atomic<Int>(0)
     private let logger: Logger
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger) {
@@ -94,7 +95,9 @@ public final class Player: Sendable {
         if let duration = engine.duration { target = min(target, duration) }
         let resolved = target
         _ = try perform(.seek(to: resolved)) { _ in
-            adapter.expectSeek(token: engine.seek(to: resolved))
+            let token = seekTokens.add(1, ordering: .relaxed).newValue
+            adapter.expectSeek(token: token)
+            engine.seek(to: resolved, token: token)
         }
         let settled = await machine.firstState { state in
             if case .seeking = state { return false }

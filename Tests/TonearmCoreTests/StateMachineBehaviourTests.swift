@@ -12,7 +12,7 @@ private final class SteppingClock: Sendable {
     func now() -> Date { seconds.withLock { $0 += 1; return Date(timeIntervalSince1970: $0) } }
 }
 
-@Suite("State machine behaviour")
+@Suite("State machine behaviour", .timeLimit(.minutes(1)))
 struct StateMachineBehaviourTests {
     @Test func computedProperties() {
         #expect(!PlaybackState.idle.isActive && !PlaybackState.loading(a).isActive)

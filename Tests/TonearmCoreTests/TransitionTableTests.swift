@@ -128,7 +128,7 @@ private func expected(_ s: S, _ a: A) -> R {
 
 private let allPairs: [(S, A)] = S.allCases.flatMap { s in A.allCases.map { (s, $0) } }
 
-@Suite("Transition table: every state × every action")
+@Suite("Transition table: every state × every action", .timeLimit(.minutes(1)))
 struct TransitionTableTests {
     @Test("covers at least 9 states × 19 actions")
     func coverage() {

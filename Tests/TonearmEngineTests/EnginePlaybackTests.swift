@@ -3,7 +3,7 @@ import Testing
 import TonearmEngine
 import TonearmTestSupport
 
-@Suite("Engine plays real files through ALSA", .serialized)
+@Suite("Engine plays real files through ALSA", .serialized, .timeLimit(.minutes(1)))
 struct EnginePlaybackTests {
     private func play(_ fixture: String, config: (String) -> OutputConfiguration = { OutputConfiguration(device: $0) })
         async throws -> (pcm: Data, info: MediaInfo?, recorder: EngineRecorder, dir: TemporaryDirectory) {

@@ -3,7 +3,7 @@ import Testing
 import TonearmEngine
 import TonearmTestSupport
 
-@Suite("Engine seek and pause", .serialized)
+@Suite("Engine seek and pause", .serialized, .timeLimit(.minutes(1)))
 struct EngineSeekPauseTests {
     @Test(arguments: ["tone.wav", "tone.flac"], [0.0, 1.5, 2.345678])
     func seekLandsOnTheExactSample(_ fixture: String, _ target: Double) async throws {
@@ -13,7 +13,8 @@ struct EngineSeekPauseTests {
         let recorder = EngineRecorder(engine)
         engine.load(url: Fixtures.url(fixture))
         #expect(await eventually { engine.status == .readyToPlay })
-        let token = try #require(engine.seek(to: target))
+        let token = 7
+        #expect(engine.seek(to: target, token: token))
         #expect(await eventually { recorder.seekCompleted(token: token) != nil })
         #expect(recorder.seekCompleted(token: token) == (target * 44100).rounded() / 44100)
         engine.play()

@@ -8,7 +8,7 @@ import TonearmTestSupport
 @testable import TonearmPlayer
 
 /// The adapter and coordinator with the real engine on real files.
-@Suite("Player: adapter and coordinator on the real engine", .serialized)
+@Suite("Player: adapter and coordinator on the real engine", .serialized, .timeLimit(.minutes(1)))
 struct PlayerAdapterTests {
     private func makePlayer(pace: Bool = false, speed: Double = 1) -> Player {
         Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null", pace: pace, speed: speed)),

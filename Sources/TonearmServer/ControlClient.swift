@@ -1,0 +1,80 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A client for the control socket (used by tonearmctl): sends requests and reads answers in
+/// order, handing notifications that arrive in between to `onNotification`.
+public struct ControlClient: Sendable {
+    public struct ResponseError: Error, CustomStringConvertible, Sendable {
+        public let code: Int
+        public let message: String
+        public let data: JSONValue?
+        public var description: String { message }
+    }
+
+    public let socketPath: String
+
+    public init(socketPath: String) { self.socketPath = socketPath }
+
+    public final class Connection {
+        // Used by the one task running the body passed to `withConnection`.
+        private var inbound: NIOAsyncChannelInboundStream<InboundLine>.AsyncIterator
+        private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+        private var nextID = 0
+
+        init(inbound: NIOAsyncChannelInboundStream<InboundLine>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
+            self.inbound = inbound.makeAsyncIterator()
+            self.outbound = outbound
+        }
+
+        /// Sends one request and returns its result, or throws its error.
+        public func call(_ method: String, _ params: JSONValue = [:],
+                         onNotification: (JSONValue) -> Void = { _ in }) async throws -> JSONValue {
+            nextID += 1
+            let id = JSONValue.number(Double(nextID))
+            var data = JSONValue.object(["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]).serialized()
+            data.append(UInt8(ascii: "\n"))
+            try await outbound.write(ByteBuffer(bytes: data))
+            while let message = try await nextMessage() {
+                if message["method"] != nil, message["id"] == nil {
+                    onNotification(message)
+                    continue
+                }
+                if let error = message["error"] {
+                    throw ResponseError(code: Int(error["code"]?.doubleValue ?? 0),
+                                        message: error["message"]?.stringValue ?? "unknown error", data: error["data"])
+                }
+                return message["result"] ?? .null
+            }
+            throw ServerError("the daemon closed the connection")
+        }
+
+        /// The next message from the daemon (answer or notification), or nil when it closed.
+        public func nextMessage() async throws -> JSONValue? {
+            while let item = try await inbound.next() {
+                guard case .line(let buffer) = item else { continue }
+                return try JSONValue.parse(Data(buffer.readableBytesView))
+            }
+            return nil
+        }
+    }
+
+    public func withConnection<T: Sendable>(_ body: @Sendable (Connection) async throws -> T) async throws -> T {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let channel: NIOAsyncChannel<InboundLine, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxLength: 16 << 20)))
+                        return try NIOAsyncChannel<InboundLine, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw ServerError("cannot connect to tonearmd at \(socketPath): \(error) — is the daemon running? (--socket, TONEARM_SOCKET)")
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await body(Connection(inbound: inbound, outbound: outbound))
+        }
+    }
+}

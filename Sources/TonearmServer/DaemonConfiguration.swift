@@ -1,0 +1,142 @@
+import Foundation
+import Logging
+import TOMLKit
+import TonearmEngine
+
+/// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,
+/// then flags, each overriding the one before.
+public struct DaemonConfiguration: Sendable, Equatable {
+    public var socket: String?
+    public var output = OutputConfiguration()
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    public struct Invalid: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The default config, byte for byte the documented config/tonearmd.toml.
+    public static func embeddedDefault() -> DaemonConfiguration {
+        // The embedded text is valid TOML; a test checks it equals config/tonearmd.toml.
+        (try? DaemonConfiguration().applying(toml: embeddedDefaultTOML, source: "embedded default")) ?? DaemonConfiguration()
+    }
+
+    public func applying(tomlFile path: String) throws -> DaemonConfiguration {
+        guard let text = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw Invalid("cannot read config file \(path)")
+        }
+        return try applying(toml: text, source: path)
+    }
+
+    public func applying(toml text: String, source: String) throws -> DaemonConfiguration {
+        let table: TOMLTable
+        do { table = try TOMLTable(string: text) } catch {
+            throw Invalid("\(source): not valid TOML: \(error)")
+        }
+        var config = self
+        for key in table.keys where !["socket", "output", "log"].contains(key) {
+            throw Invalid("\(source): unknown key '\(key)'")
+        }
+        if let value = table["socket"] {
+            guard let socket = value.string, !socket.isEmpty else { throw Invalid("\(source): socket must be a non-empty string") }
+            config.socket = socket
+        }
+        if let output = table["output"] {
+            guard let output = output.table else { throw Invalid("\(source): [output] must be a table") }
+            for key in output.keys {
+                let value = output[key]!
+                switch key {
+                case "device": config.output.device = try string(value, "output.device", source)
+                case "sample_rate": config.output.sampleRate = try zeroMeansSource(integer(value, "output.sample_rate", source, 0...768_000))
+                case "channels": config.output.channels = try zeroMeansSource(integer(value, "output.channels", source, 0...32))
+                case "format": config.output.sampleType = try Self.sampleType(string(value, "output.format", source), source)
+                case "buffer_ms": config.output.bufferMilliseconds = try integer(value, "output.buffer_ms", source, 10...10_000)
+                case "pace": config.output.pace = try bool(value, "output.pace", source)
+                case "speed": config.output.speed = try Self.speed(number(value, "output.speed", source), source)
+                default: throw Invalid("\(source): unknown key 'output.\(key)'")
+                }
+            }
+        }
+        if let log = table["log"] {
+            guard let log = log.table else { throw Invalid("\(source): [log] must be a table") }
+            for key in log.keys {
+                guard key == "level" else { throw Invalid("\(source): unknown key 'log.\(key)'") }
+                config.logLevel = try Self.logLevel(string(log[key]!, "log.level", source), source)
+            }
+        }
+        return config
+    }
+
+    /// TONEARM_SOCKET, TONEARM_DEVICE, TONEARM_PACE, TONEARM_SPEED, TONEARM_BUFFER_MS, TONEARM_LOG_LEVEL.
+    public func applying(environment: [String: String]) throws -> DaemonConfiguration {
+        var config = self
+        if let socket = environment["TONEARM_SOCKET"], !socket.isEmpty { config.socket = socket }
+        if let device = environment["TONEARM_DEVICE"], !device.isEmpty { config.output.device = device }
+        if let pace = environment["TONEARM_PACE"] {
+            switch pace.lowercased() {
+            case "1", "true", "yes", "on": config.output.pace = true
+            case "0", "false", "no", "off", "": config.output.pace = false
+            default: throw Invalid("TONEARM_PACE must be true or false, not '\(pace)'")
+            }
+        }
+        if let speed = environment["TONEARM_SPEED"] {
+            guard let value = Double(speed) else { throw Invalid("TONEARM_SPEED must be a number, not '\(speed)'") }
+            config.output.speed = try Self.speed(value, "TONEARM_SPEED")
+        }
+        if let buffer = environment["TONEARM_BUFFER_MS"] {
+            guard let value = Int(buffer), (10...10_000).contains(value) else {
+                throw Invalid("TONEARM_BUFFER_MS must be a whole number from 10 to 10000, not '\(buffer)'")
+            }
+            config.output.bufferMilliseconds = value
+        }
+        if let level = environment["TONEARM_LOG_LEVEL"] { config.logLevel = try Self.logLevel(level, "TONEARM_LOG_LEVEL") }
+        return config
+    }
+
+    static func sampleType(_ text: String, _ source: String) throws -> SampleType? {
+        if text == "auto" { return nil }
+        guard let type = SampleType(rawValue: text) else {
+            throw Invalid("\(source): format must be auto, s16, s32 or float, not '\(text)'")
+        }
+        return type
+    }
+
+    static func speed(_ value: Double, _ source: String) throws -> Double {
+        guard value.isFinite, value > 0, value <= 1000 else { throw Invalid("\(source): speed must be a number above 0 and at most 1000") }
+        return value
+    }
+
+    public static func logLevel(_ text: String, _ source: String) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw Invalid("\(source): log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'")
+        }
+        return level
+    }
+}
+
+private func zeroMeansSource(_ value: Int) -> Int? { value == 0 ? nil : value }
+
+private func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {
+    guard let text = value.string else { throw DaemonConfiguration.Invalid("\(source): \(key) must be a string") }
+    return text
+}
+
+private func integer(_ value: any TOMLValueConvertible, _ key: String, _ source: String, _ range: ClosedRange<Int>) throws -> Int {
+    guard let number = value.int, range.contains(number) else {
+        throw DaemonConfiguration.Invalid("\(source): \(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+    }
+    return number
+}
+
+private func number(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> Double {
+    if let number = value.double { return number }
+    if let number = value.int { return Double(number) }
+    throw DaemonConfiguration.Invalid("\(source): \(key) must be a number")
+}
+
+private func bool(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> Bool {
+    guard let flag = value.bool else { throw DaemonConfiguration.Invalid("\(source): \(key) must be true or false") }
+    return flag
+}

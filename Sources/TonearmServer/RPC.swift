@@ -1,0 +1,98 @@
+import Foundation
+
+/// JSON-RPC 2.0 framing: one request object per line in, one response or notification per line out.
+public enum RPC {
+    public enum ErrorCode: Int, Sendable {
+        case parseError = -32700
+        case invalidRequest = -32600
+        case methodNotFound = -32601
+        case invalidParams = -32602
+        case internalError = -32603
+        /// The state machine does not allow the action now; `data` names the state and the action.
+        case rejected = -32000
+        /// Loading or playing failed; `data` holds the error's kind, message and recoverability.
+        case mediaFailed = -32001
+        /// A newer command (load, stop) replaced this one before it finished.
+        case superseded = -32002
+    }
+
+    public struct Failure: Error, Sendable {
+        public var code: ErrorCode
+        public var message: String
+        public var data: JSONValue?
+
+        public init(_ code: ErrorCode, _ message: String, data: JSONValue? = nil) {
+            self.code = code
+            self.message = message
+            self.data = data
+        }
+    }
+
+    public struct Request: Sendable {
+        public var id: JSONValue?
+        public var method: String
+        public var params: JSONValue
+        /// A request without an id is a notification: it gets no response.
+        public var isNotification: Bool { id == nil }
+    }
+
+    /// A line that is not a usable request, with the id when it could be read so the client can match it.
+    public struct BadRequest: Error, Sendable {
+        public var id: JSONValue
+        public var failure: Failure
+    }
+
+    /// Parses one line.
+    public static func parseRequest(_ line: Data) -> Result<Request, BadRequest> {
+        guard let json = try? JSONValue.parse(line) else {
+            return .failure(BadRequest(id: JSONValue.null, failure: Failure(.parseError, "parse error: the line is not valid JSON")))
+        }
+        guard case .object(let object) = json else {
+            if case .array = json {
+                return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "batch requests are not supported: send one object per line")))
+            }
+            return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: expected a JSON object")))
+        }
+        var id = object["id"]
+        if let candidate = id {
+            switch candidate {
+            case .string, .number, .null: break
+            default:
+                id = nil
+                return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: id must be a string, a number or null")))
+            }
+        }
+        guard object["jsonrpc"] == .string("2.0") else {
+            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"")))
+        }
+        guard case .string(let method)? = object["method"] else {
+            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: \"method\" must be a string")))
+        }
+        let params = object["params"] ?? .object([:])
+        switch params {
+        case .object: break
+        case .array(let items) where items.isEmpty: break
+        default:
+            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidParams, "invalid params: \"params\" must be an object")))
+        }
+        return .success(Request(id: id, method: method, params: params.isEmptyArray ? .object([:]) : params))
+    }
+
+    public static func response(id: JSONValue, result: JSONValue) -> JSONValue {
+        ["jsonrpc": "2.0", "id": id, "result": result]
+    }
+
+    public static func response(id: JSONValue, error: Failure) -> JSONValue {
+        var body: [String: JSONValue] = ["code": .number(Double(error.code.rawValue)), "message": .string(error.message)]
+        if let data = error.data { body["data"] = data }
+        return ["jsonrpc": "2.0", "id": id, "error": .object(body)]
+    }
+
+    public static func notification(method: String, params: JSONValue) -> JSONValue {
+        ["jsonrpc": "2.0", "method": .string(method), "params": params]
+    }
+}
+
+extension JSONValue {
+    fileprivate var isEmptyArray: Bool { if case .array(let a) = self { a.isEmpty } else { false } }
+}

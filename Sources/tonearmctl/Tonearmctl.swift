@@ -1,0 +1,241 @@
+import ArgumentParser
+import Foundation
+import TonearmServer
+
+@main
+struct Tonearmctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tonearmctl",
+        abstract: "Control a running tonearmd.",
+        subcommands: [Load.self, Play.self, Pause.self, Stop.self, Seek.self, Status.self, Retry.self,
+                      Watch.self, Ping.self, Version.self])
+}
+
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "Control socket path (else TONEARM_SOCKET, else the config's socket, else the default).")
+    var socket: String?
+
+    @Option(help: "tonearmd config file whose socket to use.")
+    var config: String?
+
+    @Flag(help: "Print the daemon's JSON answer instead of a summary.")
+    var json = false
+
+    func socketPath() throws -> String {
+        var configured: String?
+        if let config {
+            configured = try DaemonConfiguration().applying(tomlFile: config).socket
+        }
+        return SocketPath.resolve(explicit: socket, environment: ProcessInfo.processInfo.environment, configured: configured)
+    }
+
+    /// Sends one request and prints its answer; a daemon error exits non-zero with its message.
+    func run(_ method: String, _ params: JSONValue = [:], summary: @escaping @Sendable (JSONValue) -> String) async throws {
+        let client = ControlClient(socketPath: try socketPath())
+        let json = self.json
+        do {
+            let result = try await client.withConnection { try await $0.call(method, params) }
+            print(json ? result.text : summary(result))
+        } catch let error as ControlClient.ResponseError {
+            if json {
+                print(JSONValue.object(["code": .number(Double(error.code)), "message": .string(error.message), "data": error.data ?? .null]).text)
+            } else {
+                printError("error: \(error.message)")
+            }
+            throw ExitCode.failure
+        } catch let error as ServerError {
+            printError("error: \(error.description)")
+            throw ExitCode(2)
+        }
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+enum Summary {
+    static func state(_ state: JSONValue?) -> String {
+        guard let state, let name = state["state"]?.stringValue else { return "unknown" }
+        switch name {
+        case "failed":
+            return "failed: \(state["error"]?["message"]?.stringValue ?? "")"
+        case "seeking":
+            return "seeking to \(seconds(state["target"]?.doubleValue)) (then \(state["resume"]?.stringValue ?? ""))"
+        case "loading":
+            return "loading \(state["url"]?.stringValue ?? "")"
+        default:
+            return name
+        }
+    }
+
+    static func seconds(_ value: Double?) -> String {
+        guard let value else { return "--:--" }
+        let total = Int(value)
+        return String(format: "%d:%02d.%01d", total / 60, total % 60, Int((value - Double(total)) * 10))
+    }
+
+    static func media(_ media: JSONValue?) -> String {
+        guard let media, media != .null else { return "" }
+        var parts: [String] = []
+        let tags = media["tags"]
+        let title = [tags?["artist"]?.stringValue, tags?["title"]?.stringValue].compactMap { $0 }.joined(separator: " – ")
+        parts.append(title.isEmpty ? (media["url"]?.stringValue ?? "") : title)
+        parts.append("\(media["codec"]?.stringValue ?? "?") \(Int(media["sample_rate"]?.doubleValue ?? 0)) Hz \(Int(media["channels"]?.doubleValue ?? 0)) ch")
+        parts.append(seconds(media["duration"]?.doubleValue))
+        return parts.joined(separator: " · ")
+    }
+
+    static func changed(_ result: JSONValue) -> String {
+        let now = state(result["state"])
+        return result["changed"]?.boolValue == false ? "\(now) (unchanged)" : now
+    }
+}
+
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Load a media file (and play it with --play).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "Path or file:// URL; relative paths are taken from the current directory.") var path: String
+    @Flag(help: "Start playing once loaded.") var play = false
+    @Option(help: "Start position in seconds.") var start: Double?
+
+    func run() async throws {
+        let url = path.contains("://") || path.hasPrefix("/") ? path
+            : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+        var params: [String: JSONValue] = ["url": .string(url), "play": .bool(play)]
+        if let start { params["start"] = .number(start) }
+        try await options.run("load", .object(params)) { "\(Summary.state($0["state"])): \(Summary.media($0["media"]))" }
+    }
+}
+
+/// A command that sends one state-changing request with no params and prints the new state.
+protocol StateCommand: AsyncParsableCommand {
+    static var method: String { get }
+    var options: ConnectionOptions { get }
+}
+
+extension StateCommand {
+    func run() async throws { try await options.run(Self.method) { Summary.changed($0) } }
+}
+
+struct Play: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Play (after the end: from the beginning).")
+    static let method = "play"
+    @OptionGroup var options: ConnectionOptions
+}
+
+struct Pause: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Pause.")
+    static let method = "pause"
+    @OptionGroup var options: ConnectionOptions
+}
+
+struct Stop: StateCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop and release the file and the device.")
+    static let method = "stop"
+    @OptionGroup var options: ConnectionOptions
+}
+
+struct Retry: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Load the media that failed again (recoverable failures).")
+    @OptionGroup var options: ConnectionOptions
+    func run() async throws { try await options.run("retry") { "\(Summary.state($0["state"])): \(Summary.media($0["media"]))" } }
+}
+
+struct Seek: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Seek to a position in seconds; +N or -N seeks relative (write -N after --).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "Seconds: 30, +10, or -- -10.") var position: String
+
+    func run() async throws {
+        guard let value = Double(position) else { throw ValidationError("position must be a number of seconds") }
+        let relative = position.hasPrefix("+") || position.hasPrefix("-")
+        try await options.run("seek", ["position": .number(value), "relative": .bool(relative)]) {
+            "\(Summary.state($0["state"])) at \(Summary.seconds($0["position"]?.doubleValue))"
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show state, position and media.")
+    @OptionGroup var options: ConnectionOptions
+    func run() async throws {
+        try await options.run("status") { result in
+            var lines = ["\(Summary.state(result["state"]))  \(Summary.seconds(result["position"]?.doubleValue)) / \(Summary.seconds(result["duration"]?.doubleValue))"]
+            let media = Summary.media(result["media"])
+            if !media.isEmpty { lines.append(media) }
+            if let interruption = result["interruption"]?.stringValue { lines.append("interrupted: \(interruption)") }
+            lines.append("output: \(result["output"]?["device"]?.stringValue ?? "?")")
+            return lines.joined(separator: "\n")
+        }
+    }
+}
+
+struct Ping: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check that the daemon answers.")
+    @OptionGroup var options: ConnectionOptions
+    func run() async throws { try await options.run("ping") { $0.stringValue ?? $0.text } }
+}
+
+struct Version: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the daemon's and its libraries' versions.")
+    @OptionGroup var options: ConnectionOptions
+    func run() async throws {
+        try await options.run("version") { result in
+            let libraries = result["libraries"].flatMap { value -> String? in
+                guard case .object(let object) = value else { return nil }
+                return object.keys.sorted().map { "\($0) \(object[$0]?.stringValue ?? "")" }.joined(separator: ", ")
+            } ?? ""
+            return "tonearmd \(result["version"]?.stringValue ?? "?") (\(libraries))"
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print events as they come (Ctrl-C to stop).")
+    @OptionGroup var options: ConnectionOptions
+    @Option(help: "Also print the position every N seconds while playing.") var positionInterval: Double?
+
+    func run() async throws {
+        var events: [JSONValue] = ["transition", "performance"]
+        var params: [String: JSONValue] = [:]
+        if let positionInterval {
+            events.append("position")
+            params["position_interval"] = .number(positionInterval)
+        }
+        params["events"] = .array(events)
+        let client = ControlClient(socketPath: try options.socketPath())
+        let json = options.json
+        let request = JSONValue.object(params)
+        do {
+            try await client.withConnection { connection in
+                _ = try await connection.call("subscribe", request)
+                while let message = try await connection.nextMessage() {
+                    guard let event = message["params"] else { continue }
+                    // Unbuffered, so a pipe sees each event as it happens.
+                    FileHandle.standardOutput.write(Data(((json ? event.text : Watch.describe(event)) + "\n").utf8))
+                }
+            }
+        } catch let error as ServerError {
+            printError("error: \(error.description)")
+            throw ExitCode(2)
+        }
+    }
+
+    static func describe(_ event: JSONValue) -> String {
+        switch event["type"]?.stringValue {
+        case "transition":
+            return "\(Summary.state(event["from"])) → \(Summary.state(event["to"])) (\(event["action"]?["name"]?.stringValue ?? ""))"
+        case "performance":
+            var text = event["event"]?.stringValue ?? ""
+            if let latency = event["latency"]?.doubleValue { text += String(format: " %.1f ms", latency * 1000) }
+            if let duration = event["duration"]?.doubleValue { text += String(format: " %.1f ms", duration * 1000) }
+            return text
+        case "position":
+            return "position \(Summary.seconds(event["position"]?.doubleValue)) / \(Summary.seconds(event["duration"]?.doubleValue))"
+        default:
+            return event.text
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import TonearmEngine
+import TonearmPlayer
+import TonearmServer
+
+@main
+struct Tonearmd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tonearmd",
+        abstract: "Headless audio player daemon, driven over a Unix-socket JSON-RPC protocol.",
+        discussion: """
+        Settings come from the built-in default (config/tonearmd.toml), then --config, then TONEARM_* \
+        environment variables, then these flags.
+        """)
+
+    @Option(help: "TOML config file (default: the built-in config).")
+    var config: String?
+
+    @Option(help: "Control socket path.")
+    var socket: String?
+
+    @Option(help: "ALSA PCM device, e.g. default, hw:0,0, null, file:'/tmp/out.raw',raw.")
+    var device: String?
+
+    @Flag(inversion: .prefixedNo, help: "Keep real time ourselves (for devices that never block: null, file).")
+    var pace: Bool?
+
+    @Option(help: "Pacing speed factor (tests).")
+    var speed: Double?
+
+    @Option(name: .customLong("buffer-ms"), help: "ALSA buffer time in milliseconds.")
+    var bufferMilliseconds: Int?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    func resolvedConfiguration() throws -> DaemonConfiguration {
+        var settings = DaemonConfiguration.embeddedDefault()
+        if let config { settings = try settings.applying(tomlFile: config) }
+        settings = try settings.applying(environment: ProcessInfo.processInfo.environment)
+        if let socket { settings.socket = socket }
+        if let device { settings.output.device = device }
+        if let pace { settings.output.pace = pace }
+        if let speed {
+            guard speed.isFinite, speed > 0, speed <= 1000 else { throw ValidationError("--speed must be above 0 and at most 1000") }
+            settings.output.speed = speed
+        }
+        if let bufferMilliseconds {
+            guard (10...10_000).contains(bufferMilliseconds) else { throw ValidationError("--buffer-ms must be from 10 to 10000") }
+            settings.output.bufferMilliseconds = bufferMilliseconds
+        }
+        if let logLevel { settings.logLevel = try DaemonConfiguration.logLevel(logLevel, "--log-level") }
+        return settings
+    }
+
+    func run() async throws {
+        let settings: DaemonConfiguration
+        do { settings = try resolvedConfiguration() } catch let error as DaemonConfiguration.Invalid {
+            throw ValidationError(error.description)
+        }
+        let level = settings.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "tonearmd")
+        // settings.socket already holds --socket, TONEARM_SOCKET or the config's value, in that order.
+        let socketPath = SocketPath.resolve(explicit: settings.socket, environment: ProcessInfo.processInfo.environment,
+                                            configured: nil)
+        let output = settings.output
+        logger.info("starting", metadata: [
+            "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
+            "buffer_ms": "\(output.bufferMilliseconds)",
+        ])
+        let engine = PlayerEngine(configuration: output)
+        let player = Player(engine: engine, logger: logger)
+        let server = ControlServer(socketPath: socketPath, player: player, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: server)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch let error as ServerError {
+            logger.critical("\(error.description)")
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the real `tonearmd` binary as a child process on its own socket and temporary directory.
+public final class DaemonProcess {
+    public let process = Process()
+    public let directory: TemporaryDirectory
+    public let socketPath: String
+    public let logPath: String
+
+    /// The built tonearmd: $TONEARMD_PATH, else beside the test bundle, else .build/debug.
+    public static func binary() -> String {
+        if let path = ProcessInfo.processInfo.environment["TONEARMD_PATH"] { return path }
+        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tonearmd").path
+        if FileManager.default.isExecutableFile(atPath: besideTests) { return besideTests }
+        let root = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/tonearmd").path
+    }
+
+    /// - Parameter arguments: extra flags, e.g. ["--device", "null", "--pace"].
+    public init(arguments: [String] = [], environment: [String: String] = [:]) throws {
+        directory = try TemporaryDirectory()
+        socketPath = directory.path("tonearm.sock")
+        logPath = directory.path("tonearmd.log")
+        process.executableURL = URL(fileURLWithPath: Self.binary())
+        process.arguments = ["--socket", socketPath] + arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TONEARM_") }
+        env.merge(environment) { $1 }
+        process.environment = env
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    /// Waits until the socket accepts a connection.
+    public func connect(timeout: Double = 10) throws -> LineClient {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let client = try? LineClient(path: socketPath) { return client }
+            if !process.isRunning || Date() > deadline {
+                throw LineClient.Failure(description: "tonearmd did not accept connections: \(log)")
+            }
+            usleep(5_000)
+        }
+    }
+
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    public func output(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: directory.path(name))) }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    @discardableResult
+    public func terminate(timeout: Double = 10) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        return process.terminationStatus
+    }
+
+    deinit {
+        terminate()
+        directory.remove()
+    }
+}
+
+/// Polls a daemon's `status` until `predicate` holds (tests only).
+public func waitForStatus(_ client: LineClient, timeout: Double = 10,
+                          _ predicate: ([String: Any]) -> Bool) throws -> [String: Any] {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        let status = try client.call("status")
+        if let result = status.result, predicate(result) { return result }
+        if Date() > deadline { throw LineClient.Failure(description: "status never matched; last: \(status)") }
+        usleep(10_000)
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    public var name: String? { (self["state"] as? [String: Any])?["state"] as? String }
+}

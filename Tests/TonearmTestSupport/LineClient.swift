@@ -1,0 +1,109 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain blocking Unix-socket client that speaks newline-delimited JSON: independent of the
+/// daemon's own NIO code, so the tests check the protocol as any script would see it.
+public final class LineClient {
+    public let fd: Int32
+    private var pending = Data()
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Failure(description: "path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw Failure(description: "connect(\(path)) failed: errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    public func send(raw data: Data) throws {
+        var offset = 0
+        while offset < data.count {
+            let written = data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, data.count - offset) }
+            guard written > 0 else { throw Failure(description: "write failed: errno \(errno)") }
+            offset += written
+        }
+    }
+
+    public func send(line: String) throws { try send(raw: Data((line + "\n").utf8)) }
+
+    /// Half-closes: the daemon sees end of input but can still answer.
+    public func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// The next line, or nil on end of stream; throws after `timeout` seconds without one.
+    public func readLine(timeout: Double = 10) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                let line = pending[pending.startIndex..<newline]
+                pending = Data(pending[(newline + 1)...])
+                return String(decoding: line, as: UTF8.self)
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw Failure(description: "no line within \(timeout) s") }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(remaining * 1000))
+            if ready <= 0 { continue }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self) }
+            pending.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    /// The next line parsed as a JSON object.
+    public func readJSON(timeout: Double = 10) throws -> [String: Any] {
+        guard let line = try readLine(timeout: timeout) else { throw Failure(description: "connection closed") }
+        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw Failure(description: "not a JSON object: \(line)")
+        }
+        return object
+    }
+
+    private var nextID = 0
+
+    /// Sends a request and returns its response, skipping notifications (kept in `notifications`).
+    public func call(_ method: String, _ params: [String: Any] = [:], timeout: Double = 10) throws -> [String: Any] {
+        nextID += 1
+        let request: [String: Any] = ["jsonrpc": "2.0", "id": nextID, "method": method, "params": params]
+        try send(line: String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self))
+        while true {
+            let message = try readJSON(timeout: timeout)
+            if message["id"] == nil && message["method"] != nil {
+                notifications.append(message)
+                continue
+            }
+            return message
+        }
+    }
+
+    public var notifications: [[String: Any]] = []
+}
+
+extension Dictionary where Key == String, Value == Any {
+    public var result: [String: Any]? { self["result"] as? [String: Any] }
+    public var errorCode: Int? { (self["error"] as? [String: Any])?["code"] as? Int }
+    public var errorMessage: String? { (self["error"] as? [String: Any])?["message"] as? String }
+    public var errorData: [String: Any]? { (self["error"] as? [String: Any])?["data"] as? [String: Any] }
+    /// `result.state.state`, the state's name.
+    public var stateName: String? { (result?["state"] as? [String: Any])?["state"] as? String }
+}
