@@ -58,7 +58,9 @@ public final class EngineStateAdapter: Sendable {
 
     private func timeControlChanged(_ status: TimeControlStatus) {
         switch status {
-        case .playing: machine.send(.didStartPlaying)
+        case .playing:
+            tracking.withLock { $0.interruption = nil }
+            machine.send(.didStartPlaying)
         case .paused: machine.send(.didPause)
         case .waitingToPlay: machine.send(.didStartBuffering)
         }

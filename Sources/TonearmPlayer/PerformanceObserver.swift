@@ -30,13 +30,15 @@ public enum PerformanceEvent: Sendable, Equatable {
 public final class PerformanceObserver: Sendable {
     private let broadcaster = Broadcaster<PerformanceEvent>()
     private let bufferingSince = Mutex<ContinuousClock.Instant?>(nil)
+    /// The item that has already played once: `resumed` means playing again after a pause, not starting.
+    private let playedItem = Mutex<Int?>(nil)
     private let tokens = Mutex<[ObservationToken]>([])
 
     public init(engine: PlayerEngine) {
         let observations = [
             engine.observeEvents { [weak self] _, event in self?.handle(event) },
-            engine.observe(\.timeControlStatus, options: [.new]) { [weak self] _, change in
-                self?.timeControlChanged(from: change.oldValue, to: change.newValue)
+            engine.observe(\.timeControlStatus, options: [.new]) { [weak self] engine, change in
+                self?.timeControlChanged(from: change.oldValue, to: change.newValue, itemID: engine.snapshot.itemID)
             },
         ]
         tokens.withLock { $0 = observations }
@@ -53,7 +55,7 @@ public final class PerformanceObserver: Sendable {
         }
     }
 
-    private func timeControlChanged(from old: TimeControlStatus?, to new: TimeControlStatus) {
+    private func timeControlChanged(from old: TimeControlStatus?, to new: TimeControlStatus, itemID: Int) {
         let now = ContinuousClock.now
         switch new {
         case .waitingToPlay:
@@ -64,7 +66,11 @@ public final class PerformanceObserver: Sendable {
                 let elapsed = now - since
                 broadcaster.yield(.bufferingEnded(duration: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
             }
-            if old == .paused { broadcaster.yield(.resumed) }
+            let playedBefore = playedItem.withLock { played in
+                defer { played = itemID }
+                return played == itemID
+            }
+            if old == .paused && playedBefore { broadcaster.yield(.resumed) }
         case .paused:
             break
         }

@@ -116,6 +116,21 @@ struct PlayerAdapterTests {
         #expect(events.all.contains(.loadStarted(url: Fixtures.url("tone.wav").absoluteString)))
     }
 
+    @Test func resumedMeansPlayingAgainAfterAPause() async throws {
+        let player = makePlayer(pace: true, speed: 2)
+        let events = PerformanceLog()
+        let stream = player.performanceEvents()
+        let task = Task { for await e in stream { events.append(e) } }
+        defer { task.cancel() }
+        _ = try await player.load(Fixtures.url("tone.wav"), play: true)
+        #expect(await eventually { events.all.contains { if case .firstAudio = $0 { true } else { false } } })
+        #expect(!events.all.contains(.resumed), "starting is not resuming")
+        try player.pause()
+        #expect(await eventually { player.engine.timeControlStatus == .paused })
+        try player.play()
+        #expect(await eventually { events.all.contains(.resumed) })
+    }
+
     private final class PerformanceLog: Sendable {
         private let list = Mutex<[PerformanceEvent]>([])
         func append(_ e: PerformanceEvent) { list.withLock { $0.append(e) } }
