@@ -56,6 +56,20 @@ struct EnginePlaybackTests {
         #expect(abs(seconds - (info.duration ?? 0)) < 0.1, "\(fixture): played \(seconds) s of \(info.duration ?? 0)")
     }
 
+    @Test func configuredFormatIsConvertedBySwresample() async throws {
+        let result = try await play("tone.wav") {
+            OutputConfiguration(device: $0, sampleRate: 48000, channels: 1, sampleType: .float)
+        }
+        defer { result.dir.remove() }
+        let info = try #require(result.info)
+        #expect(info.outputFormat == PCMFormat(sampleType: .float, sampleRate: 48000, channels: 1))
+        #expect(info.sampleRate == 44100 && info.channels == 2, "media info describes the source")
+        let samples = result.pcm.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        #expect(abs(samples.count - 3 * 48000) < 64, "3 s at 48 kHz mono: \(samples.count) samples")
+        let peak = samples.map(abs).max() ?? 0
+        #expect(peak > 0.05 && peak <= 1.0, "a real, unclipped signal: peak \(peak)")
+    }
+
     @Test(arguments: [("missing.flac", EngineFailure.Kind.fileNotFound), ("empty.wav", .unsupportedFormat),
                       ("notmedia.mp3", .unsupportedFormat), ("headeronly.wav", .unsupportedFormat)])
     func brokenFilesFailWithAReason(_ fixture: String, _ kind: EngineFailure.Kind) async throws {
