@@ -48,6 +48,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+        // The benchmark (docs/performance.md); run through `make bench`.
+        .executableTarget(name: "tonearm-bench", dependencies: [
+            "TonearmTestSupport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "tonearmctl", dependencies: [
             "TonearmServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

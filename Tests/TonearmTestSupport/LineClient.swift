@@ -8,6 +8,8 @@ import Glibc
 public final class LineClient {
     public let fd: Int32
     private var pending = Data()
+    /// Reused for every read, so that timing loops measure the daemon, not this client's allocations.
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -63,10 +65,23 @@ public final class LineClient {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(remaining * 1000))
             if ready <= 0 { continue }
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let count = read(fd, &buffer, buffer.count)
+            let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count <= 0 { return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self) }
-            pending.append(contentsOf: buffer[0..<count])
+            pending.append(contentsOf: readBuffer[0..<count])
+        }
+    }
+
+    /// Sends pre-encoded request bytes and waits for one answer line without parsing it (benchmarks).
+    public func roundTrip(_ request: Data) throws {
+        try send(raw: request)
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                pending.removeSubrange(pending.startIndex...newline)
+                return
+            }
+            let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw Failure(description: "connection closed") }
+            pending.append(contentsOf: readBuffer[0..<count])
         }
     }
 

@@ -1,0 +1,23 @@
+# Convenience targets. The README's two commands do not need make.
+FFMPEG_LIBS := libavformat libavcodec libswresample libavutil
+
+.PHONY: test bench bench-build floor
+
+test:
+	scripts/setup-debian.sh && swift test
+
+# Builds release, the C floor and the media, then runs the benchmark (docs/performance.md).
+bench: bench-build
+	scripts/make-bench-media.sh >/dev/null
+	.build/release/tonearm-bench
+
+bench-build: floor
+	scripts/setup-debian.sh
+	swift build -c release --product tonearmd
+	swift build -c release --product tonearm-bench
+
+floor: .build/bench/floor
+
+.build/bench/floor: bench/floor.c
+	mkdir -p .build/bench
+	cc -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs $(FFMPEG_LIBS))

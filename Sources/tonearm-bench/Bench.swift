@@ -1,0 +1,329 @@
+import ArgumentParser
+import Foundation
+import Synchronization
+import TonearmTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Measures tonearmd's cost and responsiveness the same way every time (docs/performance.md).
+/// Run it through `make bench`, which builds release, the C floor and the media first.
+@main
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tonearm-bench", abstract: "Benchmark tonearmd against the libav floor and its budgets.")
+
+    @Option(help: "The tonearmd binary.") var daemon = ".build/release/tonearmd"
+    @Option(help: "The C floor binary (bench/floor.c).") var floor = ".build/bench/floor"
+    @Option(help: "Media made by scripts/make-bench-media.sh.") var media = ".build/bench/media"
+    @Option(help: "Repeats for the repeated figures.") var repeats = 5
+    @Flag(help: "Print only the JSON lines.") var jsonOnly = false
+    @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
+
+    func run() throws {
+        let bench = Runner(daemon: daemon, floor: floor, media: media, repeats: quick ? 2 : repeats,
+                           window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
+        for path in [daemon, floor] where !FileManager.default.isExecutableFile(atPath: path) {
+            throw ValidationError("\(path) is missing: run `make bench`")
+        }
+        let started = monotonic()
+        try bench.startup()
+        try bench.decodeCost()
+        try bench.realTime()
+        try bench.idleAndMemory()
+        try bench.control()
+        try bench.responsiveness()
+        bench.report.print()
+        FileHandle.standardError.write(Data(String(format: "benchmark took %.0f s\n", monotonic() - started).utf8))
+    }
+}
+
+/// A running tonearmd on a socket of its own.
+final class RunningDaemon {
+    let child: Child
+    let directory: TemporaryDirectory
+    let socket: String
+    let startupSeconds: Double
+
+    init(_ binary: String, _ arguments: [String]) throws {
+        directory = try TemporaryDirectory()
+        socket = directory.path("s.sock")
+        let start = monotonic()
+        child = try Child.spawn(binary, ["--socket", socket, "--log-level", "error"] + arguments, log: directory.path("log"))
+        while (try? LineClient(path: socket)) == nil {
+            guard monotonic() - start < 10 else { throw BenchError("tonearmd did not start") }
+            usleep(200)
+        }
+        startupSeconds = monotonic() - start
+    }
+
+    func client() throws -> LineClient { try LineClient(path: socket) }
+    var sample: ProcessSample { ProcessSample(pid: child.pid) }
+
+    /// SIGTERM and wait; the CPU seconds the whole process used.
+    func stop() -> Double {
+        defer { directory.remove() }
+        return child.terminate()
+    }
+}
+
+/// Reads a subscribed connection until `predicate` matches an event's params.
+func waitForEvent(_ client: LineClient, timeout: Double = 30, _ predicate: ([String: Any]) -> Bool) throws {
+    let deadline = monotonic() + timeout
+    while monotonic() < deadline {
+        let message = try client.readJSON(timeout: deadline - monotonic())
+        if let params = message["params"] as? [String: Any], predicate(params) { return }
+    }
+    throw BenchError("event did not come within \(timeout) s")
+}
+
+func isTransition(to state: String) -> ([String: Any]) -> Bool {
+    { ($0["to"] as? [String: Any])?["state"] as? String == state }
+}
+
+struct Runner {
+    let daemon: String
+    let floor: String
+    let media: String
+    let repeats: Int
+    let window: Double
+    let report: Report
+
+    func file(_ seconds: Int, _ format: String) -> String {
+        URL(fileURLWithPath: media).appendingPathComponent("bench-\(seconds).\(format)").path
+    }
+
+    // 7. Start-up: process start to socket accepting.
+    func startup() throws {
+        var times: [Double] = []
+        for _ in 0..<Swift.max(repeats * 4, 10) {
+            let running = try RunningDaemon(daemon, ["--device", "null"])
+            times.append(running.startupSeconds * 1000)
+            _ = running.stop()
+        }
+        report.add("startup to accepting", "ms", times, budget: .atMost(50))
+    }
+
+    // 1. Decode cost: CPU of the whole daemon playing a file unpaced, against the C floor.
+    func decodeCost() throws {
+        for format in ["flac", "mp3", "ogg", "opus", "m4a"] {
+            var daemonPerMinute: [Double] = []
+            var floorPerMinute: [Double] = []
+            var ratios: [Double] = []
+            var fixed: [Double] = []
+            for _ in 0..<repeats {
+                let long = try daemonCPU(file(60, format))
+                let short = try daemonCPU(file(1, format))
+                let floorLong = try Child.spawn(floor, [file(60, format)]).wait()
+                let floorShort = try Child.spawn(floor, [file(1, format)]).wait()
+                // 60 s minus 1 s leaves 59 s of decoding: scale to a minute.
+                let daemonMinute = (long - short) * 60 / 59
+                let floorMinute = (floorLong - floorShort) * 60 / 59
+                daemonPerMinute.append(daemonMinute * 1000)
+                floorPerMinute.append(floorMinute * 1000)
+                ratios.append(daemonMinute / floorMinute)
+                fixed.append(short * 1000)
+            }
+            report.add("decode \(format): daemon CPU per minute", "ms", daemonPerMinute)
+            report.add("decode \(format): floor CPU per minute", "ms", floorPerMinute)
+            report.add("decode \(format): daemon / floor", "ratio", ratios, budget: .atMost(1.15))
+            report.add("decode \(format): daemon fixed cost (1 s file)", "ms CPU", fixed)
+        }
+    }
+
+    /// CPU seconds of a daemon that starts, plays `path` unpaced to the end, and stops.
+    private func daemonCPU(_ path: String) throws -> Double {
+        let running = try RunningDaemon(daemon, ["--device", "null"])
+        let watcher = try running.client()
+        _ = try watcher.call("subscribe", ["events": ["transition"]])
+        let control = try running.client()
+        let load = try control.call("load", ["url": path, "play": true])
+        guard load["result"] != nil else { throw BenchError("load \(path) failed: \(load)") }
+        try waitForEvent(watcher, isTransition(to: "ended"))
+        return running.stop()
+    }
+
+    // 2. Real-time playback: CPU %, threads and wake-ups while playing paced at 1×.
+    func realTime() throws {
+        for format in ["flac", "mp3"] {
+            let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+            let control = try running.client()
+            _ = try control.call("load", ["url": file(60, format), "play": true])
+            sleep(seconds: 1)
+            var cpu: [Double] = []
+            var wakeups: [Double] = []
+            var rss: [Double] = []
+            var dirty: [Double] = []
+            var threads: [Double] = []
+            for _ in 0..<3 {
+                let (before, start) = (running.sample, monotonic())
+                sleep(seconds: window)
+                let (after, end) = (running.sample, monotonic())
+                cpu.append((after.cpuNanoseconds - before.cpuNanoseconds) / 1e9 / (end - start) * 100)
+                wakeups.append((after.contextSwitches - before.contextSwitches) / (end - start))
+                threads.append(Double(after.threads))
+                let mem = memory(pid: running.child.pid)
+                rss.append(mem.rss)
+                dirty.append(mem.privateDirty)
+            }
+            report.add("playing \(format) 1x: CPU", "% of a core", cpu, budget: .atMost(format == "flac" ? 0.25 : 0.5))
+            report.add("playing \(format) 1x: wake-ups", "/s", wakeups, budget: .atMost(30))
+            report.add("playing \(format) 1x: threads", "threads", threads)
+            report.add("playing \(format) 1x: RSS", "MiB", rss, budget: .atMost(40))
+            report.add("playing \(format) 1x: private dirty", "MiB", dirty)
+            _ = running.stop()
+        }
+    }
+
+    // 3 and 4. Idle and paused wake-ups; memory idle and after 200 load/stop cycles.
+    func idleAndMemory() throws {
+        let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+        sleep(seconds: 0.5)
+        let idleMemory = memory(pid: running.child.pid)
+        report.add("idle: RSS", "MiB", [idleMemory.rss])
+        report.add("idle: private dirty", "MiB", [idleMemory.privateDirty])
+        report.add("idle: wake-ups", "/s", windows(running, count: 3, length: window / 3), budget: .atMost(0))
+
+        let control = try running.client()
+        _ = try control.call("load", ["url": file(60, "flac"), "play": true])
+        sleep(seconds: 0.3)
+        _ = try control.call("pause")
+        sleep(seconds: 0.3)
+        report.add("paused: wake-ups", "/s", windows(running, count: 3, length: window / 3), budget: .atMost(0))
+        _ = try control.call("stop")
+
+        // Warm up once, then 200 cycles of load + play + stop.
+        _ = try control.call("load", ["url": file(1, "flac"), "play": true])
+        _ = try control.call("stop")
+        sleep(seconds: 0.2)
+        let before = memory(pid: running.child.pid).rss
+        for index in 0..<200 {
+            let answer = try control.call("load", ["url": file(index % 2 == 0 ? 1 : 60, index % 3 == 0 ? "mp3" : "flac"), "play": true])
+            guard answer["result"] != nil else { throw BenchError("load failed in cycle \(index): \(answer)") }
+            _ = try control.call("stop")
+        }
+        sleep(seconds: 0.5)
+        let after = memory(pid: running.child.pid).rss
+        report.add("RSS growth over 200 load/stop cycles", "MiB", [after - before], budget: .atMost(1))
+        _ = running.stop()
+    }
+
+    private func windows(_ running: RunningDaemon, count: Int, length: Double) -> [Double] {
+        (0..<count).map { _ in
+            let (before, start) = (running.sample, monotonic())
+            sleep(seconds: length)
+            let (after, end) = (running.sample, monotonic())
+            return (after.contextSwitches - before.contextSwitches) / (end - start)
+        }
+    }
+
+    // 5. Control: status round trips from one client, and throughput from 10 and 100 clients.
+    func control() throws {
+        let running = try RunningDaemon(daemon, ["--device", "null"])
+        let status = Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A])
+        let client = try running.client()
+        for _ in 0..<200 { try client.roundTrip(status) }  // warm up
+        var latencies: [Double] = []
+        latencies.reserveCapacity(2000)
+        let cpuBefore = running.sample.cpuNanoseconds
+        for _ in 0..<2000 {
+            let start = monotonic()
+            try client.roundTrip(status)
+            latencies.append((monotonic() - start) * 1e6)
+        }
+        let cpuPerRequest = (running.sample.cpuNanoseconds - cpuBefore) / 1e3 / 2000
+        report.add("status round trip p50", "µs", [percentile(latencies, 0.5)])
+        report.add("status round trip p99", "µs", [percentile(latencies, 0.99)], budget: .atMost(150))
+        report.add("status round trip max", "µs", [latencies.max() ?? .nan])
+        report.add("status: daemon CPU per request (1 client)", "µs", [cpuPerRequest])
+
+        for clients in [10, 100] {
+            var rates: [Double] = []
+            var costs: [Double] = []
+            for _ in 0..<Swift.max(repeats / 2, 2) {
+                let (rate, cost) = try throughput(running, clients: clients, seconds: Swift.max(window / 3, 1), request: status)
+                rates.append(rate)
+                costs.append(cost)
+            }
+            report.add("status with \(clients) clients", "req/s", rates, budget: clients == 100 ? .atLeast(60_000) : nil)
+            report.add("status with \(clients) clients: daemon CPU per request", "µs", costs, budget: .atMost(15))
+        }
+        _ = running.stop()
+    }
+
+    /// Each client on its own thread with its own connection, blocking round trips for `seconds`.
+    private func throughput(_ running: RunningDaemon, clients: Int, seconds: Double, request: Data) throws -> (Double, Double) {
+        let total = Counter()
+        let connected = DispatchGroup()
+        let finished = DispatchGroup()
+        let go = DispatchSemaphore(value: 0)
+        let socket = running.socket
+        for _ in 0..<clients {
+            connected.enter()
+            finished.enter()
+            let thread = Thread {
+                let connection = try? LineClient(path: socket)
+                connected.leave()
+                go.wait()
+                let deadline = monotonic() + seconds
+                var count = 0
+                while let connection, monotonic() < deadline, (try? connection.roundTrip(request)) != nil { count += 1 }
+                total.add(count)
+                finished.leave()
+            }
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+        connected.wait()
+        let cpuBefore = running.sample.cpuNanoseconds
+        let start = monotonic()
+        for _ in 0..<clients { go.signal() }
+        finished.wait()
+        let elapsed = monotonic() - start
+        let cpu = (running.sample.cpuNanoseconds - cpuBefore) / 1e3
+        return (Double(total.value) / elapsed, cpu / Double(Swift.max(total.value, 1)))
+    }
+
+    // 6. Responsiveness: load → reply, load+play → first audio, pause → reply, seek → reply.
+    func responsiveness() throws {
+        let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+        let control = try running.client()
+        let watcher = try running.client()
+        _ = try watcher.call("subscribe", ["events": ["performance"]])
+        var load: [Double] = []
+        var firstAudio: [Double] = []
+        var pause: [Double] = []
+        var seek: [Double] = []
+        for index in 0..<Swift.max(repeats * 4, 10) {
+            let path = file(60, index % 2 == 0 ? "flac" : "mp3")
+            var start = monotonic()
+            _ = try control.call("load", ["url": path])
+            load.append((monotonic() - start) * 1000)
+
+            start = monotonic()
+            _ = try control.call("load", ["url": path, "play": true])
+            try waitForEvent(watcher) { $0["event"] as? String == "first_audio" }
+            firstAudio.append((monotonic() - start) * 1000)
+
+            sleep(seconds: 0.05)
+            start = monotonic()
+            _ = try control.call("pause")
+            pause.append((monotonic() - start) * 1000)
+
+            start = monotonic()
+            _ = try control.call("seek", ["position": 30.0 + Double(index)])
+            seek.append((monotonic() - start) * 1000)
+        }
+        report.add("load → reply", "ms", load)
+        report.add("load+play → first audio event", "ms", firstAudio, budget: .atMost(3))
+        report.add("pause → reply", "ms", pause, budget: .atMost(0.3))
+        report.add("seek → reply", "ms", seek, budget: .atMost(1))
+        _ = running.stop()
+    }
+}
+
+final class Counter: Sendable {
+    private let total = Atomic<Int>(0)
+    func add(_ count: Int) { total.add(count, ordering: .relaxed) }
+    var value: Int { total.load(ordering: .relaxed) }
+}
