@@ -144,10 +144,12 @@ extension EngineRuntime {
         var first = true
         while offset < frames {
             lock.lock()
-            // Wait for half the ring (or the rest of the chunk) to be free, to wake rarely.
-            while ring.freeFrames < min(frames - offset, ring.capacityFrames / 2),
-                  !session.cancelled, session.pendingSeek == nil {
-                lock.waitDecoder()
+            // When the rest does not fit, sleep until half the ring is free (hysteresis): the decoder
+            // then wakes about twice a second while playing, however small the codec's frames are.
+            if ring.freeFrames < frames - offset {
+                while ring.freeFrames < ring.capacityFrames / 2, !session.cancelled, session.pendingSeek == nil {
+                    lock.waitDecoder()
+                }
             }
             if session.cancelled || session.pendingSeek != nil {
                 lock.unlock()
@@ -157,10 +159,13 @@ extension EngineRuntime {
             lock.unlock()
             ring.copyIn(source + offset * ring.bytesPerFrame, frames: count)
             lock.lock()
-            let wasEmpty = ring.filledFrames == 0
+            let filledBefore = ring.filledFrames
             ring.commit(count)
             if first { onFirstCommit(); first = false }
-            if wasEmpty { lock.wakeOutput() }
+            // The output thread sleeps on an empty ring only when it outruns us (a device that
+            // never blocks, or a slow source): wake it once a batch is there, not for every frame.
+            let batch = ring.capacityFrames / 4
+            if filledBefore < batch && ring.filledFrames >= batch { lock.wakeOutput() }
             lock.unlock()
             offset += count
         }

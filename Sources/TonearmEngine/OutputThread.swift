@@ -98,10 +98,13 @@ extension EngineRuntime {
                 continue
             }
 
+            // What one write hands the device: a period, or with pacing a larger chunk, since the
+            // clock (not the device) decides when to write and each write is a wake-up.
+            let chunkFrames = configuration.pace ? max(output.periodFrames, format.sampleRate / 10) : output.periodFrames
             if configuration.pace {
-                // Stay one period ahead of the clock.
+                // Stay one chunk ahead of the clock.
                 let ahead = Double(pacedFrames) - (now - paceAnchor) * rate
-                let lead = Double(output.periodFrames)
+                let lead = Double(chunkFrames)
                 if ahead > lead {
                     lock.waitOutput(untilMonotonic: paceAnchor + (Double(pacedFrames) - lead) / rate)
                     continue
@@ -156,7 +159,7 @@ extension EngineRuntime {
                 }
             }
 
-            let frames = min(available, output.periodFrames)
+            let frames = min(available, chunkFrames)
             session.outputWriting = true
             lock.unlock()
             let outcome = output.write(pointer, frames: frames)

@@ -43,8 +43,9 @@ public final class Player: Sendable {
                      interruption: machine.currentState == .paused ? adapter.interruptionReason : nil)
     }
 
-    /// Loads `url`; returns once it is ready (or playing, with `play`), or throws why not.
-    public func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> MediaInfo {
+    /// Loads `url`; returns once it is ready (or playing, with `play`) with the state that led
+    /// to, or throws why not.
+    public func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
         guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
         commandLock.withLock { lastURL in
             machine.send(.load(url))
@@ -63,13 +64,15 @@ public final class Player: Sendable {
             throw .superseded(by: machine.currentState)
         }
         guard let info = engine.mediaInfo else { throw .superseded(by: machine.currentState) }
-        if play { _ = try self.play() }
-        return info
+        if play { return (info, try self.play().to) }
+        return (info, .ready)
     }
 
-    /// Returns whether the state changed (play while playing is accepted and changes nothing).
+    /// Returns the transition this command made; `didChangeState` is false when it was accepted
+    /// but changed nothing (play while playing). Its `to` is the state this command led to, even
+    /// if the engine has moved on since (a short file may already have ended).
     @discardableResult
-    public func play() throws(PlayerError) -> Bool {
+    public func play() throws(PlayerError) -> PlaybackTransition {
         try perform(.play) { from in
             if from == .ended { engine.seek(to: 0) }
             engine.play()
@@ -77,17 +80,17 @@ public final class Player: Sendable {
     }
 
     @discardableResult
-    public func pause() throws(PlayerError) -> Bool {
+    public func pause() throws(PlayerError) -> PlaybackTransition {
         try perform(.pause) { _ in engine.pause() }
     }
 
     @discardableResult
-    public func stop() throws(PlayerError) -> Bool {
+    public func stop() throws(PlayerError) -> PlaybackTransition {
         try perform(.stop) { _ in engine.stop() }
     }
 
-    /// Seeks and returns the new position once the engine has landed there.
-    public func seek(to position: Double, relative: Bool = false) async throws(PlayerError) -> Double {
+    /// Seeks and returns the new position and the state the seek settled in, once the engine has landed there.
+    public func seek(to position: Double, relative: Bool = false) async throws(PlayerError) -> (position: Double, state: PlaybackState) {
         guard position.isFinite else { throw .invalid("position must be a finite number of seconds") }
         var target = relative ? engine.currentTime + position : position
         guard target >= 0 || relative else { throw .invalid("position must be ≥ 0 seconds") }
@@ -104,11 +107,11 @@ public final class Player: Sendable {
             return true
         }
         if case .failed(let error)? = settled { throw .failed(error) }
-        return engine.currentTime
+        return (engine.currentTime, settled ?? machine.currentState)
     }
 
     /// Retries the media that failed (a recoverable failure only), as a new load.
-    public func retry() async throws(PlayerError) -> MediaInfo {
+    public func retry() async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
         let url: URL? = try commandLock.withLock { lastURL throws(PlayerError) in
             let from = machine.currentState
             guard machine.send(.retry) != nil else { throw .rejected(state: from, action: .retry) }
@@ -119,12 +122,12 @@ public final class Player: Sendable {
     }
 
     /// Sends a user action; when accepted and it changes the state, runs `engineCall` under the same lock.
-    private func perform(_ action: PlaybackAction, _ engineCall: (PlaybackState) -> Void) throws(PlayerError) -> Bool {
+    private func perform(_ action: PlaybackAction, _ engineCall: (PlaybackState) -> Void) throws(PlayerError) -> PlaybackTransition {
         try commandLock.withLock { _ throws(PlayerError) in
             let from = machine.currentState
             guard let transition = machine.send(action) else { throw .rejected(state: from, action: action) }
             if transition.didChangeState { engineCall(from) }
-            return transition.didChangeState
+            return transition
         }
     }
 

@@ -5,10 +5,10 @@ import Synchronization
 import TonearmCore
 import TonearmPlayer
 
-/// One connected client: its subscriptions and the bounded queue of notifications waiting to be
-/// written to it. Notifications pass through `outbox`, which holds at most `backlogLimit`; a
-/// client that reads too slowly to keep under it is disconnected, so it never holds memory
-/// without end or slows anyone else.
+/// One connected client's subscriptions. Notifications go straight to the channel (NIO queues
+/// them on its event loop, after any answer already written). A client that stops reading lets
+/// its channel become unwritable; past `backlogLimit` notifications sent while unwritable it is
+/// disconnected with a log line, so it never holds memory without end or slows anyone else.
 final class ClientSession: Sendable {
     enum EventKind: String, Sendable, Hashable {
         case transition, performance, position
@@ -16,15 +16,13 @@ final class ClientSession: Sendable {
 
     static let backlogLimit = 4096
 
-    let outbox: AsyncStream<JSONValue>
-    private let outboxInput: AsyncStream<JSONValue>.Continuation
     private let player: Player
     private let logger: Logger
     private let channel: any Channel
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let sentWhileUnwritable = Atomic<Int>(0)
 
     init(player: Player, channel: any Channel, logger: Logger) {
-        (outbox, outboxInput) = AsyncStream<JSONValue>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlogLimit))
         self.player = player
         self.channel = channel
         self.logger = logger
@@ -51,7 +49,7 @@ final class ClientSession: Sendable {
                 // Ticks only while playing; otherwise it waits for playing without waking.
                 while !Task.isCancelled {
                     if player.state != .playing {
-                        _ = await player.machine.firstState { $0 == .playing || Task.isCancelled }
+                        _ = await player.machine.firstState { $0 == .playing }
                         continue
                     }
                     try? await Task.sleep(for: .seconds(positionInterval))
@@ -69,19 +67,35 @@ final class ClientSession: Sendable {
     }
 
     private func notify(_ params: JSONValue) {
-        let result = outboxInput.yield(RPC.notification(method: "event", params: params))
-        if case .dropped = result {
+        if channel.isWritable {
+            sentWhileUnwritable.store(0, ordering: .relaxed)
+        } else if sentWhileUnwritable.add(1, ordering: .relaxed).newValue > Self.backlogLimit {
             logger.warning("client is not reading its events; disconnecting it", metadata: ["backlog": "\(Self.backlogLimit)"])
             close()
+            return
         }
+        channel.writeAndFlush(RPCFraming.line(RPC.notification(method: "event", params: params)), promise: nil)
     }
 
-    func close() {
+    /// Ends the subscriptions (the connection is closing or closed).
+    func endSubscriptions() {
         tasks.withLock { tasks in
             tasks.forEach { $0.cancel() }
             tasks = []
         }
-        outboxInput.finish()
+    }
+
+    func close() {
+        endSubscriptions()
         channel.close(promise: nil)
+    }
+}
+
+enum RPCFraming {
+    /// A message as one line on the wire.
+    static func line(_ message: JSONValue) -> ByteBuffer {
+        var bytes = message.bytes
+        bytes.append(UInt8(ascii: "\n"))
+        return ByteBuffer(bytes: bytes)
     }
 }

@@ -3,12 +3,14 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import TonearmPlayer
 
 /// The control socket: JSON-RPC 2.0, one object per line, on a Unix domain socket. Each client
-/// is served by its own task; requests on one connection are answered in order, and its event
-/// notifications are interleaved between answers. A `Service`: on graceful shutdown it stops
-/// accepting, closes every connection, stops playback and removes its socket file.
+/// is served on the event loop by an `RPCConnectionHandler`; requests on one connection are
+/// answered in order, and its event notifications are written between answers. A `Service`: on
+/// graceful shutdown it stops accepting, closes every connection, stops playback and removes its
+/// socket file.
 public final class ControlServer: Service, Sendable {
     public let socketPath: String
     public let maxLineLength: Int
@@ -41,92 +43,47 @@ public final class ControlServer: Service, Sendable {
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
         let maxLineLength = self.maxLineLength
-        let server: NIOAsyncChannel<NIOAsyncChannel<InboundLine, ByteBuffer>, Never>
+        let router = RequestRouter(player: player)
+        let player = self.player
+        let logger = self.logger
+        let connections = OpenConnections()
+        let server: any Channel
         do {
             server = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
-                .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)))
-                        return try NIOAsyncChannel<InboundLine, ByteBuffer>(
-                            wrappingChannelSynchronously: channel,
-                            configuration: .init(isOutboundHalfClosureEnabled: true))
+                // Past 1 MiB of unsent output a client counts as not reading (see ClientSession).
+                .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+                .childChannelInitializer { channel in
+                    connections.add(channel)
+                    return channel.eventLoop.makeCompletedFuture {
+                        let session = ClientSession(player: player, channel: channel, logger: logger)
+                        try channel.pipeline.syncOperations.addHandlers(
+                            ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
+                            RPCConnectionHandler(router: router, session: session, maxLineLength: maxLineLength))
                     }
                 }
+                .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true)
+                .get()
         } catch {
             throw ServerError("cannot listen on \(socketPath): \(error)")
         }
         logger.info("listening", metadata: ["socket": "\(socketPath)"])
         ready?()
 
-        await cancelWhenGracefulShutdown {
-            try? await server.executeThenClose { connections in
-                try await withThrowingDiscardingTaskGroup { tasks in
-                    for try await connection in connections {
-                        tasks.addTask { await self.serve(connection) }
-                    }
-                }
-            }
+        // Serve until asked to stop (SIGTERM/SIGINT through the ServiceGroup), or the listener fails.
+        await withTaskGroup(of: Void.self) { waiters in
+            waiters.addTask { try? await gracefulShutdown() }
+            waiters.addTask { try? await server.closeFuture.get() }
+            await waiters.next()
+            // Waiting on closeFuture cannot be cancelled: closing the listener ends that waiter.
+            waiters.cancelAll()
+            server.close(promise: nil)
         }
         logger.info("shutting down")
+        await connections.closeAll()
         await player.shutdown()
         try? FileManager.default.removeItem(atPath: socketPath)
-    }
-
-    private func serve(_ connection: NIOAsyncChannel<InboundLine, ByteBuffer>) async {
-        let session = ClientSession(player: player, channel: connection.channel, logger: logger)
-        let router = RequestRouter(player: player)
-        let maxLineLength = self.maxLineLength
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    // Notifications, written as they come, between answers.
-                    tasks.addTask {
-                        for await notification in session.outbox {
-                            try await outbound.write(Self.encode(notification))
-                        }
-                    }
-                    for try await item in inbound {
-                        let reply: JSONValue?
-                        switch item {
-                        case .tooLong(let limit):
-                            reply = RPC.response(id: .null, error: RPC.Failure(
-                                .invalidRequest, "invalid request: line longer than \(limit) bytes (limit \(maxLineLength))"))
-                        case .line(let buffer):
-                            reply = await Self.answer(Data(buffer.readableBytesView), router: router, session: session)
-                        }
-                        if let reply { try await outbound.write(Self.encode(reply)) }
-                    }
-                    // The client finished sending (it may still read): answers are out; end events.
-                    session.close()
-                    tasks.cancelAll()
-                }
-            }
-        } catch {
-            logger.debug("connection ended", metadata: ["error": "\(error)"])
-        }
-        session.close()
-    }
-
-    private static func answer(_ line: Data, router: RequestRouter, session: ClientSession) async -> JSONValue? {
-        switch RPC.parseRequest(line) {
-        case .failure(let bad):
-            return RPC.response(id: bad.id, error: bad.failure)
-        case .success(let request):
-            let result = await router.handle(request, session: session)
-            guard let id = request.id else { return nil }
-            switch result {
-            case .success(let value): return RPC.response(id: id, result: value)
-            case .failure(let failure): return RPC.response(id: id, error: failure)
-            }
-        }
-    }
-
-    private static func encode(_ value: JSONValue) -> ByteBuffer {
-        var data = value.serialized()
-        data.append(UInt8(ascii: "\n"))
-        return ByteBuffer(bytes: data)
     }
 
     /// Creates the socket's directory (0755) when missing; systemd's RuntimeDirectory does it for the service.
@@ -145,4 +102,19 @@ public final class ControlServer: Service, Sendable {
 public struct ServerError: Error, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The open client connections, so that shutdown can close them all.
+private final class OpenConnections: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    func add(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        channels.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { [weak self] _ in self?.channels.withLock { _ = $0.removeValue(forKey: id) } }
+    }
+
+    func closeAll() async {
+        for channel in channels.withLock({ Array($0.values) }) { try? await channel.close() }
+    }
 }

@@ -1,39 +1,13 @@
 import Foundation
 
-/// A JSON document as a Sendable value, decoded and encoded with Foundation's JSON coders.
-public enum JSONValue: Sendable, Equatable, Codable {
+/// A JSON document as a Sendable value (read and written by `JSONCoding`).
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value):
-            // Integral values go out as integers (ids, counts); others as they are.
-            if value.isFinite, value == value.rounded(), abs(value) < 9e15 { try container.encode(Int64(value)) }
-            else if value.isFinite { try container.encode(value) }
-            else { try container.encodeNil() }
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
 
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
@@ -44,16 +18,22 @@ public enum JSONValue: Sendable, Equatable, Codable {
     public var doubleValue: Double? { if case .number(let n) = self { n } else { nil } }
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
 
-    public static func parse(_ data: Data) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: data) }
-
-    /// One line of compact JSON, keys sorted so output is stable.
-    public func serialized() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)) ?? Data("null".utf8)
+    public static func parse(_ data: Data) throws -> JSONValue {
+        try data.withUnsafeBytes { bytes in try JSONCoding.parse(bytes) }
     }
 
-    public var text: String { String(decoding: serialized(), as: UTF8.self) }
+    /// One line of compact JSON, keys sorted so output is stable.
+    public func serialized() -> Data { Data(bytes) }
+
+    /// The serialized bytes, with no trailing newline.
+    public var bytes: [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        JSONCoding.serialize(self, into: &output)
+        return output
+    }
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral,

@@ -43,9 +43,10 @@ public enum RPC {
     }
 
     /// Parses one line.
-    public static func parseRequest(_ line: Data) -> Result<Request, BadRequest> {
-        guard let json = try? JSONValue.parse(line) else {
-            return .failure(BadRequest(id: JSONValue.null, failure: Failure(.parseError, "parse error: the line is not valid JSON")))
+    public static func parseRequest(_ line: UnsafeRawBufferPointer) -> Result<Request, BadRequest> {
+        let json: JSONValue
+        do { json = try JSONCoding.parse(line) } catch {
+            return .failure(BadRequest(id: JSONValue.null, failure: Failure(.parseError, "parse error: \(error.description)")))
         }
         guard case .object(let object) = json else {
             if case .array = json {

@@ -9,19 +9,59 @@ struct RequestRouter: Sendable {
     let player: Player
     static let version = "0.1.0"
 
-    func handle(_ request: RPC.Request, session: ClientSession) async -> Result<JSONValue, RPC.Failure> {
-        do {
-            return .success(try await dispatch(request, session: session))
-        } catch let failure as RPC.Failure {
-            return .failure(failure)
-        } catch let error as PlayerError {
-            return .failure(ProtocolEncoding.failure(error))
-        } catch {
-            return .failure(RPC.Failure(.internalError, "internal error: \(error)"))
+    /// Answers a request that needs no waiting, on the caller's thread (the connection's event
+    /// loop). Returns nil for the methods that wait for the engine: `load`, `seek`, `retry`.
+    func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
+        switch request.method {
+        case "load", "seek", "retry": return nil
+        default: return Self.catching { try immediate(request, session: session) }
         }
     }
 
-    private func dispatch(_ request: RPC.Request, session: ClientSession) async throws -> JSONValue {
+    /// Answers a request that waits for the engine.
+    func answerLater(_ request: RPC.Request) async -> Result<JSONValue, RPC.Failure> {
+        do {
+            return .success(try await waiting(request))
+        } catch {
+            return Self.failure(error)
+        }
+    }
+
+    private static func catching(_ body: () throws -> JSONValue) -> Result<JSONValue, RPC.Failure> {
+        do { return .success(try body()) } catch { return failure(error) }
+    }
+
+    private static func failure(_ error: any Error) -> Result<JSONValue, RPC.Failure> {
+        switch error {
+        case let failure as RPC.Failure: .failure(failure)
+        case let error as PlayerError: .failure(ProtocolEncoding.failure(error))
+        default: .failure(RPC.Failure(.internalError, "internal error: \(error)"))
+        }
+    }
+
+    private func waiting(_ request: RPC.Request) async throws -> JSONValue {
+        let params = Params(request.params, method: request.method)
+        switch request.method {
+        case "load":
+            try params.allow(["url", "play", "start"])
+            let url = try Self.mediaURL(params.requiredString("url"))
+            let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
+            return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
+        case "seek":
+            try params.allow(["position", "relative"])
+            let position = try params.requiredNumber("position")
+            let landed = try await player.seek(to: position, relative: try params.bool("relative") ?? false)
+            return ["position": .number(landed.position), "state": ProtocolEncoding.state(landed.state)]
+        case "retry":
+            try params.allow([])
+            let loaded = try await player.retry()
+            return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
+        default:
+            throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
+        }
+    }
+
+    private func immediate(_ request: RPC.Request, session: ClientSession) throws -> JSONValue {
         let params = Params(request.params, method: request.method)
         switch request.method {
         case "ping":
@@ -33,11 +73,6 @@ struct RequestRouter: Sendable {
         case "status":
             try params.allow([])
             return ProtocolEncoding.status(player.status)
-        case "load":
-            try params.allow(["url", "play", "start"])
-            let url = try Self.mediaURL(params.requiredString("url"))
-            let info = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
-            return ["state": ProtocolEncoding.state(player.state), "media": ProtocolEncoding.media(info)]
         case "play":
             try params.allow([])
             return changed(try player.play())
@@ -47,15 +82,6 @@ struct RequestRouter: Sendable {
         case "stop":
             try params.allow([])
             return changed(try player.stop())
-        case "seek":
-            try params.allow(["position", "relative"])
-            let position = try params.requiredNumber("position")
-            let landed = try await player.seek(to: position, relative: try params.bool("relative") ?? false)
-            return ["position": .number(landed), "state": ProtocolEncoding.state(player.state)]
-        case "retry":
-            try params.allow([])
-            let info = try await player.retry()
-            return ["state": ProtocolEncoding.state(player.state), "media": ProtocolEncoding.media(info)]
         case "subscribe":
             try params.allow(["events", "position_interval"])
             let kinds = try params.stringArray("events") ?? ["transition", "performance"]
@@ -80,8 +106,8 @@ struct RequestRouter: Sendable {
         }
     }
 
-    private func changed(_ changed: Bool) -> JSONValue {
-        ["changed": .bool(changed), "state": ProtocolEncoding.state(player.state)]
+    private func changed(_ transition: PlaybackTransition) -> JSONValue {
+        ["changed": .bool(transition.didChangeState), "state": ProtocolEncoding.state(transition.to)]
     }
 
     /// An absolute path or a file:// URL. Relative paths are refused: the daemon's working

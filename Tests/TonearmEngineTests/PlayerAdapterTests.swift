@@ -37,10 +37,10 @@ struct PlayerAdapterTests {
     @Test func loadPlayToEndThroughTheStateMachine() async throws {
         let player = makePlayer()
         let log = TransitionLog(player)
-        let info = try await player.load(Fixtures.url("tone.flac"))
-        #expect(info.codec == "flac")
+        let loaded = try await player.load(Fixtures.url("tone.flac"))
+        #expect(loaded.media.codec == "flac" && loaded.state == .ready)
         #expect(player.state == .ready)
-        #expect(try player.play())
+        #expect(try player.play().didChangeState)
         #expect(await eventually { player.state == .ended })
         #expect(await eventually { log.actions == ["load", "didBecomeReady", "play", "didReachEnd"] }, "\(log.actions)")
         #expect(abs(player.status.position - 3.0) < 0.01)
@@ -51,20 +51,20 @@ struct PlayerAdapterTests {
         _ = try await player.load(Fixtures.url("tone.wav"), play: true, start: 1)
         #expect(player.state == .playing)
         #expect(await eventually { player.status.position > 1.05 })
-        #expect(try player.pause())
-        #expect(try player.pause() == false, "pause while paused is accepted and changes nothing")
-        #expect(try player.stop())
+        #expect(try player.pause().didChangeState)
+        #expect(try player.pause().didChangeState == false, "pause while paused is accepted and changes nothing")
+        #expect(try player.stop().didChangeState)
         #expect(player.state == .idle)
     }
 
     @Test func seekFromReadyLandsPausedAtThePosition() async throws {
         let player = makePlayer()
         _ = try await player.load(Fixtures.url("tone.wav"))
-        let position = try await player.seek(to: 2)
-        #expect(player.state == .paused)
-        #expect(position == 2.0)
+        let landed = try await player.seek(to: 2)
+        #expect(player.state == .paused && landed.state == .paused)
+        #expect(landed.position == 2.0)
         let relative = try await player.seek(to: -0.5, relative: true)
-        #expect(relative == 1.5)
+        #expect(relative.position == 1.5)
     }
 
     @Test func playAfterEndRestartsFromTheBeginning() async throws {
@@ -78,7 +78,7 @@ struct PlayerAdapterTests {
     @Test func rejectedCommandsNameStateAndAction() async throws {
         let player = makePlayer()
         #expect(throws: PlayerError.rejected(state: .idle, action: .play)) { try player.play() }
-        #expect(try player.stop() == false, "stop while idle is accepted and changes nothing")
+        #expect(try player.stop().didChangeState == false, "stop while idle is accepted and changes nothing")
     }
 
     @Test func brokenFileFailsAndRetryIsRefusedWhenNotRecoverable() async throws {
@@ -101,8 +101,8 @@ struct PlayerAdapterTests {
         guard case .failed(let error) = player.state else { Issue.record("expected failed"); return }
         #expect(error.kind == .fileNotFound && error.isRecoverable)
         try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: path)
-        let info = try await player.retry()
-        #expect(info.codec == "pcm_s16le" && player.state == .ready)
+        let retried = try await player.retry()
+        #expect(retried.media.codec == "pcm_s16le" && retried.state == .ready && player.state == .ready)
     }
 
     @Test func performanceEventsReportLoadAndFirstAudio() async throws {

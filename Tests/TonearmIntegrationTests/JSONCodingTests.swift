@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+@testable import TonearmServer
+
+@Suite("JSON reader and writer", .timeLimit(.minutes(1)))
+struct JSONCodingTests {
+    private func parse(_ text: String) throws -> JSONValue { try JSONValue.parse(Data(text.utf8)) }
+
+    @Test func readsEveryKindOfValue() throws {
+        let value = try parse(#" {"a": [1, -2.5, 3e2, true, false, null], "b": {"c": "d"}, "e": ""} "#)
+        #expect(value == ["a": [1, -2.5, 300, true, false, nil], "b": ["c": "d"], "e": ""])
+    }
+
+    @Test func escapesAndUnicodeRoundTrip() throws {
+        let text = "quote \" backslash \\ slash / newline \n tab \t bell \u{07} é 🎵"
+        let encoded = JSONValue.string(text).text
+        #expect(!encoded.contains("\n") && encoded.contains(#"\u0007"#))
+        #expect(try parse(encoded) == .string(text))
+        #expect(try parse(#""\u00e9\ud83c\udfb5\/""#) == .string("é🎵/"))
+        // Foundation's reader agrees with what we write.
+        let foundation = try JSONSerialization.jsonObject(with: Data(encoded.utf8), options: .fragmentsAllowed) as? String
+        #expect(foundation == text)
+    }
+
+    @Test func writesSortedKeysAndIntegralNumbersAsIntegers() {
+        #expect(JSONValue.object(["b": 1, "a": 2.5, "c": .number(1e20), "d": .number(.nan)]).text == #"{"a":2.5,"b":1,"c":1e+20,"d":null}"#)
+    }
+
+    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"abc", "\"\\x\"", "\"\\ud800\"",
+                      "{\"a\":1} x", "[1 2]", "\"a\u{01}b\"", "{1:2}", "NaN", "+1"])
+    func refusesInvalidJSON(_ text: String) {
+        #expect(throws: (any Error).self, "\(text.debugDescription)") { try parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8() {
+        #expect(throws: (any Error).self) { try JSONValue.parse(Data([0x22, 0xC3, 0x28, 0x22])) }
+    }
+
+    @Test func limitsNesting() throws {
+        let fine = String(repeating: "[", count: 60) + String(repeating: "]", count: 60)
+        #expect(throws: Never.self) { try parse(fine) }
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: (any Error).self) { try parse(deep) }
+    }
+}
