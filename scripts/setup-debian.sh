@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the C libraries Tonearm builds against (Debian 12). Safe to run again.
 set -euo pipefail
-packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config)
+packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
