@@ -27,13 +27,6 @@ public enum PlaybackAction: Equatable, Hashable, Sendable {
     case audioSessionInterrupted
     case audioSessionResumed
 
-    public var isUserAction: Bool {
-        switch self {
-        case .load, .play, .pause, .seek, .stop, .retry: true
-        default: false
-        }
-    }
-
     /// The action's name as used on the wire and in logs.
     public var name: String {
         switch self {

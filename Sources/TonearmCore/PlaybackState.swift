@@ -51,14 +51,4 @@ public enum PlaybackState: Equatable, Hashable, Sendable {
         case .failed: "failed"
         }
     }
-
-    /// The state playback settles into when the current buffering or seek is done.
-    public var resumeTarget: ResumableState? {
-        switch self {
-        case .playing: .playing
-        case .paused: .paused
-        case .buffering(let previous), .seeking(_, let previous): previous
-        default: nil
-        }
-    }
 }

@@ -60,7 +60,8 @@ extension EngineRuntime {
         var decodedAny = false
 
         func complete() {
-            // Lock held.
+            // Lock held. Only the first frames after load or a seek have something to announce.
+            guard readyPending || seekPending != nil else { return }
             if readyPending {
                 session.ready = true
                 publish(for: session) {

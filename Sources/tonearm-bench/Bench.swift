@@ -160,7 +160,7 @@ struct Runner {
                 sleep(seconds: window)
                 let (after, end) = (running.sample, monotonic())
                 cpu.append((after.cpuNanoseconds - before.cpuNanoseconds) / 1e9 / (end - start) * 100)
-                wakeups.append((after.contextSwitches - before.contextSwitches) / (end - start))
+                wakeups.append(after.contextSwitches(since: before) / (end - start))
                 threads.append(Double(after.threads))
                 let mem = memory(pid: running.child.pid)
                 rss.append(mem.rss)
@@ -213,7 +213,7 @@ struct Runner {
             let (before, start) = (running.sample, monotonic())
             sleep(seconds: length)
             let (after, end) = (running.sample, monotonic())
-            return (after.contextSwitches - before.contextSwitches) / (end - start)
+            return after.contextSwitches(since: before) / (end - start)
         }
     }
 

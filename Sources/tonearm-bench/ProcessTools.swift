@@ -41,11 +41,18 @@ struct Child {
     }
 }
 
-/// What the kernel says about a running process, summed over its threads.
+/// What the kernel says about a running process, summed over its threads. Context switches are
+/// kept per thread, so that a delta between two samples counts only threads it saw: a thread
+/// that ends between them takes its count away, which would otherwise make the delta negative.
 struct ProcessSample {
     var cpuNanoseconds: Double = 0
-    var contextSwitches: Double = 0
+    var switchesByThread: [String: Double] = [:]
     var threads = 0
+
+    /// Context switches since `earlier`: threads alive in both, plus threads that started since.
+    func contextSwitches(since earlier: ProcessSample) -> Double {
+        switchesByThread.reduce(0) { total, entry in total + entry.value - (earlier.switchesByThread[entry.key] ?? 0) }
+    }
 
     init(pid: pid_t) {
         let taskDirectory = "/proc/\(pid)/task"
@@ -57,10 +64,10 @@ struct ProcessSample {
                 cpuNanoseconds += onCPU
             }
             if let status = try? String(contentsOfFile: "\(taskDirectory)/\(task)/status", encoding: .utf8) {
-                for line in status.split(separator: "\n") where line.hasSuffix("") {
-                    if line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
-                        contextSwitches += Double(line.split(separator: "\t").last.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? "0") ?? 0
-                    }
+                for line in status.split(separator: "\n")
+                where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                    let count = line.split(separator: "\t").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+                    switchesByThread[task, default: 0] += count
                 }
             }
         }
