@@ -17,7 +17,6 @@ static inline void tonearm_alsa_silence_errors(void) {
 }
 
 static inline int tonearm_errno_epipe(void) { return EPIPE; }
-static inline int tonearm_errno_estrpipe(void) { return ESTRPIPE; }
 static inline int tonearm_errno_eagain(void) { return EAGAIN; }
 static inline int tonearm_errno_ebadfd(void) { return EBADFD; }
 static inline int tonearm_errno_enodev(void) { return ENODEV; }

@@ -16,13 +16,10 @@
 static inline int tonearm_averror(int posix_errno) { return AVERROR(posix_errno); }
 static inline int tonearm_averror_eof(void) { return AVERROR_EOF; }
 static inline int tonearm_averror_eagain(void) { return AVERROR(EAGAIN); }
-static inline int tonearm_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 static inline int tonearm_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }
 static inline int tonearm_averror_stream_not_found(void) { return AVERROR_STREAM_NOT_FOUND; }
-static inline int tonearm_averror_exit(void) { return AVERROR_EXIT; }
 static inline int tonearm_errno_enoent(void) { return ENOENT; }
 static inline int tonearm_errno_eacces(void) { return EACCES; }
-static inline int tonearm_errno_eisdir(void) { return EISDIR; }
 static inline int64_t tonearm_av_nopts_value(void) { return AV_NOPTS_VALUE; }
 static inline AVRational tonearm_av_time_base_q(void) { return AV_TIME_BASE_Q; }
 static inline AVChannelLayout tonearm_channel_layout_mono(void) { return (AVChannelLayout)AV_CHANNEL_LAYOUT_MONO; }

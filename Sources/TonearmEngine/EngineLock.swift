@@ -1,7 +1,7 @@
 import Glibc
 
-/// One mutex with two condition variables: the decoder thread sleeps on `decoderWake` (room in the
-/// ring, a seek, a cancel) and the output thread on `outputWake` (data, play/pause, a flush), so
+/// One mutex with two condition variables: the decoder thread sleeps on `decoderCondition` (room in
+/// the ring, a seek, a cancel) and the output thread on `outputCondition` (data, play/pause, a flush), so
 /// that neither wakes the other needlessly. Timed waits use CLOCK_MONOTONIC.
 ///
 /// `@unchecked Sendable`: the pthread objects are designed to be shared between threads; their

@@ -45,11 +45,15 @@ final class ItemSession: @unchecked Sendable {
         self.basePosition = 0
     }
 
+    /// Frames the device still holds at `now` (lock held).
+    func heldFrames(now: Double, speed: Double) -> Double {
+        guard consuming, let format else { return Double(heldFrames) }
+        return max(0, Double(heldFrames) - (now - heldAt) * Double(format.sampleRate) * speed)
+    }
+
     /// The position being heard, in seconds (lock held).
     func position(now: Double, speed: Double) -> Double {
         guard let format else { return startAt }
-        var held = Double(heldFrames)
-        if consuming { held = max(0, held - (now - heldAt) * Double(format.sampleRate) * speed) }
-        return max(0, (Double(basePosition + framesWritten) - held) / Double(format.sampleRate))
+        return max(0, (Double(basePosition + framesWritten) - heldFrames(now: now, speed: speed)) / Double(format.sampleRate))
     }
 }

@@ -60,7 +60,7 @@ extension EngineRuntime {
 
             if !session.playRequested {
                 if session.consuming {
-                    session.heldFrames = Int(heldNow(session, now: now, rate: rate).rounded())
+                    session.heldFrames = Int(session.heldFrames(now: now, speed: speed).rounded())
                     session.heldAt = now
                     session.consuming = false
                     lock.unlock()
@@ -204,9 +204,4 @@ extension EngineRuntime {
         }
     }
 
-    /// Frames the device still holds at `now` (lock held).
-    private func heldNow(_ session: ItemSession, now: Double, rate: Double) -> Double {
-        guard session.consuming else { return Double(session.heldFrames) }
-        return max(0, Double(session.heldFrames) - (now - session.heldAt) * rate)
-    }
 }

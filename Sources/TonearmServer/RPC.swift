@@ -29,11 +29,10 @@ public enum RPC {
     }
 
     public struct Request: Sendable {
+        /// nil for a notification (a request without an id): it gets no response.
         public var id: JSONValue?
         public var method: String
         public var params: JSONValue
-        /// A request without an id is a notification: it gets no response.
-        public var isNotification: Bool { id == nil }
     }
 
     /// A line that is not a usable request, with the id when it could be read so the client can match it.

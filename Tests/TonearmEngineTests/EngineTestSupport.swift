@@ -2,25 +2,20 @@ import Foundation
 import Synchronization
 import TonearmEngine
 
-/// Collects an engine's events and snapshots as they are delivered on its observer queue.
+/// Collects an engine's events as they are delivered on its observer queue.
 final class EngineRecorder: Sendable {
     final class Log: Sendable {
         let events = Mutex<[EngineEvent]>([])
-        let statuses = Mutex<[TimeControlStatus]>([])
     }
     private let log = Log()
     private let tokens: [ObservationToken]
-
 
     init(_ engine: PlayerEngine) {
         let log = self.log
         tokens = [
             engine.observeEvents { _, event in log.events.withLock { $0.append(event) } },
-            engine.observe(\.timeControlStatus, options: [.new]) { _, change in log.statuses.withLock { $0.append(change.newValue) } },
         ]
     }
-
-    var statuses: [TimeControlStatus] { log.statuses.withLock { $0 } }
 
     var recorded: [EngineEvent] { log.events.withLock { $0 } }
 

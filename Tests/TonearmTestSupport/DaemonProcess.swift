@@ -50,8 +50,6 @@ public final class DaemonProcess {
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    public func output(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: directory.path(name))) }
-
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult
     public func terminate(timeout: Double = 10) -> Int32 {
