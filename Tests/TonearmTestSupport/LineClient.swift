@@ -29,10 +29,9 @@ public final class LineClient {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard result == 0 else {
-            close(fd)
-            throw Failure(description: "connect(\(path)) failed: errno \(errno)")
-        }
+        // No close here: a class whose init throws after every property is set still runs deinit,
+        // which closes `fd`. Closing twice once closed another thread's newly opened descriptor.
+        guard result == 0 else { throw Failure(description: "connect(\(path)) failed: errno \(errno)") }
     }
 
     deinit { close(fd) }
