@@ -1,7 +1,7 @@
 # Convenience targets. The README's two commands do not need make.
 FFMPEG_LIBS := libavformat libavcodec libswresample libavutil
 
-.PHONY: test bench bench-build floor
+.PHONY: test bench bench-build floor fault-device
 
 test:
 	scripts/setup-debian.sh && swift test
@@ -21,3 +21,12 @@ floor: .build/bench/floor
 .build/bench/floor: bench/floor.c
 	mkdir -p .build/bench
 	cc -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs $(FFMPEG_LIBS))
+
+# The fault-injecting ALSA test device (Tests/FaultDevice). The integration tests run this target
+# themselves; -DPIC makes SND_PCM_PLUGIN_SYMBOL export the plain symbol ALSA's loader looks up.
+fault-device: .build/fault-device/libasound_module_pcm_tonearmfault.so
+
+.build/fault-device/libasound_module_pcm_tonearmfault.so: Tests/FaultDevice/tonearm_fault_pcm.c
+	mkdir -p .build/fault-device
+	cc -shared -fPIC -DPIC -O2 -Wall -Wextra -Werror -o $@.tmp $< $$(pkg-config --cflags --libs alsa)
+	mv $@.tmp $@

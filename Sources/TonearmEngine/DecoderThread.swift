@@ -84,13 +84,16 @@ extension EngineRuntime {
             // Commands first: cancel, seek, or sleep once everything is decoded.
             lock.lock()
             if session.cancelled { lock.unlock(); return }
-            if let seek = session.pendingSeek {
+            if session.pendingSeek != nil {
+                // Let a write in progress finish first; the output thread wakes us after it because
+                // a seek is still pending (taking it before would leave nobody to wake us).
+                while session.outputWriting, session.pendingSeek != nil, !session.cancelled { lock.waitDecoder() }
+                guard let seek = session.pendingSeek, !session.cancelled else { lock.unlock(); continue }
                 session.pendingSeek = nil
                 var target = Int64((seek.seconds * Double(format.sampleRate)).rounded())
                 if let duration = decoder.info.duration {
                     target = min(target, Int64((duration * Double(format.sampleRate)).rounded()))
                 }
-                while session.outputWriting { lock.waitDecoder() }
                 ring.reset()
                 session.basePosition = target
                 session.framesWritten = 0

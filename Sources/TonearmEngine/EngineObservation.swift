@@ -37,8 +37,11 @@ public enum EngineEvent: Sendable, Equatable {
     case firstAudioWritten(itemID: Int, latency: Double)
     /// An underrun (xrun) was recovered.
     case underrun(itemID: Int)
-    /// The output device went away; playback is paused until it is played again.
+    /// The output device went away (or was still away when play was asked): playback is paused
+    /// at what was heard, and the engine tries to reopen the device every `reopenInterval`.
     case deviceLost(itemID: Int, EngineFailure)
+    /// The lost device is open again; `resumes` says whether playback goes on by itself.
+    case deviceRestored(itemID: Int, resumes: Bool)
 }
 
 public struct ObservationOptions: OptionSet, Sendable {

@@ -73,6 +73,8 @@ final class EngineRuntime: @unchecked Sendable {
 
     func setPlaying(_ playing: Bool) {
         lock.withLock {
+            // A pause asked while the device is away is kept: the device's return must not undo it.
+            if !playing { item?.resumeOnRestore = false }
             guard let item, item.playRequested != playing else { return }
             item.playRequested = playing
             if playing {

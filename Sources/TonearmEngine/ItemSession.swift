@@ -36,6 +36,11 @@ final class ItemSession: @unchecked Sendable {
     var consuming = false
     var outputWriting = false
     var endReported = false
+    /// Set while the device is gone: why, and when the output thread tries to reopen it next.
+    var deviceLostReason: String?
+    var nextReopenAt = 0.0
+    /// Play once the lost device is back (it was playing, or play was asked meanwhile).
+    var resumeOnRestore = false
 
     init(id: Int, path: String, startAt: Double, previous: ItemSession?) {
         self.id = id

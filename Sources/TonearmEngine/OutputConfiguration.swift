@@ -12,10 +12,14 @@ public struct OutputConfiguration: Sendable, Equatable {
     public var pace: Bool
     /// Pacing speed factor (tests play faster than real time but still paced).
     public var speed: Double
+    /// While the device is gone (unplugged, powered off), how often to try opening it again.
+    public var reopenIntervalMilliseconds: Int
+    /// Whether playback interrupted by a lost device resumes by itself once the device is back.
+    public var resumeAfterInterruption: Bool
 
     public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
-                speed: Double = 1.0) {
+                speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, resumeAfterInterruption: Bool = true) {
         self.device = device
         self.sampleRate = sampleRate
         self.channels = channels
@@ -23,6 +27,8 @@ public struct OutputConfiguration: Sendable, Equatable {
         self.bufferMilliseconds = bufferMilliseconds
         self.pace = pace
         self.speed = speed
+        self.reopenIntervalMilliseconds = reopenIntervalMilliseconds
+        self.resumeAfterInterruption = resumeAfterInterruption
     }
 
     /// The format to ask the device for, given what the source decodes to.

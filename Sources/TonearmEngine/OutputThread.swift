@@ -31,7 +31,7 @@ extension EngineRuntime {
             }
             if shuttingDown && current == nil && item == nil { return }
             guard let session = item, session.ready, !session.decoderExiting,
-                  let output = session.output, let ring = session.ring, let format = session.format else {
+                  let ring = session.ring, let format = session.format else {
                 lock.waitOutput()
                 continue
             }
@@ -41,6 +41,17 @@ extension EngineRuntime {
                 seenFlush = session.flushGeneration
                 devicePaused = false
                 waitingReported = false
+            }
+            if session.deviceLostReason != nil {
+                // Nothing to discard on seeks meanwhile: the device is closed.
+                seenFlush = session.flushGeneration
+                devicePaused = false
+                reopenLostDevice(session, format: format)
+                continue
+            }
+            guard let output = session.output else {
+                lock.waitOutput()
+                continue
             }
             let rate = Double(format.sampleRate) * speed
             let now = EngineLock.now()
@@ -67,6 +78,7 @@ extension EngineRuntime {
                     let inPlace = output.pauseNow()
                     lock.lock()
                     devicePaused = inPlace
+                    if !inPlace { rewindToHeard(session, format: format, now: now) }
                     publish(for: session) {
                         $0.timeControlStatus = .paused
                         $0.currentTime = session.position(now: now, speed: speed)
@@ -83,7 +95,7 @@ extension EngineRuntime {
                     lock.lock()
                     devicePaused = false
                 } else {
-                    // A device that dropped on pause lost what it held; playing resumes after it.
+                    // A device that dropped on pause lost what it held; the ring restarts at what was heard.
                     session.heldFrames = 0
                 }
                 session.consuming = true
@@ -111,6 +123,11 @@ extension EngineRuntime {
                 }
             }
 
+            // The ring is about to be emptied and refilled from the seek's target: nothing in it is wanted.
+            if session.pendingSeek != nil {
+                lock.waitOutput()
+                continue
+            }
             let (pointer, available) = ring.readable
             if available == 0 {
                 // A pending seek will refill the ring (the decoder clears `decoderFinished` when it takes it).
@@ -194,12 +211,7 @@ extension EngineRuntime {
             case .recovered:
                 post(for: session, .underrun(itemID: session.id))
             case .lost(let reason):
-                session.playRequested = false
-                session.consuming = false
-                session.heldFrames = 0
-                let failure = EngineFailure(.deviceLost, "audio device '\(output.device)' lost: \(reason)")
-                post(for: session, .deviceLost(itemID: session.id, failure))
-                publish(for: session) { $0.timeControlStatus = .paused }
+                deviceWasLost(session, output, format: format, reason: reason)
             }
         }
     }

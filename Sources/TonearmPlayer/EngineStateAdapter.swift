@@ -86,6 +86,11 @@ public final class EngineStateAdapter: Sendable {
             guard item == current else { return }
             tracking.withLock { $0.interruption = failure.message }
             machine.send(.audioSessionInterrupted)
+        case .deviceRestored(let item, let resumes):
+            guard item == current else { return }
+            tracking.withLock { $0.interruption = nil }
+            // Only a pause the interruption caused is undone; the engine decides (resume_after_interruption).
+            if resumes { machine.send(.audioSessionResumed) }
         }
     }
 }

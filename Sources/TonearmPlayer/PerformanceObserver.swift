@@ -12,6 +12,10 @@ public enum PerformanceEvent: Sendable, Equatable {
     /// The device ran dry (xrun) and was recovered.
     case stall
     case resumed
+    /// The output device went away (or was still away when play was asked), and why.
+    case deviceLost(reason: String)
+    /// The device is back; `resumed` says whether playback went on by itself.
+    case deviceRestored(resumed: Bool)
 
     public var name: String {
         switch self {
@@ -21,6 +25,8 @@ public enum PerformanceEvent: Sendable, Equatable {
         case .bufferingEnded: "buffering_ended"
         case .stall: "stall"
         case .resumed: "resumed"
+        case .deviceLost: "device_lost"
+        case .deviceRestored: "device_restored"
         }
     }
 }
@@ -51,6 +57,8 @@ public final class PerformanceObserver: Sendable {
         case .loadStarted(_, let url): broadcaster.yield(.loadStarted(url: url))
         case .firstAudioWritten(_, let latency): broadcaster.yield(.firstAudio(latency: latency))
         case .underrun: broadcaster.yield(.stall)
+        case .deviceLost(_, let failure): broadcaster.yield(.deviceLost(reason: failure.message))
+        case .deviceRestored(_, let resumes): broadcaster.yield(.deviceRestored(resumed: resumes))
         default: break
         }
     }

@@ -79,9 +79,11 @@ public final class Player: Sendable {
         }
     }
 
+    /// Reaches the engine even when already paused: a pause while the device is lost must keep
+    /// the device's return from resuming playback.
     @discardableResult
     public func pause() throws(PlayerError) -> PlaybackTransition {
-        try perform(.pause) { _ in engine.pause() }
+        try perform(.pause, evenUnchanged: true) { _ in engine.pause() }
     }
 
     @discardableResult
@@ -122,11 +124,12 @@ public final class Player: Sendable {
     }
 
     /// Sends a user action; when accepted and it changes the state, runs `engineCall` under the same lock.
-    private func perform(_ action: PlaybackAction, _ engineCall: (PlaybackState) -> Void) throws(PlayerError) -> PlaybackTransition {
+    private func perform(_ action: PlaybackAction, evenUnchanged: Bool = false,
+                         _ engineCall: (PlaybackState) -> Void) throws(PlayerError) -> PlaybackTransition {
         try commandLock.withLock { _ throws(PlayerError) in
             let from = machine.currentState
             guard let transition = machine.send(action) else { throw .rejected(state: from, action: action) }
-            if transition.didChangeState { engineCall(from) }
+            if transition.didChangeState || evenUnchanged { engineCall(from) }
             return transition
         }
     }

@@ -55,6 +55,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case "buffer_ms": config.output.bufferMilliseconds = try integer(value, "output.buffer_ms", source, 10...10_000)
                 case "pace": config.output.pace = try bool(value, "output.pace", source)
                 case "speed": config.output.speed = try Self.speed(number(value, "output.speed", source), source)
+                case "reopen_interval_ms":
+                    config.output.reopenIntervalMilliseconds = try integer(value, "output.reopen_interval_ms", source, 100...600_000)
+                case "resume_after_interruption":
+                    config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
                 default: throw Invalid("\(source): unknown key 'output.\(key)'")
                 }
             }

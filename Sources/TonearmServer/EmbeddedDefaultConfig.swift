@@ -25,6 +25,11 @@ buffer_ms = 200
 pace = false
 # Pacing speed factor: 2.0 plays twice as fast as real time (tests). (--speed, TONEARM_SPEED)
 speed = 1.0
+# When the device goes away (unplugged, powered off), playback pauses and the device is tried
+# again this often, in milliseconds, until it is back. (--reopen-interval-ms)
+reopen_interval_ms = 2000
+# Once the device is back, resume what the interruption paused; false leaves it paused.
+resume_after_interruption = true
 
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)

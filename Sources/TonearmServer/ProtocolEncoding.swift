@@ -45,6 +45,8 @@ enum ProtocolEncoding {
         case .loadStarted(let url): object["url"] = .string(url)
         case .firstAudio(let latency): object["latency"] = .number(latency)
         case .bufferingEnded(let duration): object["duration"] = .number(duration)
+        case .deviceLost(let reason): object["reason"] = .string(reason)
+        case .deviceRestored(let resumed): object["resumed"] = .bool(resumed)
         case .bufferingStarted, .stall, .resumed: break
         }
         return .object(object)

@@ -34,6 +34,13 @@ struct Tonearmd: AsyncParsableCommand {
     @Option(name: .customLong("buffer-ms"), help: "ALSA buffer time in milliseconds.")
     var bufferMilliseconds: Int?
 
+    @Option(name: .customLong("reopen-interval-ms"), help: "How often to retry a lost device, in milliseconds.")
+    var reopenIntervalMilliseconds: Int?
+
+    @Flag(name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
+          help: "Resume playback once a lost device is back.")
+    var resumeAfterInterruption: Bool?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -52,6 +59,13 @@ struct Tonearmd: AsyncParsableCommand {
             guard (10...10_000).contains(bufferMilliseconds) else { throw ValidationError("--buffer-ms must be from 10 to 10000") }
             settings.output.bufferMilliseconds = bufferMilliseconds
         }
+        if let reopenIntervalMilliseconds {
+            guard (100...600_000).contains(reopenIntervalMilliseconds) else {
+                throw ValidationError("--reopen-interval-ms must be from 100 to 600000")
+            }
+            settings.output.reopenIntervalMilliseconds = reopenIntervalMilliseconds
+        }
+        if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
         if let logLevel { settings.logLevel = try DaemonConfiguration.logLevel(logLevel, "--log-level") }
         return settings
     }
@@ -74,7 +88,7 @@ struct Tonearmd: AsyncParsableCommand {
         let output = settings.output
         logger.info("starting", metadata: [
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
-            "buffer_ms": "\(output.bufferMilliseconds)",
+            "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
         ])
         let engine = PlayerEngine(configuration: output)
         let player = Player(engine: engine, logger: logger)

@@ -11,7 +11,7 @@ public final class LineClient {
     /// Reused for every read, so that timing loops measure the daemon, not this client's allocations.
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
-    public struct Failure: Error, CustomStringConvertible {
+    public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
     }
 
