@@ -231,6 +231,8 @@ struct Watch: AsyncParsableCommand {
             var text = event["event"]?.stringValue ?? ""
             if let latency = event["latency"]?.doubleValue { text += String(format: " %.1f ms", latency * 1000) }
             if let duration = event["duration"]?.doubleValue { text += String(format: " %.1f ms", duration * 1000) }
+            if let reason = event["reason"]?.stringValue { text += ": \(reason)" }
+            if let resumed = event["resumed"], resumed == .bool(false) { text += " (stays paused)" }
             return text
         case "position":
             return "position \(Summary.seconds(event["position"]?.doubleValue)) / \(Summary.seconds(event["duration"]?.doubleValue))"

@@ -13,6 +13,7 @@ public final class LineClient {
 
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     public init(path: String) throws {
