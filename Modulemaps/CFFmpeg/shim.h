@@ -37,7 +37,5 @@ static inline void tonearm_set_interrupt(AVFormatContext *ctx, int (*cb)(void *)
     ctx->interrupt_callback.opaque = opaque;
 }
 
-/// FFmpeg logs to stderr by default; the daemon has its own logger, so keep only errors.
-static inline void tonearm_av_quiet(void) { av_log_set_level(AV_LOG_ERROR); }
 
 #endif

@@ -7,18 +7,11 @@ extension EngineRuntime {
         var decoder: MediaDecoder?
         defer { finishDecoder(session, decoder: &decoder) }
 
-        // The previous item's device must be closed before this one opens it.
-        let proceed: Bool = lock.withLock {
-            while let previous = session.previous, !previous.deviceReleased, !session.cancelled { lock.waitDecoder() }
-            session.previous = nil
-            return !session.cancelled
-        }
-        guard proceed else { return }
-
         do throws(EngineFailure) {
             if let unsupported { throw EngineFailure(.unsupportedFormat, unsupported) }
             let opened = try MediaDecoder(path: session.path, cancellation: session.cancellation)
             decoder = opened
+            guard claimDevice(for: session) else { return }
             let requested = configuration.requestedFormat(forSource: opened.sourceFormat)
             let output = try AlsaOutput.open(device: configuration.device, requested: requested,
                                              bufferMilliseconds: configuration.bufferMilliseconds)
@@ -48,6 +41,28 @@ extension EngineRuntime {
                 publish(for: session) { $0.status = .failed(error) }
                 post(for: session, .failed(itemID: session.id, error))
             }
+        }
+    }
+
+    /// Waits until earlier items have closed the device (those that ever opened it), then claims
+    /// it for `session`. An earlier item still stuck opening its file never claimed the device,
+    /// so it holds up nobody, but what it replaced still counts: the chain of `previous` is
+    /// walked. Returns false when `session` was cancelled meanwhile.
+    private func claimDevice(for session: ItemSession) -> Bool {
+        func deviceHeldBefore(_ session: ItemSession) -> Bool {
+            var cursor = session.previous
+            while let earlier = cursor {
+                if earlier.deviceClaimed && !earlier.deviceReleased { return true }
+                cursor = earlier.previous
+            }
+            return false
+        }
+        return lock.withLock {
+            while deviceHeldBefore(session), !session.cancelled { lock.waitDecoder() }
+            session.previous = nil
+            if session.cancelled { return false }
+            session.deviceClaimed = true
+            return true
         }
     }
 

@@ -118,7 +118,9 @@ final class EngineRuntime: @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
                 lock.withLock {
-                    while let session = lastSession, session.cancelled, !session.deviceReleased { lock.waitDecoder() }
+                    while let session = lastSession, session.cancelled, session.deviceClaimed, !session.deviceReleased {
+                        lock.waitDecoder()
+                    }
                 }
                 continuation.resume()
             }

@@ -21,6 +21,9 @@ final class ItemSession: @unchecked Sendable {
     var decoderFinished = false
     /// The decoder thread is leaving (cancelled or failed): the output thread must let go of the device.
     var decoderExiting = false
+    /// Set (lock held, never after cancel) just before the decoder opens the device; the next
+    /// item waits for `deviceReleased` only when this is set.
+    var deviceClaimed = false
     var deviceReleased = false
     var playRequested = false
     var playRequestedAt: Double?

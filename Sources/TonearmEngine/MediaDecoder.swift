@@ -44,18 +44,9 @@ final class MediaDecoder {
 
     init(path: String, cancellation: CancellationFlag) throws(EngineFailure) {
         self.cancellation = cancellation
-        tonearm_av_quiet()
+        FFmpegLog.install
 
-        if !FileManager.default.fileExists(atPath: path) {
-            throw EngineFailure(.fileNotFound, "no such file: \(path)")
-        }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw EngineFailure(.unsupportedFormat, "is a directory, not a media file: \(path)")
-        }
-        if !FileManager.default.isReadableFile(atPath: path) {
-            throw EngineFailure(.permissionDenied, "permission denied: \(path)")
-        }
+        try Self.checkRegularReadableFile(path)
 
         // Bound probing so a huge file of garbage cannot hold the decoder thread for long.
         var context = avformat_alloc_context()
@@ -154,6 +145,27 @@ final class MediaDecoder {
         scratch = UnsafeMutableRawPointer.allocate(byteCount: scratchCapacityFrames * 8 * 8, alignment: 16)
     }
 
+    /// Only regular files are opened: opening a FIFO blocks until a writer comes (no timeout or
+    /// cancellation reaches into open(2)), and a device such as /dev/zero never ends.
+    private static func checkRegularReadableFile(_ path: String) throws(EngineFailure) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            switch code {
+            case ENOENT, ENOTDIR: throw EngineFailure(.fileNotFound, "no such file: \(path)")
+            case EACCES: throw EngineFailure(.permissionDenied, "permission denied: \(path)")
+            default: throw EngineFailure(.ioError, "cannot open \(path): \(String(cString: strerror(code)))")
+            }
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw EngineFailure(.unsupportedFormat, "is a directory, not a media file: \(path)")
+        case S_IFIFO: throw EngineFailure(.unsupportedFormat, "is a FIFO, not a regular file: \(path)")
+        default: throw EngineFailure(.unsupportedFormat, "is a device or socket, not a regular file: \(path)")
+        }
+        guard access(path, R_OK) == 0 else { throw EngineFailure(.permissionDenied, "permission denied: \(path)") }
+    }
+
     deinit {
         scratch.deallocate()
         if resampler != nil { swr_free(&resampler) }
@@ -167,30 +179,42 @@ final class MediaDecoder {
     func configureOutput(_ format: PCMFormat) throws(EngineFailure) {
         guard let codec = codecContext else { throw EngineFailure(.decodeFailed, "decoder closed") }
         outputFormat = format
+        try buildResampler(layout: &codec.pointee.ch_layout, sampleFormat: codec.pointee.sample_fmt,
+                           sampleRate: codec.pointee.sample_rate)
+    }
+
+    /// What the resampler converts from: a damaged or odd stream may change it mid-way (an MP3
+    /// frame header that says mono, another rate), and feeding it the wrong layout would read
+    /// past the frame's buffers.
+    private var resamplerInput = (format: AV_SAMPLE_FMT_NONE, rate: Int32(0), channels: Int32(0))
+
+    private func buildResampler(layout: UnsafeMutablePointer<AVChannelLayout>, sampleFormat: AVSampleFormat,
+                                sampleRate: Int32) throws(EngineFailure) {
         if resampler != nil { swr_free(&resampler) }
         var inLayout = AVChannelLayout()
-        if codec.pointee.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC {
-            av_channel_layout_default(&inLayout, codec.pointee.ch_layout.nb_channels)
+        if layout.pointee.order == AV_CHANNEL_ORDER_UNSPEC {
+            av_channel_layout_default(&inLayout, layout.pointee.nb_channels)
         } else {
-            av_channel_layout_copy(&inLayout, &codec.pointee.ch_layout)
+            av_channel_layout_copy(&inLayout, layout)
         }
         defer { av_channel_layout_uninit(&inLayout) }
         var outLayout = AVChannelLayout()
-        if format.channels == Int(inLayout.nb_channels) {
+        if outputFormat.channels == Int(inLayout.nb_channels) {
             av_channel_layout_copy(&outLayout, &inLayout)
         } else {
-            av_channel_layout_default(&outLayout, Int32(format.channels))
+            av_channel_layout_default(&outLayout, Int32(outputFormat.channels))
         }
         defer { av_channel_layout_uninit(&outLayout) }
         var swr: OpaquePointer?
-        var rc = swr_alloc_set_opts2(&swr, &outLayout, format.sampleType.avSampleFormat, Int32(format.sampleRate),
-                                     &inLayout, codec.pointee.sample_fmt, codec.pointee.sample_rate, 0, nil)
+        var rc = swr_alloc_set_opts2(&swr, &outLayout, outputFormat.sampleType.avSampleFormat, Int32(outputFormat.sampleRate),
+                                     &inLayout, sampleFormat, sampleRate, 0, nil)
         if rc >= 0 { rc = swr_init(swr) }
         guard rc >= 0 else {
             swr_free(&swr)
-            throw EngineFailure(.decodeFailed, "cannot convert \(sourceFormat) to \(format): \(FFmpegError.describe(rc))")
+            throw EngineFailure(.decodeFailed, "cannot convert \(sampleRate) Hz \(inLayout.nb_channels) ch to \(outputFormat): \(FFmpegError.describe(rc))")
         }
         resampler = swr
+        resamplerInput = (sampleFormat, sampleRate, layout.pointee.nb_channels)
     }
 
     /// Decodes and converts the next frames into `scratch`. Packets that fail to decode are
@@ -203,6 +227,7 @@ final class MediaDecoder {
             let received = avcodec_receive_frame(codec, frame)
             if received >= 0 {
                 defer { av_frame_unref(frame) }
+                damagedInARow = 0
                 let timestamp = frame.pointee.best_effort_timestamp
                 if timestamp != tonearm_av_nopts_value() {
                     let seconds = Double(timestamp - streamStart) * av_q2d(streamTimeBase)
@@ -222,8 +247,10 @@ final class MediaDecoder {
                 nextFramePosition += Int64(tail)
                 return tail > 0 ? .frames(tail, position: position) : .endOfStream
             }
-            guard received == tonearm_averror_eagain() else {
-                throw EngineFailure(.decodeFailed, "decoder error: \(FFmpegError.describe(received))")
+            if received != tonearm_averror_eagain() {
+                // A damaged packet: skipped, as ffmpeg does, unless nothing but damage comes.
+                try noteDamage(received)
+                continue
             }
             if draining { finished = true; break }
 
@@ -238,12 +265,32 @@ final class MediaDecoder {
             defer { av_packet_unref(packet) }
             guard packet.pointee.stream_index == streamIndex else { continue }
             // A damaged packet is skipped; decoding goes on with the next one.
-            _ = avcodec_send_packet(codec, packet)
+            let sent = avcodec_send_packet(codec, packet)
+            if sent < 0 && sent != tonearm_averror_eagain() { try noteDamage(sent) }
         }
         return .endOfStream
     }
 
+    /// Damaged packets since the last good frame, and how many make a stream that cannot go on.
+    private var damagedInARow = 0
+    private static let damageLimit = 500
+
+    private func noteDamage(_ code: Int32) throws(EngineFailure) {
+        damagedInARow += 1
+        if damagedInARow >= Self.damageLimit {
+            throw EngineFailure(.decodeFailed, "\(Self.damageLimit) damaged packets in a row, the last: \(FFmpegError.describe(code))")
+        }
+    }
+
     private func convert(_ frame: UnsafeMutablePointer<AVFrame>?) throws(EngineFailure) -> Int {
+        if let frame {
+            let format = AVSampleFormat(rawValue: frame.pointee.format)
+            if format != resamplerInput.format || frame.pointee.sample_rate != resamplerInput.rate
+                || frame.pointee.ch_layout.nb_channels != resamplerInput.channels {
+                guard frame.pointee.sample_rate > 0, frame.pointee.ch_layout.nb_channels > 0 else { return 0 }
+                try buildResampler(layout: &frame.pointee.ch_layout, sampleFormat: format, sampleRate: frame.pointee.sample_rate)
+            }
+        }
         guard let resampler else { throw EngineFailure(.decodeFailed, "output format not configured") }
         let inputFrames = Int(frame?.pointee.nb_samples ?? 0)
         let needed = Int(swr_get_out_samples(resampler, Int32(inputFrames)))

@@ -64,7 +64,14 @@ public final class Player: Sendable {
             throw .superseded(by: machine.currentState)
         }
         guard let info = engine.mediaInfo else { throw .superseded(by: machine.currentState) }
-        if play { return (info, try self.play().to) }
+        if play {
+            do {
+                return (info, try self.play().to)
+            } catch .rejected(.failed(let error), _) {
+                // It failed between ready and play (damage found early in the stream): that is the answer.
+                throw .failed(error)
+            }
+        }
         return (info, .ready)
     }
 

@@ -114,7 +114,12 @@ struct RequestRouter: Sendable {
     /// directory is not the client's (tonearmctl makes paths absolute before sending).
     static func mediaURL(_ text: String) throws -> URL {
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
-        if let url = URL(string: text), url.scheme == "file", !url.path.isEmpty { return url }
+        if let url = URL(string: text), url.scheme == "file" {
+            guard !url.path.isEmpty else {
+                throw RPC.Failure(.invalidParams, "invalid params: the file URL '\(text)' names no path, or its path is not valid UTF-8 once decoded")
+            }
+            return url
+        }
         if let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty {
             throw RPC.Failure(.invalidParams, "invalid params: only local files are supported, not '\(scheme)' URLs")
         }
