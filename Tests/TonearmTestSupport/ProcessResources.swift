@@ -1,0 +1,21 @@
+import Foundation
+
+/// What a process holds, read from /proc: open descriptors, threads and resident memory.
+public struct ProcessResources: Sendable, CustomStringConvertible {
+    public let fileDescriptors: Int
+    public let threads: Int
+    public let residentKiB: Int
+
+    public init(pid: Int32) throws {
+        fileDescriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        func field(_ name: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return -1 }
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? -1
+        }
+        threads = field("Threads")
+        residentKiB = field("VmRSS")
+    }
+
+    public var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }
+}
