@@ -24,11 +24,13 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", path: "Modulemaps/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
+        // What glibc has and Swift's Glibc module leaves out (malloc tuning, thread names).
+        .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
         // Pure core: the playback state machine. No I/O, no clocks, no C.
         .target(name: "TonearmCore"),
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
-        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA"]),
+        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux"]),
         // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
         .target(name: "TonearmPlayer", dependencies: [
             "TonearmCore", "TonearmEngine", .product(name: "Logging", package: "swift-log"),
@@ -43,7 +45,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer",
+            "TonearmServer", "CLinux",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

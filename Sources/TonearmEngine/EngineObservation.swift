@@ -87,6 +87,11 @@ final class ObserverRegistry: Sendable {
         var next = 0
         var snapshotHandlers: [Int: SnapshotHandler] = [:]
         var eventHandlers: [Int: EventHandler] = [:]
+
+        // In registration order: the adapter (registered first) has updated the player's state
+        // before any later observer passes the same change on to clients.
+        var orderedSnapshotHandlers: [SnapshotHandler] { snapshotHandlers.sorted { $0.key < $1.key }.map(\.value) }
+        var orderedEventHandlers: [EventHandler] { eventHandlers.sorted { $0.key < $1.key }.map(\.value) }
     }
     private let state = Mutex(State())
 
@@ -98,7 +103,7 @@ final class ObserverRegistry: Sendable {
             change(&state.snapshot)
             let new = state.snapshot
             guard new != old, !state.snapshotHandlers.isEmpty else { return }
-            let handlers = Array(state.snapshotHandlers.values)
+            let handlers = state.orderedSnapshotHandlers
             // Enqueued under the lock so deliveries keep the order of updates.
             queue.async { for handler in handlers { handler(old, new) } }
         }
@@ -107,7 +112,7 @@ final class ObserverRegistry: Sendable {
     func post(_ event: EngineEvent) {
         state.withLock { state in
             guard !state.eventHandlers.isEmpty else { return }
-            let handlers = Array(state.eventHandlers.values)
+            let handlers = state.orderedEventHandlers
             queue.async { for handler in handlers { handler(event) } }
         }
     }

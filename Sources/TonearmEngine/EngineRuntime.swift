@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 /// The engine's shared state and threads. `@unchecked Sendable`: every `var` is guarded by
@@ -19,8 +20,17 @@ final class EngineRuntime: @unchecked Sendable {
     init(configuration: OutputConfiguration) { self.configuration = configuration }
 
     func startOutputThread() {
-        let thread = Thread { [self] in runOutput() }
-        thread.name = "tonearm-output"
+        Self.startThread(named: "tonearm-output") { [self] in runOutput() }
+    }
+
+    /// Starts a thread whose name `top -H`, `perf` and /proc show (Foundation's `Thread.name`
+    /// does not reach the kernel here, so it is set from inside).
+    static func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread {
+            _ = tonearm_name_current_thread(name)
+            body()
+        }
+        thread.name = name
         thread.start()
     }
 
@@ -56,11 +66,9 @@ final class EngineRuntime: @unchecked Sendable {
             return session
         }
         let isLocal = url.isFileURL || url.scheme == nil
-        let thread = Thread { [self] in
+        Self.startThread(named: "tonearm-decoder") { [self] in
             runDecoder(session, unsupported: isLocal ? nil : "only local files are supported, not '\(url.scheme ?? "")' URLs")
         }
-        thread.name = "tonearm-decoder-\(session.id)"
-        thread.start()
         return session.id
     }
 

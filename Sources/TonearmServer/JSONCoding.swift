@@ -122,6 +122,8 @@ enum JSONCoding {
                 guard current == UInt8(ascii: ":") else { throw error("expected ':'") }
                 index += 1
                 skipWhitespace()
+                // Duplicate names are legal JSON with no agreed meaning: refuse rather than guess.
+                guard object[key] == nil else { throw error("duplicate member \"\(key.prefix(64))\"") }
                 object[key] = try value(depth: depth + 1)
                 skipWhitespace()
                 switch current {

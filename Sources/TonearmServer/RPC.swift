@@ -56,7 +56,8 @@ public enum RPC {
         var id = object["id"]
         if let candidate = id {
             switch candidate {
-            case .string, .number, .null: break
+            case .string, .null: break
+            case .number(let number) where number.isFinite: break
             default:
                 id = nil
                 return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: id must be a string, a number or null")))
@@ -67,6 +68,9 @@ public enum RPC {
         }
         guard case .string(let method)? = object["method"] else {
             return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: \"method\" must be a string")))
+        }
+        if let unknown = object.keys.first(where: { !["jsonrpc", "id", "method", "params"].contains($0) }) {
+            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: unknown member \"\(unknown.prefix(64))\"")))
         }
         let params = object["params"] ?? .object([:])
         switch params {

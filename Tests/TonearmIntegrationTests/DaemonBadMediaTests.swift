@@ -5,178 +5,180 @@ import TonearmTestSupport
 import Glibc
 #endif
 
-/// Bad paths, garbage and damaged media against the real daemon: each ends in a clear answer
-/// within a time bound, and the daemon keeps serving its other clients.
-@Suite("Daemon survives bad paths and damaged media", .serialized, .timeLimit(.minutes(3)))
-struct DaemonBadMediaTests {
-    /// Loads `url`; returns the error kind, or nil when it loaded. Checks the answer came within `bound`.
-    private func loadKind(_ client: LineClient, _ url: String, play: Bool = false, bound: Double = 3,
-                          sourceLocation: SourceLocation = #_sourceLocation) throws -> (kind: String?, answer: [String: Any]) {
-        let started = Date()
-        let answer = try client.call("load", ["url": url, "play": play], timeout: bound + 5)
-        #expect(Date().timeIntervalSince(started) < bound, "load of \(url.prefix(80)) took too long", sourceLocation: sourceLocation)
-        return (answer.errorData?["kind"] as? String, answer)
-    }
-
-    @Test func badPathsGetClearErrors() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let daemon = try DaemonProcess(arguments: ["--device", "null"])
-        let client = try daemon.connect()
-
-        #expect(mkfifo(dir.path("pipe.mp3"), 0o644) == 0)
-        try FileManager.default.createDirectory(atPath: dir.path("folder.flac"), withIntermediateDirectories: false)
-        try FileManager.default.createSymbolicLink(atPath: dir.path("loop-a.wav"), withDestinationPath: dir.path("loop-b.wav"))
-        try FileManager.default.createSymbolicLink(atPath: dir.path("loop-b.wav"), withDestinationPath: dir.path("loop-a.wav"))
-        try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: dir.path("locked.wav"))
-        #expect(chmod(dir.path("locked.wav"), 0) == 0)
-        let longPath = "/" + (0..<16).map { _ in String(repeating: "n", count: 255) }.joined(separator: "/") + "/x.wav"
-
-        let expectations: [(String, String, String)] = [
-            (dir.path("missing.wav"), "file_not_found", "no such file"),
-            (dir.path("folder.flac"), "unsupported_format", "directory"),
-            (dir.path("pipe.mp3"), "unsupported_format", "FIFO"),
-            ("/dev/zero", "unsupported_format", "device"),
-            (dir.path("loop-a.wav"), "io_error", "symbolic links"),
-            (longPath, "io_error", "too long"),
-            (dir.path("missing.wav/child.wav"), "file_not_found", "no such file"),
-        ]
-        for (path, kind, words) in expectations {
-            let (got, answer) = try loadKind(client, path)
-            #expect(answer.errorCode == -32001 && got == kind, "\(path.prefix(60)): \(answer)")
-            #expect(answer.errorMessage?.contains(words) == true, "\(answer)")
-            #expect(try client.call("ping")["result"] as? String == "pong")
+extension DaemonTests {
+    /// Bad paths, garbage and damaged media against the real daemon: each ends in a clear answer
+    /// within a time bound, and the daemon keeps serving its other clients.
+    @Suite("Daemon survives bad paths and damaged media", .serialized, .timeLimit(.minutes(3)))
+    struct DaemonBadMediaTests {
+        /// Loads `url`; returns the error kind, or nil when it loaded. Checks the answer came within `bound`.
+        private func loadKind(_ client: LineClient, _ url: String, play: Bool = false, bound: Double = 3,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws -> (kind: String?, answer: [String: Any]) {
+            let started = Date()
+            let answer = try client.call("load", ["url": url, "play": play], timeout: bound + 5)
+            #expect(Date().timeIntervalSince(started) < bound, "load of \(url.prefix(80)) took too long", sourceLocation: sourceLocation)
+            return (answer.errorData?["kind"] as? String, answer)
         }
-        // Root reads anything; everyone else gets a clear refusal.
-        let locked = try loadKind(client, dir.path("locked.wav"))
-        #expect(locked.kind == (geteuid() == 0 ? nil : "permission_denied"), "\(locked.answer)")
 
-        // A name that is not UTF-8 cannot travel in JSON; its percent-encoded URL is refused clearly.
-        let nonUTF8 = try client.call("load", ["url": "file://" + dir.path("caf%E9.wav")])
-        #expect(nonUTF8.errorCode == -32602, "\(nonUTF8)")
-        for bad in ["relative/tone.wav", "", "http://example.com/a.mp3", "file://"] {
-            #expect(try client.call("load", ["url": bad]).errorCode == -32602, "\(bad)")
-        }
-        #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
-        #expect(daemon.process.isRunning)
-    }
+        @Test func badPathsGetClearErrors() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
 
-    @Test func garbageIsRefusedOrPlayedWithinBounds() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let daemon = try DaemonProcess(arguments: ["--device", "null"])
-        let client = try daemon.connect()
-        let bystander = try daemon.connect()
-        var random = SeededRandom(seed: 4)
-        // 64 MiB of noise, and a real MP3 header followed by 16 MiB of it: the decoder resyncs,
-        // changes format mid-stream and skips what it cannot decode.
-        let noise = Data(random.bytes(64 << 20))
-        try noise.write(to: URL(fileURLWithPath: dir.path("noise.flac")))
-        let header = try Data(contentsOf: Fixtures.url("tone.mp3")).prefix(1000)
-        try (header + noise.prefix(16 << 20)).write(to: URL(fileURLWithPath: dir.path("header-then-noise.mp3")))
+            #expect(mkfifo(dir.path("pipe.mp3"), 0o644) == 0)
+            try FileManager.default.createDirectory(atPath: dir.path("folder.flac"), withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: dir.path("loop-a.wav"), withDestinationPath: dir.path("loop-b.wav"))
+            try FileManager.default.createSymbolicLink(atPath: dir.path("loop-b.wav"), withDestinationPath: dir.path("loop-a.wav"))
+            try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: dir.path("locked.wav"))
+            #expect(chmod(dir.path("locked.wav"), 0) == 0)
+            let longPath = "/" + (0..<16).map { _ in String(repeating: "n", count: 255) }.joined(separator: "/") + "/x.wav"
 
-        let refused = try loadKind(client, dir.path("noise.flac"))
-        #expect(["unsupported_format", "no_audio_stream"].contains(refused.kind ?? ""), "\(refused.answer)")
-        let started = Date()
-        let damaged = try loadKind(client, dir.path("header-then-noise.mp3"), play: true)
-        if damaged.kind == nil {
-            let end = try waitForStatus(client, timeout: 30) { ["ended", "failed"].contains($0.name ?? "") }
-            #expect(Date().timeIntervalSince(started) < 30, "\(end)")
-        }
-        let pingStarted = Date()
-        #expect(try bystander.call("ping")["result"] as? String == "pong")
-        #expect(Date().timeIntervalSince(pingStarted) < 0.5)
-        #expect(daemon.process.isRunning)
-    }
-
-    /// A few hundred mutations of the fixtures: each ends `ended` after playing, or `failed` with a reason.
-    @Test func mutatedFixturesEndPlayedOrFailedWithAReason() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let daemon = try DaemonProcess(arguments: ["--device", "null"])
-        let client = try daemon.connect()
-        let fixtures = ["tone.wav", "tone.flac", "tone.mp3", "tone.ogg", "tone.opus", "tone.m4a", "video.mp4"]
-        var outcomes: [String: Int] = [:]
-        for (fixtureIndex, fixture) in fixtures.enumerated() {
-            let original = [UInt8](try Data(contentsOf: Fixtures.url(fixture)))
-            for variant in 0..<40 {
-                let seed = UInt64(fixtureIndex * 1000 + variant)
-                var random = SeededRandom(seed: seed)
-                var bytes = original
-                let kind: String
-                switch variant % 4 {
-                case 0:  // scattered bit flips
-                    kind = "flips"
-                    for _ in 0..<(1 + Int(random.next() % 64)) {
-                        let index = Int(random.next() % UInt64(bytes.count))
-                        bytes[index] ^= UInt8(1 << (random.next() % 8))
-                    }
-                case 1:  // truncated anywhere
-                    kind = "truncated"
-                    bytes.removeLast(Int(random.next() % UInt64(bytes.count)))
-                case 2:  // a zeroed header
-                    kind = "zeroed-header"
-                    let count = min(bytes.count, 16 + Int(random.next() % 4096))
-                    bytes.replaceSubrange(0..<count, with: [UInt8](repeating: 0, count: count))
-                default:  // a run of noise in the middle
-                    kind = "noise-run"
-                    let start = Int(random.next() % UInt64(bytes.count))
-                    let count = min(bytes.count - start, 1 + Int(random.next() % 8192))
-                    bytes.replaceSubrange(start..<start + count, with: random.bytes(count))
-                }
-                let path = dir.path("m\(seed)-\(kind)-\(fixture)")
-                try Data(bytes).write(to: URL(fileURLWithPath: path))
-                let label = "\(fixture) \(kind) seed \(seed)"
-                let (failedKind, answer) = try loadKind(client, path, play: true)
-                if let failedKind {
-                    #expect(answer.errorMessage?.isEmpty == false, "\(label): \(answer)")
-                    outcomes["failed: \(failedKind)", default: 0] += 1
-                } else {
-                    #expect(answer.stateName == "playing", "\(label): \(answer)")
-                    let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
-                    outcomes[end.name ?? "?", default: 0] += 1
-                }
-                try? FileManager.default.removeItem(atPath: path)
+            let expectations: [(String, String, String)] = [
+                (dir.path("missing.wav"), "file_not_found", "no such file"),
+                (dir.path("folder.flac"), "unsupported_format", "directory"),
+                (dir.path("pipe.mp3"), "unsupported_format", "FIFO"),
+                ("/dev/zero", "unsupported_format", "device"),
+                (dir.path("loop-a.wav"), "io_error", "symbolic links"),
+                (longPath, "io_error", "too long"),
+                (dir.path("missing.wav/child.wav"), "file_not_found", "no such file"),
+            ]
+            for (path, kind, words) in expectations {
+                let (got, answer) = try loadKind(client, path)
+                #expect(answer.errorCode == -32001 && got == kind, "\(path.prefix(60)): \(answer)")
+                #expect(answer.errorMessage?.contains(words) == true, "\(answer)")
+                #expect(try client.call("ping")["result"] as? String == "pong")
             }
-        }
-        #expect(outcomes.values.reduce(0, +) == fixtures.count * 40, "\(outcomes)")
-        #expect(try client.call("ping")["result"] as? String == "pong")
-        #expect(daemon.process.isRunning)
-    }
+            // Root reads anything; everyone else gets a clear refusal.
+            let locked = try loadKind(client, dir.path("locked.wav"))
+            #expect(locked.kind == (geteuid() == 0 ? nil : "permission_denied"), "\(locked.answer)")
 
-    @Test func fileDeletedDuringPlaybackPlaysOnToTheEnd() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        try FileManager.default.copyItem(atPath: Fixtures.path("tone.flac"), toPath: dir.path("doomed.flac"))
-        let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "4"])
-        let client = try daemon.connect()
-        #expect(try client.call("load", ["url": dir.path("doomed.flac"), "play": true]).stateName == "playing")
-        try FileManager.default.removeItem(atPath: dir.path("doomed.flac"))
-        let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
-        #expect(end.name == "ended", "the open file is still readable: \(end)")
-    }
-
-    @Test func fileTruncatedDuringPlaybackEndsCleanly() throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let path = dir.path("shrinking.wav")
-        // A long file, so the decoder (a second ahead) is far from its end when it shrinks.
-        let pcm = try Fixtures.wavPCM("tone.wav")
-        try wavFile(pcm: pcm + pcm + pcm + pcm).write(to: URL(fileURLWithPath: path))
-        let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "2"])
-        let client = try daemon.connect()
-        #expect(try client.call("load", ["url": path, "play": true]).stateName == "playing")
-        _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.5 }
-        #expect(truncate(path, 100_000) == 0)
-        let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
-        #expect((end["position"] as? Double ?? 99) < 6, "ended early, where the data stops: \(end)")
-        #expect(try client.call("ping")["result"] as? String == "pong")
-        // Seeking into what is gone is answered too.
-        if end.name == "ended" {
-            let seek = try client.call("seek", ["position": 5.0])
-            #expect(seek.result != nil || seek.errorCode != nil)
+            // A name that is not UTF-8 cannot travel in JSON; its percent-encoded URL is refused clearly.
+            let nonUTF8 = try client.call("load", ["url": "file://" + dir.path("caf%E9.wav")])
+            #expect(nonUTF8.errorCode == -32602, "\(nonUTF8)")
+            for bad in ["relative/tone.wav", "", "http://example.com/a.mp3", "file://"] {
+                #expect(try client.call("load", ["url": bad]).errorCode == -32602, "\(bad)")
+            }
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
+            #expect(daemon.process.isRunning)
         }
-        #expect(daemon.process.isRunning)
+
+        @Test func garbageIsRefusedOrPlayedWithinBounds() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            let bystander = try daemon.connect()
+            var random = SeededRandom(seed: 4)
+            // 64 MiB of noise, and a real MP3 header followed by 16 MiB of it: the decoder resyncs,
+            // changes format mid-stream and skips what it cannot decode.
+            let noise = Data(random.bytes(64 << 20))
+            try noise.write(to: URL(fileURLWithPath: dir.path("noise.flac")))
+            let header = try Data(contentsOf: Fixtures.url("tone.mp3")).prefix(1000)
+            try (header + noise.prefix(16 << 20)).write(to: URL(fileURLWithPath: dir.path("header-then-noise.mp3")))
+
+            let refused = try loadKind(client, dir.path("noise.flac"))
+            #expect(["unsupported_format", "no_audio_stream"].contains(refused.kind ?? ""), "\(refused.answer)")
+            let started = Date()
+            let damaged = try loadKind(client, dir.path("header-then-noise.mp3"), play: true)
+            if damaged.kind == nil {
+                let end = try waitForStatus(client, timeout: 30) { ["ended", "failed"].contains($0.name ?? "") }
+                #expect(Date().timeIntervalSince(started) < 30, "\(end)")
+            }
+            let pingStarted = Date()
+            #expect(try bystander.call("ping")["result"] as? String == "pong")
+            #expect(Date().timeIntervalSince(pingStarted) < 0.5)
+            #expect(daemon.process.isRunning)
+        }
+
+        /// A few hundred mutations of the fixtures: each ends `ended` after playing, or `failed` with a reason.
+        @Test func mutatedFixturesEndPlayedOrFailedWithAReason() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            let fixtures = ["tone.wav", "tone.flac", "tone.mp3", "tone.ogg", "tone.opus", "tone.m4a", "video.mp4"]
+            var outcomes: [String: Int] = [:]
+            for (fixtureIndex, fixture) in fixtures.enumerated() {
+                let original = [UInt8](try Data(contentsOf: Fixtures.url(fixture)))
+                for variant in 0..<40 {
+                    let seed = UInt64(fixtureIndex * 1000 + variant)
+                    var random = SeededRandom(seed: seed)
+                    var bytes = original
+                    let kind: String
+                    switch variant % 4 {
+                    case 0:  // scattered bit flips
+                        kind = "flips"
+                        for _ in 0..<(1 + Int(random.next() % 64)) {
+                            let index = Int(random.next() % UInt64(bytes.count))
+                            bytes[index] ^= UInt8(1 << (random.next() % 8))
+                        }
+                    case 1:  // truncated anywhere
+                        kind = "truncated"
+                        bytes.removeLast(Int(random.next() % UInt64(bytes.count)))
+                    case 2:  // a zeroed header
+                        kind = "zeroed-header"
+                        let count = min(bytes.count, 16 + Int(random.next() % 4096))
+                        bytes.replaceSubrange(0..<count, with: [UInt8](repeating: 0, count: count))
+                    default:  // a run of noise in the middle
+                        kind = "noise-run"
+                        let start = Int(random.next() % UInt64(bytes.count))
+                        let count = min(bytes.count - start, 1 + Int(random.next() % 8192))
+                        bytes.replaceSubrange(start..<start + count, with: random.bytes(count))
+                    }
+                    let path = dir.path("m\(seed)-\(kind)-\(fixture)")
+                    try Data(bytes).write(to: URL(fileURLWithPath: path))
+                    let label = "\(fixture) \(kind) seed \(seed)"
+                    let (failedKind, answer) = try loadKind(client, path, play: true)
+                    if let failedKind {
+                        #expect(answer.errorMessage?.isEmpty == false, "\(label): \(answer)")
+                        outcomes["failed: \(failedKind)", default: 0] += 1
+                    } else {
+                        #expect(answer.stateName == "playing", "\(label): \(answer)")
+                        let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
+                        outcomes[end.name ?? "?", default: 0] += 1
+                    }
+                    try? FileManager.default.removeItem(atPath: path)
+                }
+            }
+            #expect(outcomes.values.reduce(0, +) == fixtures.count * 40, "\(outcomes)")
+            #expect(try client.call("ping")["result"] as? String == "pong")
+            #expect(daemon.process.isRunning)
+        }
+
+        @Test func fileDeletedDuringPlaybackPlaysOnToTheEnd() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            try FileManager.default.copyItem(atPath: Fixtures.path("tone.flac"), toPath: dir.path("doomed.flac"))
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "4"])
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": dir.path("doomed.flac"), "play": true]).stateName == "playing")
+            try FileManager.default.removeItem(atPath: dir.path("doomed.flac"))
+            let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
+            #expect(end.name == "ended", "the open file is still readable: \(end)")
+        }
+
+        @Test func fileTruncatedDuringPlaybackEndsCleanly() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let path = dir.path("shrinking.wav")
+            // A long file, so the decoder (a second ahead) is far from its end when it shrinks.
+            let pcm = try Fixtures.wavPCM("tone.wav")
+            try wavFile(pcm: pcm + pcm + pcm + pcm).write(to: URL(fileURLWithPath: path))
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "2"])
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": path, "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.5 }
+            #expect(truncate(path, 100_000) == 0)
+            let end = try waitForStatus(client, timeout: 10) { ["ended", "failed"].contains($0.name ?? "") }
+            #expect((end["position"] as? Double ?? 99) < 6, "ended early, where the data stops: \(end)")
+            #expect(try client.call("ping")["result"] as? String == "pong")
+            // Seeking into what is gone is answered too.
+            if end.name == "ended" {
+                let seek = try client.call("seek", ["position": 5.0])
+                #expect(seek.result != nil || seek.errorCode != nil)
+            }
+            #expect(daemon.process.isRunning)
+        }
     }
 }
 

@@ -5,6 +5,8 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
     public let fileDescriptors: Int
     public let threads: Int
     public let residentKiB: Int
+    /// Thread names (the kernel's 15-byte `comm`), one entry per thread.
+    public let threadNames: [String]
 
     public init(pid: Int32) throws {
         fileDescriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
@@ -15,6 +17,10 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
         }
         threads = field("Threads")
         residentKiB = field("VmRSS")
+        threadNames = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").map { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? "")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
     }
 
     public var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }

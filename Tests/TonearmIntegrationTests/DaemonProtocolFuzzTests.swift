@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+import TonearmTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonTests {
+    /// Bad input in bulk on the control socket: every line gets a well-formed JSON-RPC answer (or,
+    /// for a notification, none), the connection stays usable, and `ping` answers after each round.
+    @Suite("Protocol fuzz against the daemon", .serialized, .timeLimit(.minutes(2)))
+    struct DaemonProtocolFuzzTests {
+        static let knownCodes: Set<Int> = [-32700, -32600, -32601, -32602, -32603, -32000, -32001, -32002]
+
+        /// Checks one message off the socket: a response with exactly one of result/error and a known
+        /// code, or an event notification. Returns the response's id (nil for a notification).
+        @discardableResult
+        private func checkWellFormed(_ message: [String: Any], _ context: @autoclosure () -> String,
+                                     sourceLocation: SourceLocation = #_sourceLocation) -> Any? {
+            #expect(message["jsonrpc"] as? String == "2.0", "\(context()): \(message)", sourceLocation: sourceLocation)
+            if message["method"] as? String == "event", message["id"] == nil { return nil }
+            let hasResult = message["result"] != nil
+            let error = message["error"] as? [String: Any]
+            #expect(hasResult != (error != nil), "\(context()): \(message)", sourceLocation: sourceLocation)
+            if let error {
+                #expect(Self.knownCodes.contains(error["code"] as? Int ?? 0), "\(context()): \(message)", sourceLocation: sourceLocation)
+                #expect((error["message"] as? String)?.isEmpty == false, "\(context()): \(message)", sourceLocation: sourceLocation)
+            }
+            #expect(message.keys.contains("id"), "\(context()): \(message)", sourceLocation: sourceLocation)
+            return message["id"]
+        }
+
+        /// Sends a ping with a unique id and reads up to its answer, checking everything before it.
+        /// Returns the messages that came before the ping's answer.
+        @discardableResult
+        private func sync(_ client: LineClient, _ tag: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [[String: Any]] {
+            let id = "sync-\(tag)"
+            try client.send(line: #"{"jsonrpc":"2.0","id":"\#(id)","method":"ping"}"#)
+            var before: [[String: Any]] = []
+            while true {
+                guard let line = try client.readLine(timeout: 10) else {
+                    throw LineClient.Failure(description: "connection closed before the ping \(id)")
+                }
+                guard let message = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                    Issue.record("not a JSON object: \(line.prefix(200))", sourceLocation: sourceLocation)
+                    continue
+                }
+                if message["id"] as? String == id {
+                    #expect(message["result"] as? String == "pong", sourceLocation: sourceLocation)
+                    return before
+                }
+                checkWellFormed(message, "before \(id)", sourceLocation: sourceLocation)
+                before.append(message)
+            }
+        }
+
+        private func answers(_ messages: [[String: Any]]) -> [[String: Any]] { messages.filter { $0["method"] == nil } }
+
+        @Test func randomBytesAndInvalidUTF8AreParseErrors() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            var random = SeededRandom(seed: 7)
+            for round in 0..<20 {
+                var batch = Data()
+                for _ in 0..<50 {
+                    var line = random.bytes(1 + Int(random.next() % 300)).map { $0 == 0x0A ? 0x20 : $0 }
+                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { line.append(0x7B) }  // not blank
+                    batch.append(contentsOf: line)
+                    batch.append(0x0A)
+                }
+                try client.send(raw: batch)
+                let replies = answers(try sync(client, "random-\(round)"))
+                #expect(replies.count == 50, "round \(round): one answer per line")
+                #expect(replies.allSatisfy { [-32700, -32600].contains($0.errorCode ?? 0) }, "round \(round)")
+            }
+            // Valid JSON text in invalid UTF-8.
+            try client.send(raw: Data([0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D, 0x0A]))
+            #expect(answers(try sync(client, "utf8")).first?.errorCode == -32700)
+            #expect(daemon.process.isRunning)
+        }
+
+        @Test func mutatedRequestsGetWellFormedAnswers() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            let valid = [
+                #"{"jsonrpc":"2.0","id":1,"method":"status"}"#,
+                #"{"jsonrpc":"2.0","id":2,"method":"load","params":{"url":"\#(Fixtures.path("tone.wav"))","play":true}}"#,
+                #"{"jsonrpc":"2.0","id":3,"method":"seek","params":{"position":1.5,"relative":false}}"#,
+                #"{"jsonrpc":"2.0","id":"x","method":"pause"}"#,
+                #"{"jsonrpc":"2.0","id":4,"method":"subscribe","params":{"events":["transition"],"position_interval":1}}"#,
+                #"{"jsonrpc":"2.0","id":5,"method":"stop","params":{}}"#,
+            ].map { Array($0.utf8) }
+            let alphabet = Array(#"{}[]":,0123456789-+.eEtrufalsn\ "#.utf8)
+            var random = SeededRandom(seed: 11)
+            for round in 0..<30 {
+                for _ in 0..<20 {
+                    var line = valid[Int(random.next() % UInt64(valid.count))]
+                    for _ in 0..<(1 + Int(random.next() % 4)) {
+                        let index = Int(random.next() % UInt64(line.count))
+                        switch random.next() % 3 {
+                        case 0: line.remove(at: index)
+                        case 1: line.insert(alphabet[Int(random.next() % UInt64(alphabet.count))], at: index)
+                        default: line[index] = alphabet[Int(random.next() % UInt64(alphabet.count))]
+                        }
+                        if line.isEmpty { line = Array("{".utf8) }
+                    }
+                    try client.send(raw: Data(line.map { $0 == 0x0A ? 0x20 : $0 } + [0x0A]))
+                }
+                try sync(client, "mutated-\(round)")
+            }
+            #expect(daemon.process.isRunning)
+        }
+
+        @Test func wrongTypesOddNumbersDepthAndSizeGetTheRightErrors() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
+            let cases: [(String, Int)] = [
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":"1"}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":-5}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":1e999}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":-1e999}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":NaN}}"#, -32700),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":Infinity}}"#, -32700),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":1,"position":2}}"#, -32700),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":[1.0]}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"seek","params":{"position":1,"speed":2}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":17}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.wav"))","play":"yes"}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.wav"))","start":-1}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"position_interval":1e308}}"#, -32602),
+                (#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#, -32600),
+                (#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#, -32600),
+                (#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, -32600),
+                (#"{"jsonrpc":"2.0","id":1,"method":7}"#, -32600),
+                (#"{"jsonrpc":"2.0","id":1,"method":"PING"}"#, -32601),
+                (#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":true}"#, -32600),
+                (#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, -32600),
+                (#"[]"#, -32600),
+                (#""ping""#, -32600),
+                (#"{"jsonrpc":"2.0","id":1,"method":"ping"} trailing"#, -32700),
+                (#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#, -32600),
+                (#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\ud800"}}"#, -32700),
+                (String(repeating: "[", count: 50_000), -32700),
+                (String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000), -32700),
+                (String(repeating: #"{"a":"#, count: 70) + "1" + String(repeating: "}", count: 70), -32700),
+            ]
+            for (index, (line, code)) in cases.enumerated() {
+                try client.send(line: line)
+                let replies = answers(try sync(client, "case-\(index)"))
+                #expect(replies.count == 1 && replies.first?.errorCode == code,
+                        "\(line.prefix(100)) → expected \(code), got \(replies.map { $0.errorCode ?? 0 })")
+            }
+            // A 1 MiB line, then thousands of tiny ones (and blank lines, which are skipped).
+            try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""# + String(repeating: "x", count: 1 << 20) + #""}}"#)
+            #expect(answers(try sync(client, "huge")).map { $0.errorCode } == [-32600])
+            try client.send(raw: Data(String(repeating: "{}\n\n", count: 5000).utf8))
+            let tiny = answers(try sync(client, "tiny"))
+            #expect(tiny.count == 5000 && tiny.allSatisfy { $0.errorCode == -32600 })
+            #expect(try client.call("status").stateName == "ready", "the player is where it was")
+        }
+
+        @Test func halfClosedAndResetConnectionsLeaveTheDaemonServing() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let observer = try daemon.connect()
+            for round in 0..<50 {
+                let client = try daemon.connect()
+                switch round % 5 {
+                case 0:  // a request, then half-close: the answer still comes, then end of stream
+                    try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"status"}"#)
+                    client.finishSending()
+                    #expect(try client.readJSON().result != nil)
+                    #expect(try client.readLine() == nil)
+                case 1:  // half a request, then half-close
+                    try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"met"#.utf8))
+                    client.finishSending()
+                    _ = try client.readLine()
+                case 2:  // reset mid-request (SO_LINGER 0 sends RST on close)
+                    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                    try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":""#.utf8))
+                case 3:  // a slow load asked, then gone before the answer
+                    try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.flac"))"}}"#)
+                default:  // subscribed, then gone
+                    _ = try client.call("subscribe")
+                }
+                // `client` closes here.
+            }
+            usleep(100_000)
+            #expect(try observer.call("ping")["result"] as? String == "pong")
+            #expect(try observer.call("status").result != nil)
+            let fds = try ProcessResources(pid: daemon.process.processIdentifier).fileDescriptors
+            #expect(fds < 30, "closed connections were released: \(fds) descriptors")
+            #expect(daemon.process.isRunning)
+        }
+    }
+}
