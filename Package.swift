@@ -27,17 +27,19 @@ let package = Package(
         // What glibc has and Swift's Glibc module leaves out (malloc tuning, thread names).
         .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
+        // A lock-guarded value that ThreadSanitizer can see (see Locked.swift). Pure Swift.
+        .target(name: "TonearmSync"),
         // Pure core: the playback state machine. No I/O, no clocks, no C.
-        .target(name: "TonearmCore"),
+        .target(name: "TonearmCore", dependencies: ["TonearmSync"]),
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
-        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux"]),
+        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux", "TonearmSync"]),
         // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
         .target(name: "TonearmPlayer", dependencies: [
-            "TonearmCore", "TonearmEngine", .product(name: "Logging", package: "swift-log"),
+            "TonearmCore", "TonearmEngine", "TonearmSync", .product(name: "Logging", package: "swift-log"),
         ]),
         // Control server: JSON-RPC 2.0 over a Unix domain socket, config, socket path rules.
         .target(name: "TonearmServer", dependencies: [
-            "TonearmPlayer", "TonearmCore", "TonearmEngine",
+            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

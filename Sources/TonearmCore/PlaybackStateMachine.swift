@@ -1,10 +1,10 @@
-import Synchronization
 import struct Foundation.Date
 import struct Foundation.UUID
+import TonearmSync
 
 /// Holds the current `PlaybackState` and moves it only through `PlaybackTransitionTable`.
 ///
-/// Thread-safety: all state lives in one `Mutex`; `send` may be called from any thread or task.
+/// Thread-safety: all state lives in one `Locked`; `send` may be called from any thread or task.
 /// Stream continuations are yielded to while the lock is held, so every subscriber sees
 /// transitions in the order they were accepted.
 public final class PlaybackStateMachine: Sendable {
@@ -16,12 +16,12 @@ public final class PlaybackStateMachine: Sendable {
         var transitionSubscribers: [UUID: AsyncStream<PlaybackTransition>.Continuation] = [:]
     }
 
-    private let guarded: Mutex<Guarded>
+    private let guarded: Locked<Guarded>
     private let now: Clock
 
     /// - Parameter now: the clock that stamps transitions; tests inject a fixed or stepping one.
     public init(initialState: PlaybackState = .idle, now: @escaping Clock = { Date() }) {
-        self.guarded = Mutex(Guarded(state: initialState))
+        self.guarded = Locked(Guarded(state: initialState))
         self.now = now
     }
 

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import TonearmSync
 
 public enum EngineStatus: Sendable, Equatable {
     case unknown
@@ -60,9 +60,9 @@ public struct ObservedChange<Value: Sendable>: Sendable {
 
 /// Keeps an observation alive; `invalidate()` or dropping the token stops delivery.
 public final class ObservationToken: Sendable {
-    private let cancel: Mutex<(@Sendable () -> Void)?>
+    private let cancel: Locked<(@Sendable () -> Void)?>
 
-    init(cancel: @escaping @Sendable () -> Void) { self.cancel = Mutex(cancel) }
+    init(cancel: @escaping @Sendable () -> Void) { self.cancel = Locked(cancel) }
 
     public func invalidate() {
         let action = cancel.withLock { action in
@@ -93,7 +93,7 @@ final class ObserverRegistry: Sendable {
         var orderedSnapshotHandlers: [SnapshotHandler] { snapshotHandlers.sorted { $0.key < $1.key }.map(\.value) }
         var orderedEventHandlers: [EventHandler] { eventHandlers.sorted { $0.key < $1.key }.map(\.value) }
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var snapshot: EngineSnapshot { state.withLock { $0.snapshot } }
 

@@ -1,6 +1,6 @@
 import CFFmpeg
 import Glibc
-import Synchronization
+import TonearmSync
 
 /// FFmpeg's own error messages, rate-limited. A damaged file makes a decoder complain once per
 /// packet (thousands of "Header missing" lines a second), which would flood the journal of a
@@ -12,7 +12,7 @@ enum FFmpegLog {
         var windowStart = 0.0
         var lines = 0
     }
-    private static let budget = Mutex(Budget())
+    private static let budget = Locked(Budget())
 
     /// Installs the callback once; FFmpeg may call it from any of its threads.
     static let install: Void = {

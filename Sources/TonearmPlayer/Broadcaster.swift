@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import TonearmSync
 
 /// Fans values out to any number of AsyncStream subscribers. Each subscriber has its own
 /// bounded buffer (`limit` newest values), so a slow consumer loses old values instead of
 /// holding memory without end or slowing the others.
 final class Broadcaster<Value: Sendable>: Sendable {
-    private let subscribers = Mutex<[UUID: AsyncStream<Value>.Continuation]>([:])
+    private let subscribers = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
     private let limit: Int
 
     init(limit: Int = 1024) { self.limit = limit }

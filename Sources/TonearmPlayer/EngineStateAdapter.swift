@@ -1,6 +1,6 @@
-import Synchronization
 import TonearmCore
 import TonearmEngine
+import TonearmSync
 
 /// Observes the engine and sends the matching `PlaybackAction`s to the state machine, the way an
 /// AVPlayer adapter turns KVO changes into actions. Callbacks arrive on the engine's observer
@@ -18,8 +18,8 @@ public final class EngineStateAdapter: Sendable {
     }
 
     private let machine: PlaybackStateMachine
-    private let tracking = Mutex(Tracking())
-    private let tokens: Mutex<[ObservationToken]> = Mutex([])
+    private let tracking = Locked(Tracking())
+    private let tokens: Locked<[ObservationToken]> = Locked([])
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine) {
         self.machine = machine

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import TonearmEngine
+import TonearmSync
 
 /// Performance news for clients: how long things took and when the sound faltered.
 public enum PerformanceEvent: Sendable, Equatable {
@@ -35,10 +35,10 @@ public enum PerformanceEvent: Sendable, Equatable {
 /// measured on a monotonic clock.
 public final class PerformanceObserver: Sendable {
     private let broadcaster = Broadcaster<PerformanceEvent>()
-    private let bufferingSince = Mutex<ContinuousClock.Instant?>(nil)
+    private let bufferingSince = Locked<ContinuousClock.Instant?>(nil)
     /// The item that has already played once: `resumed` means playing again after a pause, not starting.
-    private let playedItem = Mutex<Int?>(nil)
-    private let tokens = Mutex<[ObservationToken]>([])
+    private let playedItem = Locked<Int?>(nil)
+    private let tokens = Locked<[ObservationToken]>([])
 
     public init(engine: PlayerEngine) {
         let observations = [

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import TonearmCore
 import TonearmEngine
+import TonearmSync
 
 /// Everything `status` reports.
 public struct PlayerStatus: Sendable {
@@ -23,7 +24,7 @@ public final class Player: Sendable {
     public let engine: PlayerEngine
     public let performance: PerformanceObserver
     private let adapter: EngineStateAdapter
-    private let commandLock = Mutex<URL?>(nil)  // guards the command sequence; holds the last loaded URL
+    private let commandLock = Locked<URL?>(nil)  // guards the command sequence; holds the last loaded URL
     private let seekTokens = Atomic<Int>(0)
     private let logger: Logger
 

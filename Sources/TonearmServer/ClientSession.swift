@@ -4,6 +4,7 @@ import NIOCore
 import Synchronization
 import TonearmCore
 import TonearmPlayer
+import TonearmSync
 
 /// One connected client's subscriptions. Notifications go straight to the channel (NIO queues
 /// them on its event loop, after any answer already written). A client that stops reading lets
@@ -19,7 +20,7 @@ final class ClientSession: Sendable {
     private let player: Player
     private let logger: Logger
     private let channel: any Channel
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let tasks = Locked<[Task<Void, Never>]>([])
     private let sentWhileUnwritable = Atomic<Int>(0)
 
     init(player: Player, channel: any Channel, logger: Logger) {

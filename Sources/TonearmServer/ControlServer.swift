@@ -3,8 +3,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 import TonearmPlayer
+import TonearmSync
 
 /// The control socket: JSON-RPC 2.0, one object per line, on a Unix domain socket. Each client
 /// is served on the event loop by an `RPCConnectionHandler`; requests on one connection are
@@ -106,7 +106,7 @@ public struct ServerError: Error, CustomStringConvertible {
 
 /// The open client connections, so that shutdown can close them all.
 private final class OpenConnections: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
 
     func add(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)

@@ -89,7 +89,10 @@ extension DaemonTests {
             #expect(!after.threadNames.contains("tonearm-decoder"), "every item's decoder thread has left: \(after.threadNames)")
             #expect(after.fileDescriptors <= before.fileDescriptors, "\(context)")
             #expect(after.threads <= max(before.threads, dispatchThreads), "\(context)")
-            #expect(after.residentKiB - before.residentKiB < 1024, "\(context)")
+            // A sanitizer keeps its own shadow memory and history, which grow by design.
+            if Sanitizer.active == nil {
+                #expect(after.residentKiB - before.residentKiB < 1024, "\(context)")
+            }
             #expect(try client.call("ping")["result"] as? String == "pong")
         }
     }
