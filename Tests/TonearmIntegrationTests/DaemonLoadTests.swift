@@ -83,11 +83,17 @@ extension DaemonTests {
                 if index % 50 == 0 { dispatchThreads = max(dispatchThreads, try ProcessResources(pid: pid).threads) }
             }
             let before = try settled()
-            for index in 0..<2000 { try cycle(index) }
+            for index in 0..<1000 { try cycle(index) }
+            let middle = try settled()
+            for index in 0..<1000 { try cycle(index) }
             let after = try settled()
             let context = "before: \(before); after: \(after)"
             #expect(!after.threadNames.contains("tonearm-decoder"), "every item's decoder thread has left: \(after.threadNames)")
-            #expect(after.fileDescriptors <= before.fileDescriptors, "\(context)")
+            // A runtime may open a descriptor or two once, late (seen once under ASan); a leak grows
+            // with the cycles, so the second thousand must add nothing at all.
+            let descriptors = "\(context)\nbefore: \(before.descriptorTargets)\nmiddle: \(middle.descriptorTargets)\nafter: \(after.descriptorTargets)"
+            #expect(middle.fileDescriptors <= before.fileDescriptors + 2, "\(descriptors)")
+            #expect(after.fileDescriptors <= max(before.fileDescriptors, middle.fileDescriptors), "\(descriptors)")
             #expect(after.threads <= max(before.threads, dispatchThreads), "\(context)")
             // A sanitizer keeps its own shadow memory and history, which grow by design.
             if Sanitizer.active == nil {

@@ -3,13 +3,19 @@ import Foundation
 /// What a process holds, read from /proc: open descriptors, threads and resident memory.
 public struct ProcessResources: Sendable, CustomStringConvertible {
     public let fileDescriptors: Int
+    /// What each descriptor points at (`readlink /proc/PID/fd/N`), for messages.
+    public let descriptorTargets: [String]
     public let threads: Int
     public let residentKiB: Int
     /// Thread names (the kernel's 15-byte `comm`), one entry per thread.
     public let threadNames: [String]
 
     public init(pid: Int32) throws {
-        fileDescriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        fileDescriptors = descriptors.count
+        descriptorTargets = descriptors.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.map { fd in
+            "\(fd)→" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "?")
+        }
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func field(_ name: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return -1 }
