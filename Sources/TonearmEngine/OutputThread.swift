@@ -130,8 +130,6 @@ extension EngineRuntime {
             }
             let (pointer, available) = ring.readable
             if available == 0 {
-                // A pending seek will refill the ring (the decoder clears `decoderFinished` when it takes it).
-                if session.pendingSeek != nil { lock.waitOutput(); continue }
                 if session.decoderFinished {
                     if session.endReported { lock.waitOutput(); continue }
                     if configuration.pace {
