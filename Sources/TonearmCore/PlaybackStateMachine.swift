@@ -1,31 +1,27 @@
 import struct Foundation.Date
-import struct Foundation.UUID
 import TonearmSync
 
 /// Holds the current `PlaybackState` and moves it only through `PlaybackTransitionTable`.
 ///
-/// Thread-safety: all state lives in one `Locked`; `send` may be called from any thread or task.
-/// Stream continuations are yielded to while the lock is held, so every subscriber sees
-/// transitions in the order they were accepted.
+/// Thread-safety: the state lives in one `Locked`; `send` may be called from any thread or task.
+/// Subscribers are yielded to while that lock is held, so every subscriber sees transitions in
+/// the order they were accepted. The subscriber lists are `StreamFanout`s, whose own locks keep
+/// a subscriber that goes away mid-publish from deadlocking with `send` (see there).
 public final class PlaybackStateMachine: Sendable {
     public typealias Clock = @Sendable () -> Date
 
-    private struct Guarded {
-        var state: PlaybackState
-        var stateSubscribers: [UUID: AsyncStream<PlaybackState>.Continuation] = [:]
-        var transitionSubscribers: [UUID: AsyncStream<PlaybackTransition>.Continuation] = [:]
-    }
-
-    private let guarded: Locked<Guarded>
+    private let guarded: Locked<PlaybackState>
+    private let stateSubscribers = StreamFanout<PlaybackState>()
+    private let transitionSubscribers = StreamFanout<PlaybackTransition>()
     private let now: Clock
 
     /// - Parameter now: the clock that stamps transitions; tests inject a fixed or stepping one.
     public init(initialState: PlaybackState = .idle, now: @escaping Clock = { Date() }) {
-        self.guarded = Locked(Guarded(state: initialState))
+        self.guarded = Locked(initialState)
         self.now = now
     }
 
-    public var currentState: PlaybackState { guarded.withLock { $0.state } }
+    public var currentState: PlaybackState { guarded.withLock { $0 } }
 
     public func canPerform(_ action: PlaybackAction) -> Bool {
         PlaybackTransitionTable.nextState(for: action, from: currentState) != nil
@@ -37,41 +33,26 @@ public final class PlaybackStateMachine: Sendable {
     @discardableResult
     public func send(_ action: PlaybackAction) -> PlaybackTransition? {
         let timestamp = now()
-        return guarded.withLock { guarded in
-            let from = guarded.state
+        return guarded.withLock { state in
+            let from = state
             guard let to = PlaybackTransitionTable.nextState(for: action, from: from) else { return nil }
             let transition = PlaybackTransition(from: from, to: to, action: action, timestamp: timestamp)
             guard transition.didChangeState else { return transition }
-            guarded.state = to
-            for continuation in guarded.stateSubscribers.values { continuation.yield(to) }
-            for continuation in guarded.transitionSubscribers.values { continuation.yield(transition) }
+            state = to
+            stateSubscribers.yield(to)
+            transitionSubscribers.yield(transition)
             return transition
         }
     }
 
     /// States from now on; the first element is the current state.
     public func states() -> AsyncStream<PlaybackState> {
-        let (stream, continuation) = AsyncStream<PlaybackState>.makeStream(bufferingPolicy: .unbounded)
-        let id = UUID()
-        guarded.withLock { guarded in
-            continuation.yield(guarded.state)
-            guarded.stateSubscribers[id] = continuation
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.guarded.withLock { _ = $0.stateSubscribers.removeValue(forKey: id) }
-        }
-        return stream
+        guarded.withLock { stateSubscribers.subscribe(first: $0) }
     }
 
     /// Transitions accepted from now on (events only: no replay of the current state).
     public func transitions() -> AsyncStream<PlaybackTransition> {
-        let (stream, continuation) = AsyncStream<PlaybackTransition>.makeStream(bufferingPolicy: .unbounded)
-        let id = UUID()
-        guarded.withLock { $0.transitionSubscribers[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            self?.guarded.withLock { _ = $0.transitionSubscribers.removeValue(forKey: id) }
-        }
-        return stream
+        transitionSubscribers.subscribe()
     }
 
     /// Suspends until the state satisfies `predicate` (checked against the current state first).

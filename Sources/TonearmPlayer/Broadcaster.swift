@@ -1,24 +1,14 @@
-import Foundation
 import TonearmSync
 
 /// Fans values out to any number of AsyncStream subscribers. Each subscriber has its own
 /// bounded buffer (`limit` newest values), so a slow consumer loses old values instead of
 /// holding memory without end or slowing the others.
 final class Broadcaster<Value: Sendable>: Sendable {
-    private let subscribers = Locked<[UUID: AsyncStream<Value>.Continuation]>([:])
-    private let limit: Int
+    private let fanout: StreamFanout<Value>
 
-    init(limit: Int = 1024) { self.limit = limit }
+    init(limit: Int = 1024) { fanout = StreamFanout(bufferingPolicy: .bufferingNewest(limit)) }
 
-    func subscribe() -> AsyncStream<Value> {
-        let (stream, continuation) = AsyncStream<Value>.makeStream(bufferingPolicy: .bufferingNewest(limit))
-        let id = UUID()
-        subscribers.withLock { $0[id] = continuation }
-        continuation.onTermination = { [weak self] _ in self?.subscribers.withLock { _ = $0.removeValue(forKey: id) } }
-        return stream
-    }
+    func subscribe() -> AsyncStream<Value> { fanout.subscribe() }
 
-    func yield(_ value: Value) {
-        subscribers.withLock { for continuation in $0.values { continuation.yield(value) } }
-    }
+    func yield(_ value: Value) { fanout.yield(value) }
 }

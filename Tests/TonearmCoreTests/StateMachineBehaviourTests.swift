@@ -98,6 +98,45 @@ struct StateMachineBehaviourTests {
         #expect(await settled == .ready)
     }
 
+    /// Regression: `send` yielded to subscribers under the lock that a cancelled subscriber's
+    /// `onTermination` needs, while cancelling holds the task's lock that `yield` needs. A client
+    /// leaving while a transition was published deadlocked the daemon. Here one thread publishes
+    /// without pause while another cancels subscribers that are waiting; with the bug this hangs
+    /// within a few hundred rounds. Both run on their own threads, so a hang fails the test at the
+    /// time bound instead of holding the test runner's threads.
+    @Test func subscribersLeavingWhileTransitionsArePublishedDoNotDeadlock() async {
+        let machine = PlaybackStateMachine(initialState: .paused)
+        let stop = Atomic<Bool>(false)
+        let finished = Atomic<Int>(0)
+        let publisher = Thread {
+            while !stop.load(ordering: .relaxed) {
+                machine.send(.play)
+                machine.send(.pause)
+            }
+            finished.add(1, ordering: .relaxed)
+        }
+        let canceller = Thread {
+            for _ in 0..<3000 {
+                let waiting = [
+                    Task { for await _ in machine.transitions() {} },
+                    Task { for await _ in machine.states() {} },
+                    Task { _ = await machine.firstState { _ in false } },
+                ]
+                usleep(50)
+                waiting.forEach { $0.cancel() }
+            }
+            stop.store(true, ordering: .relaxed)
+            finished.add(1, ordering: .relaxed)
+        }
+        publisher.start()
+        canceller.start()
+        let deadline = ContinuousClock.now + .seconds(40)
+        while finished.load(ordering: .relaxed) < 2 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(finished.load(ordering: .relaxed) == 2, "publishing and unsubscribing deadlocked")
+    }
+
     @Test func retryOnlyWhenRecoverable() {
         let machine = PlaybackStateMachine(initialState: .failed(PlaybackError(.decodeFailed, "bad")))
         #expect(machine.send(.retry) == nil)

@@ -164,27 +164,32 @@ extension DaemonTests {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let observer = try daemon.connect()
             for round in 0..<50 {
-                let client = try daemon.connect()
-                switch round % 5 {
-                case 0:  // a request, then half-close: the answer still comes, then end of stream
-                    try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"status"}"#)
-                    client.finishSending()
-                    #expect(try client.readJSON().result != nil)
-                    #expect(try client.readLine() == nil)
-                case 1:  // half a request, then half-close
-                    try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"met"#.utf8))
-                    client.finishSending()
-                    _ = try client.readLine()
-                case 2:  // reset mid-request (SO_LINGER 0 sends RST on close)
-                    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                    setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                    try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":""#.utf8))
-                case 3:  // a slow load asked, then gone before the answer
-                    try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.flac"))"}}"#)
-                default:  // subscribed, then gone
-                    _ = try client.call("subscribe")
+                do {  // a failure names its round and shows the daemon's log
+                    let client = try daemon.connect()
+                    switch round % 5 {
+                    case 0:  // a request, then half-close: the answer still comes, then end of stream
+                        try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"status"}"#)
+                        client.finishSending()
+                        #expect(try client.readJSON().result != nil)
+                        #expect(try client.readLine() == nil)
+                    case 1:  // half a request, then half-close
+                        try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"met"#.utf8))
+                        client.finishSending()
+                        _ = try client.readLine()
+                    case 2:  // reset mid-request (SO_LINGER 0 sends RST on close)
+                        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                        setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                        try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":""#.utf8))
+                    case 3:  // a slow load asked, then gone before the answer
+                        try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.flac"))"}}"#)
+                    default:  // subscribed, then gone
+                        _ = try client.call("subscribe")
+                    }
+                    // `client` closes here.
+                } catch {
+                    Issue.record("round \(round) (case \(round % 5)): \(error)\n\(daemon.log.suffix(3000))")
+                    throw error
                 }
-                // `client` closes here.
             }
             usleep(100_000)
             #expect(try observer.call("ping")["result"] as? String == "pong")
