@@ -62,10 +62,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
-        .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore"]),
+        .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
-        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
         .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmTestSupport"]),
     ]
 )

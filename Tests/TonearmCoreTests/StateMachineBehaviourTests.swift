@@ -2,13 +2,14 @@ import Foundation
 import Synchronization
 import Testing
 @testable import TonearmCore
+import TonearmSync
 
 private let a = URL(fileURLWithPath: "/music/a.flac")
 private let b = URL(fileURLWithPath: "/music/b.flac")
 
 /// A clock that advances one second each time it is read.
 private final class SteppingClock: Sendable {
-    private let seconds = Mutex<Double>(0)
+    private let seconds = Locked<Double>(0)
     func now() -> Date { seconds.withLock { $0 += 1; return Date(timeIntervalSince1970: $0) } }
 }
 

@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import TonearmSync
 import TonearmEngine
 
 /// Collects an engine's events as they are delivered on its observer queue.
 final class EngineRecorder: Sendable {
     final class Log: Sendable {
-        let events = Mutex<[EngineEvent]>([])
+        let events = Locked<[EngineEvent]>([])
     }
     private let log = Log()
     private let tokens: [ObservationToken]

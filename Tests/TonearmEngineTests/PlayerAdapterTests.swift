@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import TonearmSync
 import Testing
 import TonearmCore
 import TonearmEngine
@@ -29,7 +29,7 @@ struct PlayerAdapterTests {
     }
 
     private final class Transitions: Sendable {
-        private let list = Mutex<[PlaybackTransition]>([])
+        private let list = Locked<[PlaybackTransition]>([])
         func append(_ t: PlaybackTransition) { list.withLock { $0.append(t) } }
         var all: [PlaybackTransition] { list.withLock { $0 } }
     }
@@ -132,7 +132,7 @@ struct PlayerAdapterTests {
     }
 
     private final class PerformanceLog: Sendable {
-        private let list = Mutex<[PerformanceEvent]>([])
+        private let list = Locked<[PerformanceEvent]>([])
         func append(_ e: PerformanceEvent) { list.withLock { $0.append(e) } }
         var all: [PerformanceEvent] { list.withLock { $0 } }
     }
