@@ -79,11 +79,14 @@ final class ClientSession: Sendable {
     }
 
     /// Ends the subscriptions (the connection is closing or closed).
+    /// Cancels outside the lock: cancelling runs the streams' termination handlers, which take
+    /// their own locks, and no lock of ours should be held into code we do not own.
     func endSubscriptions() {
-        tasks.withLock { tasks in
-            tasks.forEach { $0.cancel() }
-            tasks = []
+        let ended = tasks.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
         }
+        ended.forEach { $0.cancel() }
     }
 
     func close() {

@@ -23,8 +23,10 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
         }
         threads = field("Threads")
         residentKiB = field("VmRSS")
-        threadNames = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").map { task in
-            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? "")
+        // A thread that leaves between the listing and the read of its `comm` is gone: skip it
+        // (it used to count as a thread named "").
+        threadNames = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").compactMap { task in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
     }
