@@ -54,6 +54,4 @@ public final class StreamFanout<Element: Sendable>: Sendable {
         let current = members.withLock { Array($0.continuations.values) }
         for continuation in current { continuation.yield(value) }
     }
-
-    public var subscriberCount: Int { members.withLock { $0.continuations.count } }
 }

@@ -12,10 +12,12 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
 
     public init(pid: Int32) throws {
         let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
-        fileDescriptors = descriptors.count
-        descriptorTargets = descriptors.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.map { fd in
-            "\(fd)→" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "?")
+        // A descriptor closed between the listing and the read of its target is closed: skip it
+        // (it used to count, as "N→?", and made a transient descriptor look like a leak).
+        descriptorTargets = descriptors.sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }.compactMap { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")).map { "\(fd)→\($0)" }
         }
+        fileDescriptors = descriptorTargets.count
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func field(_ name: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return -1 }
