@@ -34,7 +34,9 @@ public enum PerformanceEvent: Sendable, Equatable {
 /// Turns the same engine changes the adapter sees into `PerformanceEvent`s, with durations
 /// measured on a monotonic clock.
 public final class PerformanceObserver: Sendable {
-    private let broadcaster = Broadcaster<PerformanceEvent>()
+    /// Each subscriber keeps the 1,024 newest events: a slow consumer loses old ones instead of
+    /// holding memory without end or slowing the others.
+    private let broadcaster = StreamFanout<PerformanceEvent>(bufferingPolicy: .bufferingNewest(1024))
     private let bufferingSince = Locked<ContinuousClock.Instant?>(nil)
     /// The item that has already played once: `resumed` means playing again after a pause, not starting.
     private let playedItem = Locked<Int?>(nil)
