@@ -1,30 +1,35 @@
 import struct Foundation.URL
 import typealias Foundation.TimeInterval
 
-/// Everything that can ask the state machine to move: what a user asked for, what the
-/// engine reported, and what happened around it (the output device, the host).
+/// Everything that can ask the state machine to move. Each case names its sender: a user's
+/// command (through a protocol front-end and the player), or the engine's news about the item
+/// being heard (through the adapter, `EngineEventAdapter`).
 public enum PlaybackAction: Equatable, Hashable, Sendable {
-    // User actions
+    // User commands (the player, on a client's request)
     case load(URL)
     case play
     case pause
     case seek(to: TimeInterval)
     case stop
     case retry
-    // System events (from the engine, through the adapter)
+    // Engine news (the adapter)
+    /// A loaded item's first audio is decoded and the device is open.
     case didBecomeReady
-    case didStartPlaying
-    case didPause
+    /// Playing, the output ran out of decoded audio / has enough again.
     case didStartBuffering
     case didFinishBuffering
-    case didStartSeeking
+    /// The engine landed where the latest seek asked.
     case didFinishSeeking
+    /// The next queued item is now being heard, joined to the previous one without a gap. The
+    /// state stays as it is (playing stays playing): only the item changes.
+    case didAdvance
+    /// The last item was heard to its end and nothing follows.
     case didReachEnd
     case didFail(PlaybackError)
-    // External events
-    case didEnterBackground
-    case didBecomeActive
+    /// The output device went away (unplugged, powered off). The names are AVFoundation's, kept
+    /// because they are on the wire in transition events; here the "audio session" is the device.
     case audioSessionInterrupted
+    /// The lost device is back and playback goes on by itself (`resume_after_interruption`).
     case audioSessionResumed
 
     /// The action's name as used on the wire and in logs.
@@ -37,16 +42,12 @@ public enum PlaybackAction: Equatable, Hashable, Sendable {
         case .stop: "stop"
         case .retry: "retry"
         case .didBecomeReady: "didBecomeReady"
-        case .didStartPlaying: "didStartPlaying"
-        case .didPause: "didPause"
         case .didStartBuffering: "didStartBuffering"
         case .didFinishBuffering: "didFinishBuffering"
-        case .didStartSeeking: "didStartSeeking"
         case .didFinishSeeking: "didFinishSeeking"
+        case .didAdvance: "didAdvance"
         case .didReachEnd: "didReachEnd"
         case .didFail: "didFail"
-        case .didEnterBackground: "didEnterBackground"
-        case .didBecomeActive: "didBecomeActive"
         case .audioSessionInterrupted: "audioSessionInterrupted"
         case .audioSessionResumed: "audioSessionResumed"
         }

@@ -11,6 +11,8 @@
 /// - `didReachEnd` from paused and buffering: the last samples may drain as the user pauses.
 /// - `audioSessionResumed` from paused resumes: the adapter sends it only for a pause that an
 ///   interruption caused, so a pause the user asked for is never undone by it.
+/// - `didAdvance` (the next queued item is heard, gapless) keeps playing, paused and buffering
+///   as they are; in every other state it is stale news and rejected.
 public enum PlaybackTransitionTable {
     public static func nextState(for action: PlaybackAction, from state: PlaybackState) -> PlaybackState? {
         // Actions that mean the same in every state.
@@ -38,15 +40,15 @@ public enum PlaybackTransitionTable {
 
         case .ready:
             switch action {
-            case .play, .didStartPlaying: return .playing
+            case .play: return .playing
             case .seek(let target): return .seeking(to: target, previousState: .paused)
             default: return nil
             }
 
         case .playing:
             switch action {
-            case .play, .didStartPlaying, .didFinishBuffering, .didBecomeActive: return .playing
-            case .pause, .didPause, .didEnterBackground, .audioSessionInterrupted: return .paused
+            case .play, .didFinishBuffering, .didAdvance: return .playing
+            case .pause, .audioSessionInterrupted: return .paused
             case .didStartBuffering: return .buffering(previousState: .playing)
             case .seek(let target): return .seeking(to: target, previousState: .playing)
             case .didReachEnd: return .ended
@@ -55,8 +57,8 @@ public enum PlaybackTransitionTable {
 
         case .paused:
             switch action {
-            case .play, .didStartPlaying, .audioSessionResumed: return .playing
-            case .pause, .didPause, .didEnterBackground, .audioSessionInterrupted, .didBecomeActive: return .paused
+            case .play, .audioSessionResumed: return .playing
+            case .pause, .audioSessionInterrupted, .didAdvance: return .paused
             case .didStartBuffering: return .buffering(previousState: .paused)
             case .seek(let target): return .seeking(to: target, previousState: .paused)
             case .didReachEnd: return .ended
@@ -67,8 +69,8 @@ public enum PlaybackTransitionTable {
             switch action {
             case .didFinishBuffering: return previous.playbackState
             case .play: return .buffering(previousState: .playing)
-            case .pause, .didEnterBackground, .audioSessionInterrupted: return .buffering(previousState: .paused)
-            case .didStartBuffering: return state
+            case .pause, .audioSessionInterrupted: return .buffering(previousState: .paused)
+            case .didStartBuffering, .didAdvance: return state
             case .seek(let target): return .seeking(to: target, previousState: previous)
             case .didReachEnd: return .ended
             default: return nil
@@ -77,10 +79,9 @@ public enum PlaybackTransitionTable {
         case .seeking(let target, let previous):
             switch action {
             case .didFinishSeeking: return previous.playbackState
-            case .didStartSeeking: return state
             case .seek(let newTarget): return .seeking(to: newTarget, previousState: previous)
             case .play: return .seeking(to: target, previousState: .playing)
-            case .pause, .didEnterBackground, .audioSessionInterrupted:
+            case .pause, .audioSessionInterrupted:
                 return .seeking(to: target, previousState: .paused)
             default: return nil
             }

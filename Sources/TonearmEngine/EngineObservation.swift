@@ -12,14 +12,16 @@ public enum TimeControlStatus: String, Sendable, Equatable {
     case paused, waitingToPlay, playing
 }
 
-/// The engine's observable properties, published as one value so observers see consistent changes.
+/// The engine's observable properties, published as one value so observers see consistent
+/// changes. They describe the item being heard (`itemID`), and every change delivered through
+/// `observe` carries that id, so no observer needs to read live state to know what it is about.
 public struct EngineSnapshot: Sendable, Equatable {
-    /// Increases with every `load`; observers use it to tell items apart.
+    /// The engine item being heard (or parked at); 0 before the first load.
     public var itemID: Int = 0
     public var status: EngineStatus = .unknown
     public var timeControlStatus: TimeControlStatus = .paused
-    /// Updated at discontinuities (load, seek, pause, end) and about once a second while playing;
-    /// `PlayerEngine.currentTime` reads the exact position at any time.
+    /// Updated at discontinuities (load, seek, pause, end, item change) and about once a second
+    /// while playing; `PlayerEngine.currentTime` reads the exact position at any time.
     public var currentTime: Double = 0
     public var duration: Double?
     public var mediaInfo: MediaInfo?
@@ -27,21 +29,42 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var isPlaybackLikelyToKeepUp: Bool = false
 }
 
-/// What happened, as opposed to what is: delivered in order with property changes.
+/// What happened, in the order it happened, each about one named engine item. This is the one
+/// stream the player learns from; the snapshot is a summary of it.
 public enum EngineEvent: Sendable, Equatable {
     case loadStarted(itemID: Int, url: String)
+    /// The decoder opened the item's file (a load, or the next item decoded ahead).
+    case opened(itemID: Int, MediaInfo)
+    /// A loaded item's first frames are queued and the device is open in their format.
+    case ready(itemID: Int)
+    /// An item decoded ahead is now being heard: the previous one was heard to its last sample.
+    case started(itemID: Int)
+    /// The item was heard to its end and nothing follows it.
     case didPlayToEnd(itemID: Int)
     case failed(itemID: Int, EngineFailure)
     case seekCompleted(itemID: Int, token: Int, position: Double)
+    /// Playing, the output ran out of decoded audio (or got it back). `intent` is the play/pause
+    /// command in force when the output saw it: news from before a newer command is stale.
+    case bufferingStarted(itemID: Int, intent: Int)
+    case bufferingEnded(itemID: Int, intent: Int)
     /// The first frames of a play request reached the device; latency from the request.
     case firstAudioWritten(itemID: Int, latency: Double)
     /// An underrun (xrun) was recovered.
     case underrun(itemID: Int)
     /// The output device went away (or was still away when play was asked): playback is paused
     /// at what was heard, and the engine tries to reopen the device every `reopenInterval`.
-    case deviceLost(itemID: Int, EngineFailure)
+    case deviceLost(itemID: Int, EngineFailure, intent: Int)
     /// The lost device is open again; `resumes` says whether playback goes on by itself.
-    case deviceRestored(itemID: Int, resumes: Bool)
+    case deviceRestored(itemID: Int, resumes: Bool, intent: Int)
+
+    public var itemID: Int {
+        switch self {
+        case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
+             .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
+             .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _):
+            id
+        }
+    }
 }
 
 public struct ObservationOptions: OptionSet, Sendable {
@@ -54,6 +77,8 @@ public struct ObservationOptions: OptionSet, Sendable {
 }
 
 public struct ObservedChange<Value: Sendable>: Sendable {
+    /// The engine item the new value is about (the snapshot's `itemID` at that change).
+    public let itemID: Int
     public let oldValue: Value?
     public let newValue: Value
 }

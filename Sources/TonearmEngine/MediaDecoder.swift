@@ -6,6 +6,8 @@ import Synchronization
 final class CancellationFlag: Sendable {
     private let flag = Atomic<Bool>(false)
     func cancel() { flag.store(true, ordering: .relaxed) }
+    /// Makes the flag usable again for the same decoder's next piece of work (a seek).
+    func reset() { flag.store(false, ordering: .relaxed) }
     var isCancelled: Bool { flag.load(ordering: .relaxed) }
 }
 
@@ -20,7 +22,7 @@ final class MediaDecoder {
     private let streamIndex: Int32
     private let streamTimeBase: AVRational
     private let streamStart: Int64
-    private let cancellation: CancellationFlag
+    let cancellation: CancellationFlag
 
     /// Converted output of the last `decodeNext`; grown only when a larger frame arrives.
     private(set) var scratch: UnsafeMutableRawPointer
@@ -31,7 +33,7 @@ final class MediaDecoder {
     let sourceFormat: PCMFormat
     private(set) var outputFormat: PCMFormat
     let info: (duration: Double?, codec: String, container: String, bits: Int?,
-               title: String?, artist: String?, album: String?)
+               title: String?, artist: String?, album: String?, replayGain: ReplayGainInfo?)
 
     /// Output-frame index of the first sample `decodeNext` will produce; nil until a timestamped frame says.
     private(set) var nextFramePosition: Int64 = 0
@@ -137,7 +139,7 @@ final class MediaDecoder {
         }
         let rawBits = Int(codec.pointee.bits_per_raw_sample)
         info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
-                rawBits > 0 ? rawBits : nil, tag("title"), tag("artist"), tag("album"))
+                rawBits > 0 ? rawBits : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
 
         packet = av_packet_alloc()
         frame = av_frame_alloc()

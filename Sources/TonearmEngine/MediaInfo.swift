@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a loaded item is: read once by the decoder thread when the file opens.
 public struct MediaInfo: Sendable, Equatable {
     public var url: String
@@ -13,10 +15,12 @@ public struct MediaInfo: Sendable, Equatable {
     public var album: String?
     /// The format handed to the device.
     public var outputFormat: PCMFormat
+    /// Loudness tags, when the file has them.
+    public var replayGain: ReplayGainInfo?
 
     public init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
                 channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,
-                outputFormat: PCMFormat) {
+                outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil) {
         self.url = url
         self.duration = duration
         self.codec = codec
@@ -28,5 +32,43 @@ public struct MediaInfo: Sendable, Equatable {
         self.artist = artist
         self.album = album
         self.outputFormat = outputFormat
+        self.replayGain = replayGain
+    }
+}
+
+/// ReplayGain values from a file's tags (`REPLAYGAIN_TRACK_GAIN` and friends, or Opus's R128
+/// tags converted to ReplayGain's −18 LUFS reference). Gains in dB, peaks as linear amplitude.
+public struct ReplayGainInfo: Sendable, Equatable {
+    public var trackGain: Double?
+    public var trackPeak: Double?
+    public var albumGain: Double?
+    public var albumPeak: Double?
+
+    public init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil, albumPeak: Double? = nil) {
+        self.trackGain = trackGain
+        self.trackPeak = trackPeak
+        self.albumGain = albumGain
+        self.albumPeak = albumPeak
+    }
+
+    /// Reads the tags through `tag` (a case-insensitive lookup); nil when there are none.
+    static func read(_ tag: (String) -> String?) -> ReplayGainInfo? {
+        func number(_ key: String) -> Double? {
+            guard let text = tag(key) else { return nil }
+            // "-6.48 dB", "0.988553", "+1.2 dB": the number is the first word.
+            let word = text.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) ?? ""
+            guard let value = Double(word), value.isFinite else { return nil }
+            return value
+        }
+        // R128 gains are Q7.8 fixed point relative to −23 LUFS; ReplayGain's reference is 5 dB louder.
+        func r128(_ key: String) -> Double? {
+            guard let text = tag(key), let value = Int(text.trimmingCharacters(in: .whitespaces)) else { return nil }
+            return Double(value) / 256 + 5
+        }
+        let info = ReplayGainInfo(trackGain: number("REPLAYGAIN_TRACK_GAIN") ?? r128("R128_TRACK_GAIN"),
+                                  trackPeak: number("REPLAYGAIN_TRACK_PEAK"),
+                                  albumGain: number("REPLAYGAIN_ALBUM_GAIN") ?? r128("R128_ALBUM_GAIN"),
+                                  albumPeak: number("REPLAYGAIN_ALBUM_PEAK"))
+        return info == ReplayGainInfo() ? nil : info
     }
 }

@@ -39,7 +39,7 @@ public enum SampleType: String, Sendable, Equatable, CaseIterable {
 }
 
 /// The PCM format of one stream of interleaved frames.
-public struct PCMFormat: Sendable, Equatable, CustomStringConvertible {
+public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
     public var sampleType: SampleType
     public var sampleRate: Int
     public var channels: Int

@@ -1,82 +1,207 @@
 import Foundation
 
-/// Plays one media item at a time: FFmpeg decode on a decoder thread per item, ALSA output on
-/// one output thread. Its public methods never block: they record the request under the engine
-/// lock and wake the threads. Results arrive through observation (see `observe`).
+/// Plays a sequence of media items, gapless where formats allow: one decoder thread and one
+/// output thread for the engine's life, a bounded pipe of item-tagged PCM chunks between them,
+/// and a small command mailbox (`EngineControl`). Its public methods never block: they record
+/// the command under the engine lock and wake the threads. Results arrive as events, each naming
+/// the item it is about (see `observeEvents`), and as snapshot changes (see `observe`).
 ///
-/// Threads: callers (any thread or task) · the item's decoder thread (opens the file and the
-/// device, decodes, seeks) · the output thread (writes to ALSA, paces, pauses) · the observer
-/// queue (delivers callbacks). The cooperative thread pool is never blocked.
+/// Threads: callers (any thread or task) · the decoder thread (FFmpeg: opens, decodes, seeks) ·
+/// the output thread (the device: opens, writes, pauses, recovers, closes) · the observer queue
+/// (delivers callbacks). The cooperative thread pool is never blocked.
 public final class PlayerEngine: Sendable {
     public let configuration: OutputConfiguration
-    let runtime: EngineRuntime
+    let control: EngineControl
 
     public init(configuration: OutputConfiguration) {
         self.configuration = configuration
-        runtime = EngineRuntime(configuration: configuration)
-        runtime.startOutputThread()
+        control = EngineControl(configuration: configuration)
+        control.startDecoderThread()
+        control.startOutputThread()
     }
 
-    deinit { runtime.shutdown() }
+    deinit { shutdown() }
+
+    /// Starts a thread named for `top -H`, `perf` and /proc, for the player's own workers.
+    public static func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        EngineControl.startThread(named: name, body)
+    }
 
     // MARK: Observation
 
     /// Observes one property. Callbacks run on the engine's serial observer queue, in the order
-    /// of the changes; `.initial` delivers the current value first. Keep the token alive.
+    /// of the changes; `.initial` delivers the current value first. Each change names the item
+    /// it is about. Keep the token alive.
     public func observe<Value: Equatable & Sendable>(
         _ keyPath: KeyPath<EngineSnapshot, Value> & Sendable,
         options: ObservationOptions = [.new],
         _ handler: @escaping @Sendable (PlayerEngine, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        runtime.observers.addSnapshotHandler(initial: options.contains(.initial)) { [weak self] old, new in
+        control.observers.addSnapshotHandler(initial: options.contains(.initial)) { [weak self] old, new in
             guard let self else { return }
             if let old {
                 guard options.contains(.new), old[keyPath: keyPath] != new[keyPath: keyPath] else { return }
-                handler(self, ObservedChange(oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath]))
+                handler(self, ObservedChange(itemID: new.itemID, oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath]))
             } else {
-                handler(self, ObservedChange(oldValue: nil, newValue: new[keyPath: keyPath]))
+                handler(self, ObservedChange(itemID: new.itemID, oldValue: nil, newValue: new[keyPath: keyPath]))
             }
         }
     }
 
-    /// Observes events (end, failure, seek done, first audio, underrun, device lost) on the same queue.
+    /// Observes the engine's events on the same queue, in the order they happened.
     public func observeEvents(_ handler: @escaping @Sendable (PlayerEngine, EngineEvent) -> Void) -> ObservationToken {
-        runtime.observers.addEventHandler { [weak self] event in
+        control.observers.addEventHandler { [weak self] event in
             guard let self else { return }
             handler(self, event)
         }
     }
 
-    public var snapshot: EngineSnapshot { runtime.observers.snapshot }
+    public var snapshot: EngineSnapshot { control.observers.snapshot }
     public var status: EngineStatus { snapshot.status }
     public var timeControlStatus: TimeControlStatus { snapshot.timeControlStatus }
     public var duration: Double? { snapshot.duration }
     public var mediaInfo: MediaInfo? { snapshot.mediaInfo }
-    public var isPlaybackBufferEmpty: Bool { snapshot.isPlaybackBufferEmpty }
-    public var isPlaybackLikelyToKeepUp: Bool { snapshot.isPlaybackLikelyToKeepUp }
 
-    /// The exact position being heard, in seconds.
-    public var currentTime: Double { runtime.currentTime() }
+    /// The item being heard and the exact position in it, in seconds.
+    public var heard: (itemID: Int, seconds: Double) {
+        control.lock.withLock { control.clock.position(now: EngineLock.now()) }
+    }
+
+    public var currentTime: Double { heard.seconds }
+
+    /// Info of an item opened and still in play (the heard one, or one decoded ahead).
+    public func mediaInfo(for itemID: Int) -> MediaInfo? { control.lock.withLock { control.info(for: itemID) } }
 
     // MARK: Commands
 
-    /// Opens `url` on a new decoder thread, replacing the current item. Returns the new item's id;
-    /// `status` becomes `.readyToPlay` or `.failed` for that id.
-    @discardableResult
-    public func load(url: URL, startAt: Double = 0) -> Int { runtime.load(url: url, startAt: startAt) }
+    /// Replaces whatever plays with `item`, from `startAt` seconds. The item's news (`ready` or
+    /// `failed`) carries its id. Play state is unchanged: call `play` to hear it.
+    public func open(_ item: EngineItem, startAt: Double = 0) {
+        control.lock.withLock {
+            control.remember(item)
+            control.target = DecodeTarget(item: item, startSeconds: max(0, startAt.isFinite ? startAt : 0), runStart: .opened)
+            control.next = nil
+            control.beginEpoch()
+            control.post(.loadStarted(itemID: item.id, url: item.url.absoluteString))
+        }
+    }
 
-    public func play() { runtime.setPlaying(true) }
-    public func pause() { runtime.setPlaying(false) }
-
-    /// Seeks the current item. Its `seekCompleted` event carries `token`: callers that wait for
-    /// the completion register the token before calling, since the event can come at once.
-    /// Returns false when nothing is loaded.
+    /// Names the item to play after `after` ends, decoded ahead and joined without a gap. nil
+    /// withdraws it. Returns false when `after` is no longer where playback could go on from
+    /// (it ended, or a later item is already being heard): the caller acts on that news instead.
     @discardableResult
-    public func seek(to seconds: Double, token: Int = 0) -> Bool { runtime.seek(to: seconds, token: token) }
+    public func setNext(_ item: EngineItem?, after: Int) -> Bool {
+        control.lock.withLock {
+            let c = control
+            if c.chainEndedAfter == after { return false }
+            if let written = c.lastWrittenItem, written > after, c.outputEpoch == c.epoch { return false }
+            if let old = c.next, old.after == after, old.item.id != item?.id {
+                // What was decoded ahead is not wanted any more.
+                c.abandoned.append(old.item.id)
+                if c.decoderItemID == old.item.id { c.decoderCancellation.cancel() }
+            }
+            if let item {
+                c.remember(item)
+                c.next = (after, item)
+            } else if c.next?.after == after {
+                c.next = nil
+            }
+            c.lock.wakeAll()
+            return true
+        }
+    }
+
+    /// Returns the intent number of this command: output news about play state carries the
+    /// number it acted on, so news from before this command can be told apart.
+    @discardableResult
+    public func play() -> Int { setPlaying(true) }
+
+    @discardableResult
+    public func pause() -> Int { setPlaying(false) }
+
+    private func setPlaying(_ playing: Bool) -> Int {
+        control.lock.withLock {
+            let c = control
+            c.intent += 1
+            // A pause asked while the device is away is kept: the device's return must not undo it.
+            if !playing { c.resumeOnRestore = false }
+            if c.playRequested != playing {
+                c.playRequested = playing
+                if playing { c.playRequestedAt = EngineLock.now() }
+                c.lock.wakeOutput()
+            }
+            return c.intent
+        }
+    }
+
+    /// Seeks the item being heard. Its `seekCompleted` event carries `token`. `playing` sets
+    /// whether sound goes on after the landing. Returns the item's id, or nil when nothing is loaded.
+    @discardableResult
+    public func seek(to seconds: Double, token: Int, playing: Bool) -> Int? {
+        control.lock.withLock {
+            let c = control
+            guard let itemID = c.heardItemID ?? c.target?.item.id, let item = c.knownItem(itemID) else { return nil }
+            c.target = DecodeTarget(item: item, startSeconds: max(0, seconds.isFinite ? seconds : 0), runStart: .seek(token: token))
+            c.beginEpoch()
+            if c.playRequested != playing {
+                c.playRequested = playing
+                if playing { c.playRequestedAt = EngineLock.now() }
+            }
+            return itemID
+        }
+    }
+
+    /// Software volume, 0…1 as a linear factor of the signal (1 = untouched); ramps, no click.
+    public func setVolume(_ factor: Double) {
+        control.lock.withLock {
+            control.volume = min(max(factor.isFinite ? factor : 1, 0), 1)
+        }
+    }
+
+    public func setReplayGain(_ settings: ReplayGainSettings) {
+        control.lock.withLock { control.replayGain = settings }
+    }
 
     /// Stops playback and releases the file and the device.
-    public func stop() { runtime.stop() }
+    public func stop() {
+        control.lock.withLock {
+            let c = control
+            c.target = nil
+            c.next = nil
+            c.playRequested = false
+            c.resumeOnRestore = false
+            c.deviceLostReason = nil
+            c.beginEpoch()
+            c.publish { snapshot in
+                snapshot.status = .unknown
+                snapshot.timeControlStatus = .paused
+                snapshot.mediaInfo = nil
+                snapshot.duration = nil
+                snapshot.currentTime = 0
+            }
+        }
+    }
 
-    /// Waits until no item holds the device (after `stop`), off the cooperative pool.
-    public func waitUntilReleased() async { await runtime.waitUntilReleased() }
+    /// Stops the threads (the output closes the device). Idempotent.
+    public func shutdown() {
+        control.lock.withLock {
+            control.shuttingDown = true
+            control.target = nil
+            control.beginEpoch()
+        }
+    }
+
+    /// Waits until the device is closed (after `stop` or `shutdown`), off the cooperative pool.
+    public func waitUntilReleased() async {
+        let control = self.control
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                control.lock.withLock {
+                    while control.deviceOpen { control.lock.waitDecoder() }
+                }
+                continuation.resume()
+            }
+            thread.start()
+        }
+    }
 }

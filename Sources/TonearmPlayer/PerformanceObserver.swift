@@ -45,8 +45,8 @@ public final class PerformanceObserver: Sendable {
     public init(engine: PlayerEngine) {
         let observations = [
             engine.observeEvents { [weak self] _, event in self?.handle(event) },
-            engine.observe(\.timeControlStatus, options: [.new]) { [weak self] engine, change in
-                self?.timeControlChanged(from: change.oldValue, to: change.newValue, itemID: engine.snapshot.itemID)
+            engine.observe(\.timeControlStatus, options: [.new]) { [weak self] _, change in
+                self?.timeControlChanged(from: change.oldValue, to: change.newValue, itemID: change.itemID)
             },
         ]
         tokens.withLock { $0 = observations }
@@ -59,8 +59,8 @@ public final class PerformanceObserver: Sendable {
         case .loadStarted(_, let url): broadcaster.yield(.loadStarted(url: url))
         case .firstAudioWritten(_, let latency): broadcaster.yield(.firstAudio(latency: latency))
         case .underrun: broadcaster.yield(.stall)
-        case .deviceLost(_, let failure): broadcaster.yield(.deviceLost(reason: failure.message))
-        case .deviceRestored(_, let resumes): broadcaster.yield(.deviceRestored(resumed: resumes))
+        case .deviceLost(_, let failure, _): broadcaster.yield(.deviceLost(reason: failure.message))
+        case .deviceRestored(_, let resumes, _): broadcaster.yield(.deviceRestored(resumed: resumes))
         default: break
         }
     }

@@ -12,7 +12,7 @@ import TonearmSync
 /// disconnected with a log line, so it never holds memory without end or slows anyone else.
 final class ClientSession: Sendable {
     enum EventKind: String, Sendable, Hashable {
-        case transition, performance, position
+        case transition, performance, position, queue, item
     }
 
     static let backlogLimit = 4096
@@ -42,6 +42,16 @@ final class ClientSession: Sendable {
             let stream = player.performanceEvents()
             started.append(Task { [weak self] in
                 for await event in stream { self?.notify(ProtocolEncoding.performance(event)) }
+            })
+        }
+        if kinds.contains(.queue) || kinds.contains(.item) {
+            let stream = player.queueEventStream()
+            let wantsQueue = kinds.contains(.queue), wantsItems = kinds.contains(.item)
+            started.append(Task { [weak self] in
+                for await event in stream {
+                    if case .queue = event { if !wantsQueue { continue } } else if !wantsItems { continue }
+                    self?.notify(ProtocolEncoding.queueEvent(event))
+                }
             })
         }
         if kinds.contains(.position) {

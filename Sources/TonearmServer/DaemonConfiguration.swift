@@ -8,6 +8,10 @@ import TonearmEngine
 public struct DaemonConfiguration: Sendable, Equatable {
     public var socket: String?
     public var output = OutputConfiguration()
+    /// Software volume at start, 0–100 (`output.volume`).
+    public var volume = 100
+    /// ReplayGain at start (`[replay_gain]`).
+    public var replayGain = ReplayGainSettings()
     public var logLevel: Logger.Level = .info
 
     public init() {}
@@ -36,7 +40,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "log"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "log"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -59,7 +63,29 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.output.reopenIntervalMilliseconds = try integer(value, "output.reopen_interval_ms", source, 100...600_000)
                 case "resume_after_interruption":
                     config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
+                case "volume": config.volume = try integer(value, "output.volume", source, 0...100)
                 default: throw Invalid("\(source): unknown key 'output.\(key)'")
+                }
+            }
+        }
+        if let replayGain = table["replay_gain"] {
+            guard let replayGain = replayGain.table else { throw Invalid("\(source): [replay_gain] must be a table") }
+            for key in replayGain.keys {
+                let value = replayGain[key]!
+                switch key {
+                case "mode":
+                    let text = try string(value, "replay_gain.mode", source)
+                    guard let mode = ReplayGainMode(rawValue: text) else {
+                        throw Invalid("\(source): replay_gain.mode must be off, track, album or auto, not '\(text)'")
+                    }
+                    config.replayGain.mode = mode
+                case "preamp_db":
+                    let preamp = try number(value, "replay_gain.preamp_db", source)
+                    guard preamp.isFinite, (-15...15).contains(preamp) else {
+                        throw Invalid("\(source): replay_gain.preamp_db must be a number from -15 to 15")
+                    }
+                    config.replayGain.preampDB = preamp
+                default: throw Invalid("\(source): unknown key 'replay_gain.\(key)'")
                 }
             }
         }

@@ -30,6 +30,19 @@ speed = 1.0
 reopen_interval_ms = 2000
 # Once the device is back, resume what the interruption paused; false leaves it paused.
 resume_after_interruption = true
+# Software volume at start, 0 to 100, applied on the output thread as samples are written. At 100
+# (with ReplayGain off) the samples are not touched: the output stays bit-perfect. Clients change
+# it with the `volume` method; it survives stop and load.
+volume = 100
+
+[replay_gain]
+# Level items from their ReplayGain tags (REPLAYGAIN_TRACK_GAIN/PEAK, REPLAYGAIN_ALBUM_GAIN/PEAK,
+# or R128_TRACK_GAIN/R128_ALBUM_GAIN in Opus files): off, track, album, or auto (album gain for
+# an item whose neighbour in the queue's play order has the same album tag, else track gain).
+# The peak tag keeps the gain from clipping. Clients change it with the `replay_gain` method.
+mode = "off"
+# Added to the tag's gain, in dB (-15 to 15); files without the tag keep their level.
+preamp_db = 0.0
 
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)

@@ -78,7 +78,49 @@ enum ProtocolEncoding {
                        "format": status.media.map { format($0.outputFormat) } ?? .null],
         ]
         if let interruption = status.interruption { object["interruption"] = .string(interruption) }
+        object["current"] = JSONValue(status.current)
+        object["next"] = JSONValue(status.next)
+        object["queue_version"] = JSONValue(status.queueVersion)
+        object["volume"] = JSONValue(status.volume)
+        object["replay_gain"] = replayGain(status.replayGain)
         return .object(object)
+    }
+
+    static func replayGain(_ settings: ReplayGainSettings) -> JSONValue {
+        ["mode": .string(settings.mode.rawValue), "preamp_db": .number(settings.preampDB)]
+    }
+
+    static func url(_ url: URL) -> JSONValue {
+        .string(url.isFileURL ? url.path : url.absoluteString)
+    }
+
+    static func queueItem(_ item: QueueItem, tags: MediaTags?) -> JSONValue {
+        var object: [String: JSONValue] = ["id": JSONValue(item.id), "url": url(item.url)]
+        if let duration = tags?.duration { object["duration"] = .number(duration) }
+        if let title = item.title ?? tags?.title { object["title"] = .string(title) }
+        if let artist = tags?.artist { object["artist"] = .string(artist) }
+        if let album = tags?.album { object["album"] = .string(album) }
+        return .object(object)
+    }
+
+    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?) -> JSONValue {
+        [
+            "items": .array(queue.items.map { queueItem($0, tags: tags($0.url)) }),
+            "current": JSONValue(queue.currentID), "next": JSONValue(next), "version": JSONValue(queue.version),
+            "repeat": .bool(queue.options.repeat), "single": .bool(queue.options.single),
+            "consume": .bool(queue.options.consume), "random": .bool(queue.options.random),
+        ]
+    }
+
+    static func queueEvent(_ event: QueueEvent) -> JSONValue {
+        switch event {
+        case .queue(let version):
+            ["type": "queue", "version": JSONValue(version)]
+        case .item(let id, let itemURL, let reason):
+            ["type": "item", "id": JSONValue(id), "url": url(itemURL), "reason": .string(reason.rawValue)]
+        case .itemFailed(let id, let kind, let message):
+            ["type": "item_failed", "id": JSONValue(id), "kind": .string(kind.rawValue), "message": .string(message)]
+        }
     }
 
     static func failure(_ error: PlayerError) -> RPC.Failure {

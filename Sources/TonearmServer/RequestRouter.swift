@@ -13,10 +13,17 @@ struct RequestRouter: Sendable {
     /// loop). Returns nil for the methods that wait for the engine: `load`, `seek`, `retry`.
     func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
         switch request.method {
-        case "load", "seek", "retry": return nil
+        case "load", "seek", "retry", "next", "previous": return nil
+        case "play" where request.params.member("id") != nil || player.playStartsQueue: return nil
+        case "add" where request.params.member("play") == .bool(true): return nil
         default: return Self.catching { try immediate(request, session: session) }
         }
     }
+
+    /// Every method, for `method not found` answers and docs/protocol.md.
+    static let methods = ["load", "add", "queue", "play", "pause", "stop", "seek", "next", "previous", "remove",
+                          "move", "clear", "options", "volume", "replay_gain", "status", "retry", "subscribe",
+                          "ping", "version"]
 
     /// Answers a request that waits for the engine.
     func answerLater(_ request: RPC.Request) async -> Result<JSONValue, RPC.Failure> {
@@ -56,6 +63,26 @@ struct RequestRouter: Sendable {
             try params.allow([])
             let loaded = try await player.retry()
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
+        case "play":
+            try params.allow(["id"])
+            let played = try await player.play(id: try params.integer("id"))
+            var answer: [String: JSONValue] = ["state": ProtocolEncoding.state(played.state)]
+            answer["changed"] = .bool(played.transition?.didChangeState ?? true)
+            if played.transition == nil { answer["media"] = ProtocolEncoding.media(played.media) }
+            answer["current"] = JSONValue(player.status.current)
+            return .object(answer)
+        case "next", "previous":
+            try params.allow([])
+            let moved = request.method == "next" ? try await player.next() : try await player.previous()
+            return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
+                    "current": JSONValue(player.status.current)]
+        case "add":
+            let added = try add(Params(request.params, method: request.method))
+            guard let first = added.items.first else { return added.answer }
+            let played = try await player.play(id: first)
+            guard case .object(var answer) = added.answer else { return added.answer }
+            answer["state"] = ProtocolEncoding.state(played.state)
+            return .object(answer)
         default:
             throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
         }
@@ -74,8 +101,64 @@ struct RequestRouter: Sendable {
             try params.allow([])
             return ProtocolEncoding.status(player.status)
         case "play":
-            try params.allow([])
+            try params.allow(["id"])
             return changed(try player.play())
+        case "add":
+            return try add(params).answer
+        case "queue":
+            try params.allow([])
+            let status = player.status
+            return ProtocolEncoding.queue(player.queue, next: status.next, tags: player.tags(for:))
+        case "remove":
+            try params.allow(["ids"])
+            let ids = try params.requiredIntegerArray("ids")
+            return ["version": JSONValue(try player.remove(ids: ids))]
+        case "move":
+            try params.allow(["id", "position"])
+            let id = try params.requiredInteger("id")
+            return ["version": JSONValue(try player.move(id: id, to: try params.requiredInteger("position")))]
+        case "clear":
+            try params.allow([])
+            return ["version": JSONValue(player.clear()), "state": ProtocolEncoding.state(player.state)]
+        case "options":
+            try params.allow(["repeat", "single", "consume", "random"])
+            let repeatFlag = try params.bool("repeat"), single = try params.bool("single")
+            let consume = try params.bool("consume"), random = try params.bool("random")
+            let options = player.setOptions { options in
+                if let repeatFlag { options.repeat = repeatFlag }
+                if let single { options.single = single }
+                if let consume { options.consume = consume }
+                if let random { options.random = random }
+            }
+            return ["repeat": .bool(options.repeat), "single": .bool(options.single), "consume": .bool(options.consume),
+                    "random": .bool(options.random), "version": JSONValue(player.queue.version)]
+        case "volume":
+            try params.allow(["level", "delta"])
+            let level = try params.integer("level"), delta = try params.integer("delta")
+            if let level, !(0...100).contains(level) {
+                throw RPC.Failure(.invalidParams, "invalid params: 'level' must be a whole number from 0 to 100")
+            }
+            if let delta, !(-100...100).contains(delta) {
+                throw RPC.Failure(.invalidParams, "invalid params: 'delta' must be a whole number from -100 to 100")
+            }
+            if level != nil && delta != nil {
+                throw RPC.Failure(.invalidParams, "invalid params: give 'level' or 'delta', not both")
+            }
+            return ["volume": JSONValue(player.setVolume(level: level, delta: delta))]
+        case "replay_gain":
+            try params.allow(["mode", "preamp_db"])
+            var mode: ReplayGainMode?
+            if let text = try params.string("mode") {
+                guard let parsed = ReplayGainMode(rawValue: text) else {
+                    throw RPC.Failure(.invalidParams, "invalid params: 'mode' must be off, track, album or auto")
+                }
+                mode = parsed
+            }
+            let preamp = try params.number("preamp_db")
+            if let preamp, !(-15...15).contains(preamp) {
+                throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from -15 to 15")
+            }
+            return ProtocolEncoding.replayGain(player.setReplayGain(mode: mode, preampDB: preamp))
         case "pause":
             try params.allow([])
             return changed(try player.pause())
@@ -88,7 +171,7 @@ struct RequestRouter: Sendable {
             var subscription = Set<ClientSession.EventKind>()
             for kind in kinds {
                 guard let parsed = ClientSession.EventKind(rawValue: kind) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: unknown event type '\(kind)' (transition, performance, position)")
+                    throw RPC.Failure(.invalidParams, "invalid params: unknown event type '\(kind)' (transition, performance, position, queue, item)")
                 }
                 subscription.insert(parsed)
             }
@@ -101,8 +184,48 @@ struct RequestRouter: Sendable {
                     "state": ProtocolEncoding.state(player.state)]
         default:
             throw RPC.Failure(.methodNotFound, "method not found: '\(request.method)'",
-                              data: ["methods": ["load", "play", "pause", "stop", "seek", "status", "retry",
-                                                 "subscribe", "ping", "version"]])
+                              data: ["methods": .array(Self.methods.map(JSONValue.string))])
+        }
+    }
+
+    /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
+    private func add(_ params: Params) throws -> (items: [Int], answer: JSONValue) {
+        try params.allow(["urls", "position", "play"])
+        guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
+            throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
+        }
+        var entries: [(url: URL, title: String?)] = []
+        for text in texts {
+            let url = try Self.mediaURL(text)
+            if let kind = PlaylistFile.kind(forPath: url.path) {
+                entries += try Self.playlistEntries(url, kind: kind)
+            } else {
+                entries.append((url, nil))
+            }
+        }
+        let position = try params.integer("position")
+        let added = try player.add(entries, at: position)
+        let items: [JSONValue] = added.items.map { ["id": JSONValue($0.id), "url": ProtocolEncoding.url($0.url)] }
+        return (added.items.map(\.id), ["items": .array(items), "version": JSONValue(added.version)])
+    }
+
+    /// A playlist file's entries; entries that are not local files are refused by name.
+    static func playlistEntries(_ url: URL, kind: PlaylistFile.Kind) throws -> [(url: URL, title: String?)] {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw RPC.Failure(.invalidParams, "invalid params: cannot read playlist \(url.path)")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let parsed: [PlaylistEntry]
+        do throws(PlaylistError) {
+            parsed = try PlaylistFile.parse(text, kind: kind, directory: url.deletingLastPathComponent())
+        } catch {
+            throw RPC.Failure(.invalidParams, "invalid params: playlist \(url.path): \(error.message)")
+        }
+        return try parsed.map { entry in
+            guard entry.url.isFileURL else {
+                throw RPC.Failure(.invalidParams, "invalid params: playlist \(url.path) names '\(entry.url.absoluteString)': only local files are supported")
+            }
+            return (entry.url, entry.title)
         }
     }
 
@@ -162,6 +285,38 @@ private struct Params {
             throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a number of seconds")
         }
         return number
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .string(let text) = value else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a string") }
+        return text
+    }
+
+    func integer(_ key: String) throws -> Int? {
+        guard let value = object[key], value != .null else { return nil }
+        guard case .number(let number) = value, number.isFinite, number.rounded() == number, abs(number) < 1e9 else {
+            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a whole number")
+        }
+        return Int(number)
+    }
+
+    func requiredInteger(_ key: String) throws -> Int {
+        guard let value = try integer(key) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
+        return value
+    }
+
+    func requiredIntegerArray(_ key: String) throws -> [Int] {
+        guard let value = object[key] else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
+        guard case .array(let items) = value else {
+            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of whole numbers")
+        }
+        return try items.map { item in
+            guard case .number(let number) = item, number.isFinite, number.rounded() == number, abs(number) < 1e9 else {
+                throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of whole numbers")
+            }
+            return Int(number)
+        }
     }
 
     func bool(_ key: String) throws -> Bool? {

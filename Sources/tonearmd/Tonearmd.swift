@@ -91,12 +91,8 @@ struct Tonearmd: AsyncParsableCommand {
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
             "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
         ])
-        // glibc gives every thread that allocates its own malloc arena, kept for the process's
-        // life. Each item's decoder is a new thread, so a long-running daemon would collect up to
-        // 8 × cores arenas of freed memory; two serve a decoder and an event loop well.
-        tonearm_limit_malloc_arenas(2)
         let engine = PlayerEngine(configuration: output)
-        let player = Player(engine: engine, logger: logger)
+        let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
         let server = ControlServer(socketPath: socketPath, player: player, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: server)],

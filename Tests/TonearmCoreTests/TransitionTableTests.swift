@@ -33,9 +33,9 @@ enum S: String, CaseIterable {
 
 enum A: String, CaseIterable {
     case load, play, pause, seek, stop, retry
-    case didBecomeReady, didStartPlaying, didPause, didStartBuffering, didFinishBuffering
-    case didStartSeeking, didFinishSeeking, didReachEnd, didFail
-    case didEnterBackground, didBecomeActive, audioSessionInterrupted, audioSessionResumed
+    case didBecomeReady, didStartBuffering, didFinishBuffering
+    case didFinishSeeking, didAdvance, didReachEnd, didFail
+    case audioSessionInterrupted, audioSessionResumed
 
     var action: PlaybackAction {
         switch self {
@@ -46,16 +46,12 @@ enum A: String, CaseIterable {
         case .stop: .stop
         case .retry: .retry
         case .didBecomeReady: .didBecomeReady
-        case .didStartPlaying: .didStartPlaying
-        case .didPause: .didPause
         case .didStartBuffering: .didStartBuffering
         case .didFinishBuffering: .didFinishBuffering
-        case .didStartSeeking: .didStartSeeking
         case .didFinishSeeking: .didFinishSeeking
+        case .didAdvance: .didAdvance
         case .didReachEnd: .didReachEnd
         case .didFail: .didFail(fatal)
-        case .didEnterBackground: .didEnterBackground
-        case .didBecomeActive: .didBecomeActive
         case .audioSessionInterrupted: .audioSessionInterrupted
         case .audioSessionResumed: .audioSessionResumed
         }
@@ -85,39 +81,36 @@ private func expected(_ s: S, _ a: A) -> R {
     let table: [S: [A: R]] = [
         .idle: [:],
         .loading: [.didBecomeReady: .to(.ready)],
-        .ready: [.play: .to(.playing), .didStartPlaying: .to(.playing), .seek: .to(seekPa)],
+        .ready: [.play: .to(.playing), .seek: .to(seekPa)],
         .playing: [
-            .play: .unchanged, .didStartPlaying: .unchanged, .didFinishBuffering: .unchanged, .didBecomeActive: .unchanged,
-            .pause: .to(.paused), .didPause: .to(.paused), .didEnterBackground: .to(.paused),
-            .audioSessionInterrupted: .to(.paused), .didStartBuffering: .to(.buffering(previousState: .playing)),
+            .play: .unchanged, .didFinishBuffering: .unchanged, .didAdvance: .unchanged,
+            .pause: .to(.paused), .audioSessionInterrupted: .to(.paused), .didStartBuffering: .to(.buffering(previousState: .playing)),
             .seek: .to(seekP), .didReachEnd: .to(.ended),
         ],
         .paused: [
-            .play: .to(.playing), .didStartPlaying: .to(.playing), .audioSessionResumed: .to(.playing),
-            .pause: .unchanged, .didPause: .unchanged, .didEnterBackground: .unchanged,
-            .audioSessionInterrupted: .unchanged, .didBecomeActive: .unchanged,
+            .play: .to(.playing), .audioSessionResumed: .to(.playing),
+            .pause: .unchanged, .audioSessionInterrupted: .unchanged, .didAdvance: .unchanged,
             .didStartBuffering: .to(.buffering(previousState: .paused)), .seek: .to(seekPa), .didReachEnd: .to(.ended),
         ],
         .bufferingPlaying: [
-            .didFinishBuffering: .to(.playing), .play: .unchanged, .didStartBuffering: .unchanged,
-            .pause: .to(.buffering(previousState: .paused)), .didEnterBackground: .to(.buffering(previousState: .paused)),
+            .didFinishBuffering: .to(.playing), .play: .unchanged, .didStartBuffering: .unchanged, .didAdvance: .unchanged,
+            .pause: .to(.buffering(previousState: .paused)),
             .audioSessionInterrupted: .to(.buffering(previousState: .paused)), .seek: .to(seekP), .didReachEnd: .to(.ended),
         ],
         .bufferingPaused: [
             .didFinishBuffering: .to(.paused), .play: .to(.buffering(previousState: .playing)),
-            .didStartBuffering: .unchanged, .pause: .unchanged, .didEnterBackground: .unchanged,
+            .didStartBuffering: .unchanged, .pause: .unchanged, .didAdvance: .unchanged,
             .audioSessionInterrupted: .unchanged, .seek: .to(seekPa), .didReachEnd: .to(.ended),
         ],
         .seekingPlaying: [
-            .didFinishSeeking: .to(.playing), .didStartSeeking: .unchanged, .play: .unchanged, .seek: .to(seekP),
+            .didFinishSeeking: .to(.playing), .play: .unchanged, .seek: .to(seekP),
             .pause: .to(.seeking(to: 10, previousState: .paused)),
-            .didEnterBackground: .to(.seeking(to: 10, previousState: .paused)),
             .audioSessionInterrupted: .to(.seeking(to: 10, previousState: .paused)),
         ],
         .seekingPaused: [
-            .didFinishSeeking: .to(.paused), .didStartSeeking: .unchanged, .seek: .to(seekPa),
+            .didFinishSeeking: .to(.paused), .seek: .to(seekPa),
             .play: .to(.seeking(to: 10, previousState: .playing)),
-            .pause: .unchanged, .didEnterBackground: .unchanged, .audioSessionInterrupted: .unchanged,
+            .pause: .unchanged, .audioSessionInterrupted: .unchanged,
         ],
         .ended: [.play: .to(.playing), .seek: .to(seekPa), .didReachEnd: .unchanged],
         .failedRecoverable: [.retry: .to(.idle)],
@@ -130,11 +123,11 @@ private let allPairs: [(S, A)] = S.allCases.flatMap { s in A.allCases.map { (s, 
 
 @Suite("Transition table: every state × every action", .timeLimit(.minutes(1)))
 struct TransitionTableTests {
-    @Test("covers at least 9 states × 19 actions")
+    @Test("covers 9 states × 15 actions")
     func coverage() {
-        #expect(A.allCases.count == 19)
+        #expect(A.allCases.count == 15)
         #expect(Set(S.allCases.map(\.state.name)).count == 9)
-        #expect(allPairs.count >= 9 * 19)
+        #expect(allPairs.count >= 9 * 15)
     }
 
     @Test(arguments: allPairs)

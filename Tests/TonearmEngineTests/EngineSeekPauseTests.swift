@@ -14,7 +14,7 @@ struct EngineSeekPauseTests {
         engine.load(url: Fixtures.url(fixture))
         #expect(await eventually { engine.status == .readyToPlay })
         let token = 7
-        #expect(engine.seek(to: target, token: token))
+        #expect(engine.seek(to: target, token: token, playing: false) != nil)
         #expect(await eventually { recorder.seekCompleted(token: token) != nil })
         #expect(recorder.seekCompleted(token: token) == (target * 44100).rounded() / 44100)
         engine.play()
@@ -64,5 +64,45 @@ struct EngineSeekPauseTests {
         let elapsed = Date().timeIntervalSince(start)
         #expect(elapsed > 0.6 && elapsed < 1.5, "3 s at 4x should take about 0.75 s, took \(elapsed)")
         #expect(recorder.contains { if case .firstAudioWritten = $0 { true } else { false } })
+    }
+}
+
+@Suite("Engine replays after the end", .serialized, .timeLimit(.minutes(1)))
+struct EngineReplayTests {
+    @Test func nullDeviceReplay() async throws {
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null"))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        #expect(abs(engine.currentTime - 3.0) < 0.001, "\(engine.currentTime)")
+        let again = EngineRecorder(engine)
+        #expect(engine.seek(to: 0, token: 9, playing: true) != nil)
+        engine.play()
+        #expect(await eventually { again.ended }, "\(again.recorded)")
+        #expect(abs(engine.currentTime - 3.0) < 0.001, "\(engine.currentTime) \(again.recorded)")
+    }
+
+    @Test(arguments: ["tone.wav", "tone.flac"])
+    func seekAfterTheEndPlaysAgain(_ fixture: String) async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url(fixture))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        #expect(abs(engine.currentTime - 3.0) < 0.001)
+        let again = EngineRecorder(engine)
+        #expect(engine.seek(to: 0, token: 9, playing: true) != nil)
+        #expect(await eventually { again.ended }, "\(again.recorded)")
+        #expect(abs(engine.currentTime - 3.0) < 0.001, "\(engine.currentTime)")
+        engine.stop()
+        await engine.waitUntilReleased()
+        let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+        let reference = try Fixtures.wavPCM("tone.wav")
+        #expect(pcm == reference + reference, "the whole file, twice")
     }
 }

@@ -35,3 +35,18 @@ final class EngineRecorder: Sendable {
         }
     }
 }
+
+private let testItemIDs = Locked(0)
+
+extension PlayerEngine {
+    /// Opens `url` as a new item with a fresh id (what the player does for a load).
+    @discardableResult
+    func load(url: URL, startAt: Double = 0) -> Int {
+        let id = testItemIDs.withLock { id in
+            id += 1
+            return id
+        }
+        open(EngineItem(id: id, url: url), startAt: startAt)
+        return id
+    }
+}

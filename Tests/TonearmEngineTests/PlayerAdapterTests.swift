@@ -69,10 +69,11 @@ struct PlayerAdapterTests {
 
     @Test func playAfterEndRestartsFromTheBeginning() async throws {
         let player = makePlayer()
+        let rec = EngineRecorder(player.engine)
         _ = try await player.load(Fixtures.url("tone.wav"), play: true)
         #expect(await eventually { player.state == .ended })
         try player.play()
-        #expect(await eventually { player.state == .ended && player.engine.currentTime > 2.9 })
+        #expect(await eventually { player.state == .ended && player.engine.currentTime > 2.9 }, "\(player.state) \(player.engine.currentTime) \(rec.recorded)")
     }
 
     @Test func rejectedCommandsNameStateAndAction() async throws {

@@ -1,0 +1,338 @@
+import Foundation
+
+/// One entry of the play queue. The id is the queue's own handle for the entry: it survives
+/// moves and is never given to another entry, so a client holding it can never act on the wrong one.
+public struct QueueItem: Sendable, Equatable, Codable {
+    public let id: Int
+    public var url: URL
+    /// From a playlist's `#EXTINF` or PLS `TitleN`; nil when the source gave none.
+    public var title: String?
+
+    public init(id: Int, url: URL, title: String? = nil) {
+        self.id = id
+        self.url = url
+        self.title = title
+    }
+}
+
+/// MPD's four playback switches.
+public struct QueueOptions: Sendable, Equatable, Codable {
+    public var `repeat`: Bool
+    public var single: Bool
+    public var consume: Bool
+    public var random: Bool
+
+    public init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false) {
+        self.repeat = `repeat`
+        self.single = single
+        self.consume = consume
+        self.random = random
+    }
+}
+
+public enum QueueError: Error, Sendable, Equatable {
+    case unknownID(Int)
+    case positionOutOfRange(Int, count: Int)
+}
+
+/// The daemon's play queue, modelled on MPD's: items in the user's order, the item being heard,
+/// the options, and (with `random` on) a stored shuffle order.
+///
+/// A pure value: no I/O, no clock, no global randomness. The shuffle comes from a PRNG whose state
+/// is stored here, so a queue is deterministic for a seed and survives a Codable round trip exactly.
+/// Every call is O(n) at worst, and no input (unknown ids, an empty queue, no current item) traps.
+public struct PlayQueue: Sendable, Equatable, Codable {
+    public private(set) var items: [QueueItem] = []
+    /// The item being heard (or paused or stopped at); nil when none.
+    public private(set) var currentID: Int?
+    /// +1 on every call that changes items, current or options; never on a no-op. Clients compare
+    /// it to know whether their copy of the queue is stale.
+    public private(set) var version: Int = 0
+    public private(set) var options = QueueOptions()
+
+    /// The id the next added item gets. Only ever grows, so ids are never reused, not even
+    /// after `clear()`: a client's stale id then fails loudly instead of hitting a new item.
+    private var nextID: Int = 0
+    /// With `random` on: a permutation of the item ids, the play order. Empty with `random` off,
+    /// where the play order is simply `items`.
+    private var shuffleOrder: [Int] = []
+    private var rng = SplitMix64(seed: 0)
+
+    public init() {}
+
+    // MARK: Reading
+
+    public var current: QueueItem? { currentID.flatMap { item(id: $0) } }
+
+    public func item(id: Int) -> QueueItem? {
+        items.first { $0.id == id }
+    }
+
+    public func position(of id: Int) -> Int? {
+        items.firstIndex { $0.id == id }
+    }
+
+    /// The ids in the order they will be played: the item order, or the shuffle with `random` on.
+    public var playOrder: [Int] {
+        options.random ? shuffleOrder : items.map(\.id)
+    }
+
+    /// The first item in play order (for `play` with nothing current).
+    public var first: Int? {
+        orderCount > 0 ? orderID(at: 0) : nil
+    }
+
+    // MARK: Editing
+
+    /// Inserts at `position` (nil = end; 0...count allowed, else `positionOutOfRange`). Ids are new,
+    /// increasing, never reused. Returns the new items. Empty input: no change, no version bump
+    /// (the position is still checked, so a bad request fails the same way whatever it carries).
+    @discardableResult
+    public mutating func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(QueueError) -> [QueueItem] {
+        let at = position ?? items.count
+        guard at >= 0, at <= items.count else { throw .positionOutOfRange(at, count: items.count) }
+        guard !entries.isEmpty else { return [] }
+
+        var added: [QueueItem] = []
+        added.reserveCapacity(entries.count)
+        for entry in entries {
+            added.append(QueueItem(id: nextID, url: entry.url, title: entry.title))
+            nextID += 1
+        }
+        items.insert(contentsOf: added, at: at)
+        if options.random { insertIntoShuffle(added.map(\.id)) }
+        version += 1
+        return added
+    }
+
+    /// All-or-nothing: if any id is unknown, nothing is removed. Removing the current item sets
+    /// `currentID` to nil; what to play then is the player's decision, not the queue's.
+    public mutating func remove(ids: [Int]) throws(QueueError) {
+        let known = Set(items.lazy.map(\.id))
+        if let unknown = ids.first(where: { !known.contains($0) }) { throw .unknownID(unknown) }
+        guard !ids.isEmpty else { return }
+        dropItems(Set(ids))
+        version += 1
+    }
+
+    /// Moves the item so it ends at `position` (0..<count). The shuffle order is left alone: moving
+    /// an item in the list is not a reason to change when it plays.
+    public mutating func move(id: Int, to position: Int) throws(QueueError) {
+        guard let from = self.position(of: id) else { throw .unknownID(id) }
+        guard position >= 0, position < items.count else { throw .positionOutOfRange(position, count: items.count) }
+        guard from != position else { return }
+        let item = items.remove(at: from)
+        items.insert(item, at: position)
+        version += 1
+    }
+
+    /// Removes everything. A no-op on an empty queue with no current item.
+    public mutating func clear() {
+        guard !items.isEmpty || currentID != nil else { return }
+        items = []
+        shuffleOrder = []
+        currentID = nil
+        version += 1
+    }
+
+    /// Bumps the version only if the options changed. Turning `random` on builds a new shuffle from
+    /// `randomSeed`; while `random` stays on the seed is ignored, so toggling `repeat` does not
+    /// reshuffle what the listener is in the middle of. Items added later are shuffled in by `add`.
+    public mutating func setOptions(_ options: QueueOptions, randomSeed: UInt64) {
+        guard options != self.options else { return }
+        let turnsRandomOn = options.random && !self.options.random
+        self.options = options
+        if turnsRandomOn {
+            rng = SplitMix64(seed: randomSeed)
+            buildShuffle()
+        } else if !options.random {
+            shuffleOrder = []
+        }
+        version += 1
+    }
+
+    /// The player says which item is now heard (nil: none). Unknown id -> `unknownID`.
+    /// The shuffle order is not changed: the player also calls this after `previous`, and
+    /// reordering then would make "previous, previous" bounce between two items.
+    public mutating func setCurrent(_ id: Int?) throws(QueueError) {
+        if let id, position(of: id) == nil { throw .unknownID(id) }
+        guard id != currentID else { return }
+        currentID = id
+        version += 1
+    }
+
+    /// Called when item `id` started being heard after `finished` ended: with `consume`, `finished`
+    /// is removed. Sets current to `id`. One version bump for the whole step.
+    ///
+    /// A `finished` that is no longer in the queue (the user removed it while it played) is ignored.
+    /// `finished == id` (single + repeat) is not consumed: removing it would remove what now plays.
+    public mutating func advance(from finished: Int?, to id: Int) throws(QueueError) {
+        guard position(of: id) != nil else { throw .unknownID(id) }
+        var changed = false
+        if options.consume, let finished, finished != id, position(of: finished) != nil {
+            dropItems([finished])
+            changed = true
+        }
+        if currentID != id {
+            currentID = id
+            changed = true
+        }
+        if changed { version += 1 }
+    }
+
+    // MARK: Play order
+
+    /// The item to play after `id` when it ends on its own (gapless pre-roll uses this):
+    /// single && repeat -> the same id; single && !repeat -> nil; otherwise the next in play order,
+    /// and at the end: repeat -> the first in play order, else nil. Unknown id -> nil.
+    public func next(after id: Int) -> Int? {
+        guard let index = orderIndex(of: id) else { return nil }
+        if options.single { return options.repeat ? id : nil }
+        return step(from: index, by: 1)
+    }
+
+    /// Where the user's `next` goes: like `next(after:)` but ignoring `single`, because (as in MPD)
+    /// the user's next always moves on. Wraps with `repeat`.
+    public func userNext(after id: Int) -> Int? {
+        guard let index = orderIndex(of: id) else { return nil }
+        return step(from: index, by: 1)
+    }
+
+    /// The item before `id` in play order; at the start: repeat -> the last, else nil.
+    public func previous(before id: Int) -> Int? {
+        guard let index = orderIndex(of: id) else { return nil }
+        return step(from: index, by: -1)
+    }
+
+    private func step(from index: Int, by delta: Int) -> Int? {
+        let target = index + delta
+        if target >= 0, target < orderCount { return orderID(at: target) }
+        guard options.repeat else { return nil }
+        return orderID(at: target < 0 ? orderCount - 1 : 0)
+    }
+
+    // The play order read without building an array: with random off it is `items` itself.
+    private var orderCount: Int { options.random ? shuffleOrder.count : items.count }
+    private func orderID(at index: Int) -> Int { options.random ? shuffleOrder[index] : items[index].id }
+    private func orderIndex(of id: Int) -> Int? {
+        options.random ? shuffleOrder.firstIndex(of: id) : position(of: id)
+    }
+
+    // MARK: Internals
+
+    /// Removes the given (known) ids from items, the shuffle and current, in O(n).
+    private mutating func dropItems(_ ids: Set<Int>) {
+        items.removeAll { ids.contains($0.id) }
+        shuffleOrder.removeAll { ids.contains($0) }
+        if let currentID, ids.contains(currentID) { self.currentID = nil }
+    }
+
+    /// A fresh Fisher–Yates shuffle of all ids. The current item goes first, as in MPD, so that
+    /// every other item is heard once before the order wraps.
+    private mutating func buildShuffle() {
+        var order = items.map(\.id)
+        rng.shuffle(&order)
+        if let currentID, let index = order.firstIndex(of: currentID) { order.swapAt(0, index) }
+        shuffleOrder = order
+    }
+
+    /// Puts new ids at random places after the current item in the shuffle (anywhere if there is
+    /// no current), so they are all still to come. A uniform random interleaving of the shuffled
+    /// new ids with the old tail: O(n), where inserting one by one would be O(n·k).
+    private mutating func insertIntoShuffle(_ newIDs: [Int]) {
+        var fresh = newIDs
+        rng.shuffle(&fresh)
+        let start = currentID.flatMap { shuffleOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+        var merged = Array(shuffleOrder[..<start])
+        merged.reserveCapacity(shuffleOrder.count + fresh.count)
+        var old = start, new = 0
+        while old < shuffleOrder.count || new < fresh.count {
+            let oldLeft = shuffleOrder.count - old, newLeft = fresh.count - new
+            // Taking a new id with probability newLeft / (oldLeft + newLeft) makes every
+            // interleaving equally likely.
+            if rng.below(oldLeft + newLeft) < newLeft {
+                merged.append(fresh[new]); new += 1
+            } else {
+                merged.append(shuffleOrder[old]); old += 1
+            }
+        }
+        shuffleOrder = merged
+    }
+
+    // MARK: Codable
+
+    private enum CodingKeys: String, CodingKey {
+        case items, currentID, version, options, nextID, shuffleOrder, rng
+    }
+
+    /// Ids and versions go to clients as JSON numbers; past 2^53 many clients lose precision.
+    /// Bounding them here also means `+= 1` can never overflow on a decoded queue.
+    private static let maxCounter = 1 << 53
+
+    /// Decodes and checks the invariants the methods rely on, so a damaged state file fails
+    /// here rather than making the queue misbehave later.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        items = try c.decode([QueueItem].self, forKey: .items)
+        currentID = try c.decodeIfPresent(Int.self, forKey: .currentID)
+        version = try c.decode(Int.self, forKey: .version)
+        options = try c.decode(QueueOptions.self, forKey: .options)
+        nextID = try c.decode(Int.self, forKey: .nextID)
+        shuffleOrder = try c.decode([Int].self, forKey: .shuffleOrder)
+        rng = try c.decode(SplitMix64.self, forKey: .rng)
+
+        func fail(_ why: String) -> DecodingError {
+            .dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "PlayQueue: \(why)"))
+        }
+        let ids = items.map(\.id)
+        let idSet = Set(ids)
+        guard idSet.count == ids.count else { throw fail("duplicate item ids") }
+        guard ids.allSatisfy({ $0 >= 0 && $0 < nextID }) else { throw fail("an item id is negative or not below nextID") }
+        guard nextID <= Self.maxCounter, (0...Self.maxCounter).contains(version) else { throw fail("counter out of range") }
+        if let currentID, !idSet.contains(currentID) { throw fail("current id \(currentID) is not in the queue") }
+        if options.random {
+            guard shuffleOrder.count == ids.count, Set(shuffleOrder) == idSet else {
+                throw fail("shuffle order is not a permutation of the item ids")
+            }
+        } else if !shuffleOrder.isEmpty {
+            throw fail("shuffle order present with random off")
+        }
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough to shuffle a playlist.
+/// Written out rather than borrowed from the standard library so the sequence for a seed never
+/// changes under us, and its state can be stored and encoded.
+struct SplitMix64: Sendable, Equatable, Codable {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform integer in 0..<bound (bound > 0), without modulo bias (Lemire's method).
+    mutating func below(_ bound: Int) -> Int {
+        precondition(bound > 0, "below(_:) needs a positive bound")
+        let b = UInt64(bound)
+        var (high, low) = next().multipliedFullWidth(by: b)
+        if low < b {
+            let threshold = (0 &- b) % b
+            while low < threshold { (high, low) = next().multipliedFullWidth(by: b) }
+        }
+        return Int(high)
+    }
+
+    /// Fisher–Yates.
+    mutating func shuffle<T>(_ array: inout [T]) {
+        guard array.count > 1 else { return }
+        for i in stride(from: array.count - 1, to: 0, by: -1) {
+            array.swapAt(i, below(i + 1))
+        }
+    }
+}

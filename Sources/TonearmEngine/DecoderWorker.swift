@@ -1,0 +1,355 @@
+import Foundation
+
+/// The decoder thread, one for the engine's life: opens items, decodes them into chunks for the
+/// pipe, serves seeks, and decodes the next item ahead while the current one plays. Everything
+/// FFmpeg lives on this thread and nowhere else. It holds the engine lock except around FFmpeg
+/// calls and copies, and sleeps on its condition when there is nothing to do.
+extension EngineControl {
+    /// What only the decoder thread sees; no lock needed.
+    struct DecoderState {
+        var decoder: MediaDecoder?
+        var item: EngineItem?
+        /// The item decoded before `item` when `item` was opened as its `next`.
+        var previous: EngineItem?
+        /// The format chunks of `item` carry (what the device was or will be asked for).
+        var format = PCMFormat(sampleType: .s16, sampleRate: 44100, channels: 2)
+        /// The chunk being filled; the decoder holds it until it pushes or recycles it.
+        var fill: PCMChunk?
+        /// Marks the next chunk pushed as the first of a run.
+        var runStart: RunStart?
+        /// Frames before this track frame are dropped (a sample-exact start or seek).
+        var discardBefore: Int64?
+        /// Converted frames in `decoder.scratch` not yet copied into chunks.
+        var pendingFrames = 0
+        var pendingOffset = 0
+        var pendingPosition: Int64 = 0
+        /// No frame was produced since the open, and it opened at the start: an empty stream is an error.
+        var mustProduce = false
+        /// The item was decoded to its end; an end marker must still be pushed when `endPending`.
+        var finished = false
+        var endPending = false
+        /// A `next` item that failed to open: not tried again for the same `next`.
+        var failedNextID: Int?
+    }
+
+    /// How far the decoder runs ahead of what is heard: enough to open the next item well before
+    /// the current one ends (gapless), little enough that a file changing on disk is noticed soon.
+    static let decodeAheadSeconds = 2.0
+
+    /// Lock held.
+    var pipeIsFull: Bool { pipe.freeCount == 0 || pipe.bufferedSeconds >= Self.decodeAheadSeconds }
+    var pipeIsHalfEmpty: Bool { pipe.freeCount >= pipe.capacity / 2 && pipe.bufferedSeconds <= Self.decodeAheadSeconds / 2 }
+
+    func startDecoderThread() {
+        Self.startThread(named: "tonearm-decoder") { [self] in runDecoder() }
+    }
+
+    private func runDecoder() {
+        var state = DecoderState()
+        lock.lock()
+        while !shuttingDown {
+            if decoderEpoch != epoch {
+                takeTarget(&state)
+            } else if let item = state.item, abandoned.contains(item.id) {
+                leaveAbandoned(&state)
+            } else if state.pendingFrames > 0 || state.endPending {
+                place(&state)
+            } else if state.decoder != nil, !state.finished {
+                decodeStep(&state)
+            } else if state.finished, let item = state.item, let next, next.after == item.id,
+                      next.item.id != state.failedNextID {
+                openNext(next.item, &state)
+            } else {
+                lock.waitDecoder()
+            }
+        }
+        if let fill = state.fill { pipe.recycle(fill) }
+        lock.unlock()
+        state.decoder = nil
+    }
+
+    /// The format chunks of a source are converted to: the configured or followed one, or what
+    /// the device granted in its place. Lock held.
+    private func chunkFormat(for source: PCMFormat) -> PCMFormat {
+        let requested = configuration.requestedFormat(forSource: source)
+        return grantedFormats[requested] ?? requested
+    }
+
+    private func dropWork(_ state: inout DecoderState) {
+        if let fill = state.fill { pipe.recycle(fill) }
+        state.fill = nil
+        state.pendingFrames = 0
+        state.endPending = false
+        state.runStart = nil
+        state.discardBefore = nil
+    }
+
+    /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
+    private func takeTarget(_ state: inout DecoderState) {
+        decoderEpoch = epoch
+        let myEpoch = epoch
+        dropWork(&state)
+        state.finished = false
+        state.failedNextID = nil
+        decoderFailedNextID = nil
+        state.previous = nil
+        decoderFinished = false
+        guard let target else {
+            decoderItemID = nil
+            state.item = nil
+            let closing = state.decoder
+            state.decoder = nil
+            lock.unlock()
+            _ = closing
+            lock.lock()
+            return
+        }
+        decoderItemID = target.item.id
+        let reuse = state.item?.id == target.item.id ? state.decoder : nil
+        // A seek within the open item keeps its decoder, whose I/O answers to its own flag.
+        let cancellation = reuse?.cancellation ?? CancellationFlag()
+        cancellation.reset()
+        decoderCancellation = cancellation
+        var format = reuse.map { chunkFormat(for: $0.sourceFormat) }
+        let opened: Result<(MediaDecoder, Int64), EngineFailure>
+        lock.unlock()
+        if let reuse, let format {
+            opened = Self.seek(reuse, format: format, seconds: target.startSeconds, path: target.item.path,
+                               cancellation: cancellation)
+        } else {
+            state.decoder = nil  // the previous item's FFmpeg state is freed here, off the lock
+            opened = openDecoder(target.item, cancellation: cancellation, startSeconds: target.startSeconds, format: &format)
+        }
+        lock.lock()
+        guard epoch == myEpoch else {
+            if case .success(let (decoder, _)) = opened { state.decoder = decoder; state.item = target.item }
+            return
+        }
+        switch opened {
+        case .failure(let failure):
+            state.decoder = nil
+            state.item = nil
+            decoderItemID = nil
+            publish { $0.status = .failed(failure) }
+            post(.failed(itemID: target.item.id, failure))
+        case .success(let (decoder, startFrame)):
+            if reuse !== decoder || reuse == nil { noteOpened(target.item, decoder) }
+            state.decoder = decoder
+            state.item = target.item
+            state.format = format ?? decoder.outputFormat
+            state.runStart = target.runStart
+            state.discardBefore = startFrame > 0 ? startFrame : nil
+            state.pendingPosition = startFrame
+            state.mustProduce = startFrame == 0 && target.runStart == .opened
+        }
+    }
+
+    /// Opens an item's file and prepares conversion; seeks when `startSeconds` > 0. Lock not held.
+    private func openDecoder(_ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
+                             format: inout PCMFormat?) -> Result<(MediaDecoder, Int64), EngineFailure> {
+        do throws(EngineFailure) {
+            let decoder = try MediaDecoder(path: item.path, cancellation: cancellation)
+            let chosen = lock.withLock { chunkFormat(for: decoder.sourceFormat) }
+            try decoder.configureOutput(chosen)
+            format = chosen
+            guard startSeconds > 0 else { return .success((decoder, 0)) }
+            let frame = Self.clampedFrame(decoder, seconds: startSeconds, rate: chosen.sampleRate)
+            try decoder.seek(toFrame: frame)
+            return .success((decoder, frame))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The track frame for `seconds`, never past the end the file states.
+    private static func clampedFrame(_ decoder: MediaDecoder, seconds: Double, rate: Int) -> Int64 {
+        var frame = Int64((max(0, seconds) * Double(rate)).rounded())
+        if let duration = decoder.info.duration { frame = min(frame, Int64((duration * Double(rate)).rounded())) }
+        return frame
+    }
+
+    /// Seeks the open decoder. Some demuxers refuse to seek once they reached the end of the file
+    /// (FLAC answers EPERM): then the file is opened again and the seek made on the fresh one.
+    private static func seek(_ decoder: MediaDecoder, format: PCMFormat, seconds: Double, path: String,
+                             cancellation: CancellationFlag) -> Result<(MediaDecoder, Int64), EngineFailure> {
+        do throws(EngineFailure) {
+            if decoder.outputFormat != format { try decoder.configureOutput(format) }
+            let frame = clampedFrame(decoder, seconds: seconds, rate: format.sampleRate)
+            do {
+                try decoder.seek(toFrame: frame)
+                return .success((decoder, frame))
+            } catch {
+                let fresh = try MediaDecoder(path: path, cancellation: cancellation)
+                try fresh.configureOutput(format)
+                try fresh.seek(toFrame: frame)
+                return .success((fresh, frame))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Records an opened item's info and tells observers. Lock held.
+    private func noteOpened(_ item: EngineItem, _ decoder: MediaDecoder) {
+        let info = MediaInfo(url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
+                             container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
+                             channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
+                             title: decoder.info.title, artist: decoder.info.artist, album: decoder.info.album,
+                             outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain)
+        // Keep the infos of items still in play: the heard one and those after it.
+        let heard = heardItemID
+        infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
+        if infos.count >= 8 { infos.removeFirst() }
+        infos.append((item.id, info))
+        post(.opened(itemID: item.id, info))
+    }
+
+    /// Opens the item that follows the one just decoded, for a gapless join.
+    private func openNext(_ item: EngineItem, _ state: inout DecoderState) {
+        let myEpoch = epoch
+        let previous = state.item
+        decoderItemID = item.id
+        decoderFinished = false
+        let cancellation = CancellationFlag()
+        decoderCancellation = cancellation
+        lock.unlock()
+        state.decoder = nil
+        var format: PCMFormat?
+        let opened = openDecoder(item, cancellation: cancellation, startSeconds: 0, format: &format)
+        lock.lock()
+        guard epoch == myEpoch else { return }
+        switch opened {
+        case .failure(let failure):
+            // The previous item stays the last decoded one; the player decides what follows it now.
+            state.item = previous
+            state.finished = true
+            state.failedNextID = item.id
+            decoderFailedNextID = item.id
+            decoderItemID = previous?.id
+            decoderFinished = true
+            if !abandoned.contains(item.id) { post(.failed(itemID: item.id, failure)) }
+            lock.wakeOutput()
+        case .success(let (decoder, _)):
+            noteOpened(item, decoder)
+            state.previous = previous
+            state.decoder = decoder
+            state.item = item
+            state.format = format ?? decoder.outputFormat
+            state.finished = false
+            state.runStart = .advance
+            state.discardBefore = nil
+            state.pendingPosition = 0
+            state.mustProduce = false
+        }
+    }
+
+    /// The item decoded ahead was replaced before it was heard: back to the one before it.
+    private func leaveAbandoned(_ state: inout DecoderState) {
+        dropWork(&state)
+        let closing = state.decoder
+        state.decoder = nil
+        state.item = state.previous
+        state.previous = nil
+        state.finished = true
+        state.failedNextID = nil
+        decoderFailedNextID = nil
+        decoderItemID = state.item?.id
+        decoderFinished = true
+        lock.unlock()
+        _ = closing
+        lock.lock()
+    }
+
+    /// Decodes the next frames (off the lock) and sets them pending, or marks the end.
+    private func decodeStep(_ state: inout DecoderState) {
+        guard let decoder = state.decoder, let item = state.item else { return }
+        let myEpoch = epoch
+        lock.unlock()
+        let result: Result<MediaDecoder.Chunk, EngineFailure>
+        do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
+        lock.lock()
+        guard epoch == myEpoch, !abandoned.contains(item.id) else { return }
+        switch result {
+        case .success(.frames(let count, let position)):
+            var skip = 0
+            if let target = state.discardBefore {
+                if position + Int64(count) <= target { return }
+                skip = Int(max(0, target - position))
+                state.discardBefore = nil
+            }
+            state.pendingFrames = count - skip
+            state.pendingOffset = skip
+            state.pendingPosition = position + Int64(skip)
+            state.mustProduce = false
+        case .success(.endOfStream):
+            if state.mustProduce {
+                fail(item, EngineFailure(.decodeFailed, "no audio could be decoded from \(item.path)"), &state)
+                return
+            }
+            state.finished = true
+            state.endPending = true
+        case .failure(let failure):
+            fail(item, failure, &state)
+        }
+    }
+
+    private func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
+        dropWork(&state)
+        state.decoder = nil
+        state.item = nil
+        decoderItemID = nil
+        if heardItemID == item.id || item.id == target?.item.id { publish { $0.status = .failed(failure) } }
+        post(.failed(itemID: item.id, failure))
+    }
+
+    /// Copies pending frames into chunks and pushes them; at the end, pushes the end marker.
+    private func place(_ state: inout DecoderState) {
+        guard let item = state.item, let decoder = state.decoder else {
+            dropWork(&state)
+            return
+        }
+        if state.fill == nil {
+            guard !pipeIsFull, let chunk = pipe.takeFree() else {
+                // Full: sleep until it is half empty (hysteresis), so that the decoder wakes about
+                // once a second however small the codec's frames are. The output thread wakes us.
+                let myEpoch = epoch
+                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id) {
+                    lock.waitDecoder()
+                }
+                return
+            }
+            chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: state.pendingPosition,
+                        runStart: state.runStart, replayGain: decoder.info.replayGain,
+                        prefersAlbumGain: item.prefersAlbumGain)
+            state.runStart = nil
+            state.fill = chunk
+        }
+        guard let chunk = state.fill else { return }
+        let bytesPerFrame = state.format.bytesPerFrame
+        let count = min(chunk.capacityFrames - chunk.frames, state.pendingFrames)
+        if count > 0 {
+            let source = decoder.scratch + state.pendingOffset * bytesPerFrame
+            let destination = chunk.bytes + chunk.frames * bytesPerFrame
+            lock.unlock()
+            destination.copyMemory(from: source, byteCount: count * bytesPerFrame)
+            lock.lock()
+            chunk.frames += count
+            state.pendingOffset += count
+            state.pendingFrames -= count
+            state.pendingPosition += Int64(count)
+        }
+        let ending = state.endPending && state.pendingFrames == 0
+        // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and any
+        // chunk when the output has nothing, so a slow source never starves it needlessly.
+        if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil || pipe.isEmpty {
+            chunk.endsItem = ending
+            pipe.push(chunk)
+            state.fill = nil
+            if ending {
+                state.endPending = false
+                decoderFinished = true
+            }
+            lock.wakeOutput()
+        }
+    }
+}

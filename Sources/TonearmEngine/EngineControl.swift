@@ -1,0 +1,218 @@
+import CLinux
+import Foundation
+
+/// Which of a file's ReplayGain values set its gain (`replay_gain.mode`).
+public enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
+    /// No ReplayGain: the samples keep their level (bit-perfect at volume 100).
+    case off
+    case track
+    case album
+    /// Album gain for an item that shares its album with a neighbour in the queue, else track gain.
+    case auto
+}
+
+/// One item the engine is asked to play. The caller chooses the id (unique, increasing): every
+/// event about the item carries it.
+public struct EngineItem: Sendable, Equatable {
+    public let id: Int
+    public let url: URL
+    /// Under `ReplayGainMode.auto`: whether this item takes its album gain (its queue
+    /// neighbour shares its album), as the player judges it.
+    public var prefersAlbumGain: Bool
+
+    public init(id: Int, url: URL, prefersAlbumGain: Bool = false) {
+        self.id = id
+        self.url = url
+        self.prefersAlbumGain = prefersAlbumGain
+    }
+
+    var path: String { url.isFileURL ? url.path : url.absoluteString }
+}
+
+/// What the decoder must produce in the current epoch.
+struct DecodeTarget {
+    var item: EngineItem
+    var startSeconds: Double
+    var runStart: RunStart
+}
+
+/// The engine's shared state: the command mailbox, and what each worker thread publishes.
+/// Modelled on MPD's `PlayerControl`: one mutex (`lock`) with a condition per thread, and each
+/// field says who writes it. `@unchecked Sendable`: every `var` below is read and written only
+/// with `lock` held (the per-field comments say which thread's code writes it); `let`s are
+/// immutable or Sendable; `pipe` is guarded by `lock` as a whole (see `ChunkPipe`).
+final class EngineControl: @unchecked Sendable {
+    let configuration: OutputConfiguration
+    let lock = EngineLock()
+    let observers = ObserverRegistry()
+    /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
+    /// at most `decodeAheadSeconds` in it.
+    let pipe = ChunkPipe(chunkCount: 64)
+
+    // MARK: Commands. Written by callers (any thread), and where noted by the output thread.
+
+    /// Bumped by every open, seek and stop, and by the output thread when the device dropped
+    /// what it held: chunks of an older epoch are void and the decoder starts over.
+    var epoch = 0
+    /// What the decoder produces in this epoch; nil after stop.
+    var target: DecodeTarget?
+    /// The item to decode, gapless, once `after` has been decoded to its end. It stays set after
+    /// the decoder opened it, so a seek back into `after` decodes it again.
+    var next: (after: Int, item: EngineItem)?
+    /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
+    /// the decoder leaves them. Emptied on every epoch change.
+    var abandoned: [Int] = []
+    /// Whether the user wants sound. Written by callers, and by the output thread at the end and
+    /// when the device is lost or restored.
+    var playRequested = false
+    /// Bumped by every play and pause command; output news carries the value it acted on.
+    var intent = 0
+    var playRequestedAt: Double?
+    /// Play once a lost device is back (it was playing, or play was asked meanwhile).
+    var resumeOnRestore = false
+    /// Software volume as a gain factor (1 = unchanged); the output ramps to it.
+    var volume: Double = 1
+    /// ReplayGain, applied by the output to every chunk from its item's tags.
+    var replayGain = ReplayGainSettings()
+    var shuttingDown = false
+    /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder
+    /// installs a fresh one for each open; callers cancel it on an epoch change.
+    var decoderCancellation = CancellationFlag()
+    /// The last items named by callers (loads and nexts), so a rewind can decode one again.
+    var knownItems: [EngineItem] = []
+
+    // MARK: Written by the decoder thread.
+
+    /// The item the decoder is opening, decoding or has decoded to its end; nil when idle.
+    var decoderItemID: Int?
+    /// The epoch the decoder last took up.
+    var decoderEpoch = -1
+    /// The decoder reached the end of `decoderItemID` and waits for a `next` after it.
+    var decoderFinished = false
+    /// The `next` item that failed to open; the decoder waits for another `next`.
+    var decoderFailedNextID: Int?
+    /// Media info of items opened and not yet left behind (the heard one and those decoded ahead).
+    var infos: [(itemID: Int, info: MediaInfo)] = []
+
+    // MARK: Written by the output thread.
+
+    /// What is being heard; see `PlaybackClock`.
+    var clock: PlaybackClock
+    /// The epoch whose first chunk the output has acted on (device prepared, news posted).
+    var outputEpoch = -1
+    /// The last item whose final chunk was handed to the device, and whether nothing came after.
+    var lastEndedItem: Int?
+    /// Playback reached the end after this item: nothing followed it. Cleared on epoch change.
+    var chainEndedAfter: Int?
+    /// The item of the last chunk handed to the device.
+    var lastWrittenItem: Int?
+    /// The device's format while it is open (or lost and being reopened); nil when closed.
+    var deviceFormat: PCMFormat?
+    var deviceOpen = false
+    /// What the device granted when asked for a format it could not play as is; the decoder
+    /// converts to the granted one from then on.
+    var grantedFormats: [PCMFormat: PCMFormat] = [:]
+    /// Set while the device is gone: why, and when the output thread tries to reopen it next.
+    var deviceLostReason: String?
+    var nextReopenAt = 0.0
+    /// The output thread is inside a device write.
+    var outputWriting = false
+
+    init(configuration: OutputConfiguration) {
+        self.configuration = configuration
+        clock = PlaybackClock(speed: configuration.pace ? max(configuration.speed, 0.001) : 1)
+        abandoned.reserveCapacity(16)
+        infos.reserveCapacity(8)
+        knownItems.reserveCapacity(8)
+    }
+
+    /// Track time advances this many seconds per wall-clock second.
+    var speed: Double { clock.speed }
+
+    /// Starts a thread whose name `top -H`, `perf` and /proc show (Foundation's `Thread.name`
+    /// does not reach the kernel here, so it is set from inside).
+    static func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread {
+            _ = tonearm_name_current_thread(name)
+            body()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    // MARK: Helpers for code that holds the lock.
+
+    /// Starts a new epoch: everything queued so far is void. Lock held.
+    func beginEpoch() {
+        epoch += 1
+        abandoned.removeAll(keepingCapacity: true)
+        chainEndedAfter = nil
+        lastEndedItem = nil
+        decoderCancellation.cancel()
+        lock.wakeAll()
+    }
+
+    /// Remembers an item a caller named (lock held); the 8 newest are kept.
+    func remember(_ item: EngineItem) {
+        if knownItems.count >= 8 { knownItems.removeFirst() }
+        knownItems.append(item)
+    }
+
+    func knownItem(_ itemID: Int) -> EngineItem? { knownItems.last(where: { $0.id == itemID }) }
+
+    func info(for itemID: Int) -> MediaInfo? {
+        infos.last(where: { $0.itemID == itemID })?.info
+    }
+
+    /// The item being heard now (or parked at), if any item is loaded. Lock held.
+    var heardItemID: Int? {
+        let id = clock.heard(now: EngineLock.now()).itemID
+        return id == 0 ? nil : id
+    }
+
+    /// Publishes a snapshot change. Lock held, so changes and events keep one order.
+    func publish(_ change: (inout EngineSnapshot) -> Void) { observers.update(change) }
+
+    func post(_ event: EngineEvent) { observers.post(event) }
+
+    /// Makes `itemID` the snapshot's item (lock held): its info, duration and status.
+    func publishHeard(_ itemID: Int, position: Double) {
+        let info = info(for: itemID)
+        publish { snapshot in
+            if snapshot.itemID != itemID {
+                snapshot.itemID = itemID
+                snapshot.status = .readyToPlay
+            }
+            snapshot.mediaInfo = info
+            snapshot.duration = info?.duration
+            snapshot.currentTime = position
+        }
+    }
+}
+
+
+
+/// How the output turns an item's ReplayGain tags into gain.
+public struct ReplayGainSettings: Sendable, Equatable {
+    public var mode: ReplayGainMode
+    /// Added to the tag's gain, in dB; files without the tag keep their level.
+    public var preampDB: Double
+
+    public init(mode: ReplayGainMode = .off, preampDB: Double = 0) {
+        self.mode = mode
+        self.preampDB = preampDB
+    }
+
+    /// The gain in dB for an item with these tags: the chosen gain plus preamp, lowered so that
+    /// the peak never clips. 0 when off or when the file has no such tag.
+    public func gainDB(_ tags: ReplayGainInfo?, prefersAlbum: Bool) -> Double {
+        guard mode != .off, let tags else { return 0 }
+        let album = mode == .album || (mode == .auto && prefersAlbum)
+        let gain = album ? tags.albumGain ?? tags.trackGain : tags.trackGain
+        let peak = album ? tags.albumPeak ?? tags.trackPeak : tags.trackPeak
+        guard let gain else { return 0 }
+        var decibels = gain + preampDB
+        if let peak, peak > 0 { decibels = min(decibels, -20 * log10(peak)) }
+        return decibels
+    }
+}

@@ -1,0 +1,423 @@
+import Foundation
+
+/// The output thread, one for the engine's life: the only code that opens, configures, writes,
+/// pauses, recovers, closes and reopens the device. It takes chunks from the pipe's head, acts
+/// on the first chunk of each run (prepares the device, announces ready or a seek's landing),
+/// writes one period at a time, and keeps the clock of what is heard. It holds the engine lock
+/// except around device calls, and sleeps on its condition when there is nothing to do (idle
+/// or paused: no wake-ups at all). With `pace`, it keeps one chunk ahead of a monotonic clock
+/// running at `speed`, for devices that never block.
+extension EngineControl {
+    /// How long the pipe may stay empty while playing before buffering is reported.
+    private static let starvationGrace = 0.1
+    /// Marks the seek the engine makes itself, so no caller mistakes its completion for its own.
+    static let internalSeekToken = Int.min
+
+    /// What only the output thread sees; no lock needed.
+    struct OutputState {
+        /// The open device: owned by this thread alone.
+        var device: AlsaOutput?
+        var devicePaused = false
+        var waitingReported = false
+        var lastPublishedSecond = -1
+        /// Pacing clock: frames counted from `paceAnchor`, consumed at rate × speed.
+        var paceAnchor = 0.0
+        var pacedFrames = 0
+        var gain = GainStage()
+    }
+
+    func startOutputThread() {
+        Self.startThread(named: "tonearm-output") { [self] in runOutput() }
+    }
+
+    private func runOutput() {
+        var state = OutputState()
+        lock.lock()
+        while true {
+            if shuttingDown {
+                closeDevice(&state)
+                lock.wakeAll()
+                lock.unlock()
+                return
+            }
+            dropVoidChunks()
+            let head = pipe.first
+            if let head, let run = head.runStart, run != .advance {
+                beginRun(head, run, &state)
+                continue
+            }
+            if deviceLostReason != nil {
+                reopenLostDevice(&state)
+                continue
+            }
+            if target == nil && head == nil {
+                // Stopped: let the device go, then sleep until a command comes.
+                if state.device != nil { closeDevice(&state) } else { lock.waitOutput() }
+                continue
+            }
+            if !playRequested {
+                pauseDevice(&state)
+                lock.waitOutput()
+                continue
+            }
+            guard state.device != nil else {
+                // Playing before any run prepared the device (a stop raced a play): nothing to write.
+                lock.waitOutput()
+                continue
+            }
+            if !clock.consuming {
+                startConsuming(&state)
+                continue
+            }
+            if let head, head.runStart == .advance, head.format != deviceFormat {
+                // The next item needs another format: the device plays out what it holds first.
+                if reopenForAdvance(head, &state) { continue }
+            }
+            if waitForPace(&state) { continue }
+            guard let head else {
+                pipeRanDry(&state)
+                continue
+            }
+            if head.runStart == .advance { head.runStart = nil }
+            if head.remainingFrames == 0 {
+                finishChunk(head, &state)
+                continue
+            }
+            write(head, &state)
+        }
+    }
+
+    // MARK: Chunks
+
+    /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
+    private func dropVoidChunks() {
+        var dropped = false
+        while let head = pipe.first, head.epoch != epoch || abandoned.contains(head.itemID) {
+            pipe.popFirst()
+            dropped = true
+        }
+        if dropped { lock.wakeDecoder() }
+    }
+
+    /// A chunk was written out: release it, note an item's end, wake the decoder at half free.
+    private func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
+        if head.endsItem { lastEndedItem = head.itemID }
+        let halfEmptyBefore = pipeIsHalfEmpty
+        pipe.popFirst()
+        if !halfEmptyBefore && pipeIsHalfEmpty { lock.wakeDecoder() }
+    }
+
+    // MARK: Runs
+
+    /// The first chunk after a load or a seek: what the device holds is void, the device must be
+    /// open in the chunk's format, and the news is posted. Runs paused or playing.
+    private func beginRun(_ head: PCMChunk, _ run: RunStart, _ state: inout OutputState) {
+        let now = EngineLock.now()
+        if state.device != nil, deviceLostReason == nil {
+            lock.unlock()
+            state.device?.discard()
+            lock.lock()
+            state.devicePaused = false
+        }
+        clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
+        clock.consuming = false
+        state.waitingReported = false
+        // While the device is away a seek just moves the position; a load tries the device now.
+        let needsDevice = deviceLostReason == nil || run == .opened
+        if needsDevice && (deviceFormat != head.format || state.device == nil) {
+            guard prepareDevice(for: head, run, &state) else { return }
+        }
+        head.runStart = nil
+        outputEpoch = head.epoch
+        lastEndedItem = nil
+        let position = Double(head.position) / Double(head.format.sampleRate)
+        publishHeard(head.itemID, position: position)
+        switch run {
+        case .opened:
+            publish {
+                $0.status = .readyToPlay
+                $0.timeControlStatus = .paused
+                $0.isPlaybackBufferEmpty = false
+                $0.isPlaybackLikelyToKeepUp = true
+            }
+            post(.ready(itemID: head.itemID))
+        case .seek(let token):
+            post(.seekCompleted(itemID: head.itemID, token: token, position: position))
+        case .advance:
+            break
+        }
+    }
+
+    /// Opens the device in `head`'s format (closing it first if open in another). Returns false
+    /// when that failed (the item failed, or the decoder redoes it in the granted format).
+    private func prepareDevice(for head: PCMChunk, _ run: RunStart, _ state: inout OutputState) -> Bool {
+        closeDevice(&state)
+        let requested = head.format
+        lock.unlock()
+        let opened: Result<AlsaOutput, EngineFailure>
+        do throws(EngineFailure) {
+            opened = .success(try AlsaOutput.open(device: configuration.device, requested: requested,
+                                                  bufferMilliseconds: configuration.bufferMilliseconds))
+        } catch {
+            opened = .failure(error)
+        }
+        lock.lock()
+        switch opened {
+        case .failure(let failure):
+            deviceLostReason = nil
+            if head.epoch == epoch {
+                // The item cannot be heard: it fails, and nothing more is decoded.
+                target = nil
+                next = nil
+                playRequested = false
+                resumeOnRestore = false
+                beginEpoch()
+                publish { $0.status = .failed(failure) }
+                post(.failed(itemID: head.itemID, failure))
+            }
+            return false
+        case .success(let device):
+            state.device = device
+            deviceOpen = true
+            deviceFormat = device.format
+            state.devicePaused = false
+            if deviceLostReason != nil {
+                // A load while the device was away brought it back.
+                deviceLostReason = nil
+            }
+            if device.format != requested, head.epoch == epoch {
+                // The device plays another format: the decoder converts to it, from this run's start.
+                grantedFormats[requested] = device.format
+                if let item = knownItem(head.itemID) {
+                    target = DecodeTarget(item: item, startSeconds: Double(head.position) / Double(requested.sampleRate),
+                                          runStart: run)
+                }
+                beginEpoch()
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Before an item of another format: play out what the device holds (the previous item is
+    /// heard to its last sample), then reopen. Returns true when the loop should go round again.
+    private func reopenForAdvance(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
+        let now = EngineLock.now()
+        if let device = state.device {
+            if waitUntilPlayedOut(device, state, now: now) { return true }
+            let myEpoch = epoch
+            lock.unlock()
+            device.drain()
+            lock.lock()
+            if epoch != myEpoch || !playRequested { return true }
+        }
+        // The previous item is heard to its last sample; the next one's first write starts a new
+        // segment, and crossing into it posts `started` as at a gapless border.
+        crossBorders(now: .infinity)
+        let heard = clock.heard(now: .infinity)
+        clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
+        clock.consuming = false
+        _ = prepareDevice(for: head, .advance, &state)
+        return true
+    }
+
+    // MARK: Play and pause
+
+    private func pauseDevice(_ state: inout OutputState) {
+        guard clock.consuming, let device = state.device else { return }
+        let now = EngineLock.now()
+        clock.heldFrames = Int(clock.held(now: now).rounded())
+        clock.heldAt = now
+        clock.consuming = false
+        lock.unlock()
+        let inPlace = device.pauseNow()
+        lock.lock()
+        state.devicePaused = inPlace
+        if !inPlace { rewindToHeard(now: now) }
+        let position = clock.position(now: now)
+        publish {
+            $0.timeControlStatus = .paused
+            $0.currentTime = position.seconds
+        }
+    }
+
+    private func startConsuming(_ state: inout OutputState) {
+        if state.devicePaused, let device = state.device {
+            lock.unlock()
+            device.resume()
+            lock.lock()
+            state.devicePaused = false
+        } else {
+            // A device that dropped on pause lost what it held; the pipe restarts at what was heard.
+            clock.heldFrames = 0
+        }
+        clock.consuming = true
+        clock.heldAt = EngineLock.now()
+        state.paceAnchor = clock.heldAt
+        state.pacedFrames = clock.heldFrames
+        state.waitingReported = false
+        publish {
+            $0.timeControlStatus = .playing
+            $0.isPlaybackLikelyToKeepUp = true
+        }
+    }
+
+    /// With pacing, sleeps while more than one chunk is ahead of the clock. Returns true when it slept.
+    private func waitForPace(_ state: inout OutputState) -> Bool {
+        guard configuration.pace, let device = state.device else { return false }
+        let rate = Double(device.format.sampleRate) * speed
+        let ahead = Double(state.pacedFrames) - (EngineLock.now() - state.paceAnchor) * rate
+        let lead = Double(chunkFrames(device))
+        guard ahead > lead else { return false }
+        lock.waitOutput(untilMonotonic: state.paceAnchor + (Double(state.pacedFrames) - lead) / rate)
+        return true
+    }
+
+    /// What one write hands the device: a period, or with pacing a larger piece, since the clock
+    /// (not the device) decides when to write and each write is a wake-up.
+    private func chunkFrames(_ device: AlsaOutput) -> Int {
+        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 10) : device.periodFrames
+    }
+
+    // MARK: The end, and starvation
+
+    /// Playing with nothing in the pipe: the end of the last item (play out, then report), or the
+    /// decoder falling behind (report buffering after a grace period).
+    private func pipeRanDry(_ state: inout OutputState) {
+        let now = EngineLock.now()
+        if let ended = lastEndedItem, !moreComing(after: ended) {
+            if chainEndedAfter == ended { lock.waitOutput(); return }
+            if let device = state.device {
+                if waitUntilPlayedOut(device, state, now: now) { return }
+                // Hands the device's last frames on (a `file:` device writes them only now).
+                let myEpoch = epoch
+                lock.unlock()
+                device.drain()
+                lock.lock()
+                if epoch != myEpoch || !playRequested || !pipe.isEmpty { return }
+            }
+            crossBorders(now: .infinity)
+            let heard = clock.heard(now: .infinity)
+            clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
+            clock.consuming = false
+            chainEndedAfter = ended
+            playRequested = false
+            post(.didPlayToEnd(itemID: ended))
+            let position = Double(heard.frame) / Double(heard.sampleRate)
+            publish {
+                $0.timeControlStatus = .paused
+                $0.currentTime = position
+            }
+            return
+        }
+        if state.waitingReported {
+            lock.waitOutput()
+        } else if !lock.waitOutput(untilMonotonic: now + Self.starvationGrace), pipe.isEmpty, playRequested,
+                  decoderEpoch == epoch {
+            state.waitingReported = true
+            let item = heardItemID ?? 0
+            publish {
+                $0.timeControlStatus = .waitingToPlay
+                $0.isPlaybackBufferEmpty = true
+                $0.isPlaybackLikelyToKeepUp = false
+            }
+            post(.bufferingStarted(itemID: item, intent: intent))
+        }
+    }
+
+    /// With pacing, the device never blocks, so the clock says when what it holds has been
+    /// heard: sleeps until then. Returns true when it slept (the caller goes round again).
+    private func waitUntilPlayedOut(_ device: AlsaOutput, _ state: OutputState, now: Double) -> Bool {
+        guard configuration.pace else { return false }
+        let drainedAt = state.paceAnchor + Double(state.pacedFrames) / (Double(device.format.sampleRate) * speed)
+        guard now < drainedAt else { return false }
+        lock.waitOutput(untilMonotonic: drainedAt)
+        return true
+    }
+
+    /// Whether the decoder will still deliver something after `itemID` in this epoch.
+    private func moreComing(after itemID: Int) -> Bool {
+        if decoderEpoch != epoch { return true }
+        if let working = decoderItemID, working != itemID, !abandoned.contains(working) { return true }
+        if let next, next.after == itemID, next.item.id != decoderFailedNextID { return true }
+        return false
+    }
+
+    // MARK: Writing
+
+    private func write(_ head: PCMChunk, _ state: inout OutputState) {
+        guard let device = state.device else { return }
+        if state.waitingReported {
+            state.waitingReported = false
+            publish {
+                $0.timeControlStatus = .playing
+                $0.isPlaybackBufferEmpty = false
+                $0.isPlaybackLikelyToKeepUp = true
+            }
+            post(.bufferingEnded(itemID: head.itemID, intent: intent))
+        }
+        let format = head.format
+        let frames = min(head.remainingFrames, chunkFrames(device))
+        let pointer = head.bytes + head.written * format.bytesPerFrame
+        let gainTarget = volume * GainStage.factor(decibels: replayGain.gainDB(head.replayGain, prefersAlbum: head.prefersAlbumGain))
+        outputWriting = true
+        lastWrittenItem = head.itemID
+        lock.unlock()
+        state.gain.apply(to: pointer, frames: frames, format: format, target: gainTarget)
+        let outcome = device.write(pointer, frames: frames)
+        let deviceDelay = configuration.pace ? 0 : device.delayFrames()
+        lock.lock()
+        outputWriting = false
+
+        switch outcome {
+        case .wrote(let count):
+            clock.wrote(itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
+                        sampleRate: format.sampleRate)
+            head.written += count
+            let writtenAt = EngineLock.now()
+            if configuration.pace {
+                state.pacedFrames += count
+                clock.heldFrames = max(0, Int(Double(state.pacedFrames) - (writtenAt - state.paceAnchor)
+                                                * Double(format.sampleRate) * speed))
+            } else {
+                clock.heldFrames = deviceDelay
+            }
+            clock.heldAt = writtenAt
+            if head.remainingFrames == 0 { finishChunk(head, &state) }
+            if let requestedAt = playRequestedAt, count > 0 {
+                playRequestedAt = nil
+                post(.firstAudioWritten(itemID: head.itemID, latency: writtenAt - requestedAt))
+            }
+            crossBorders(now: writtenAt)
+            let position = clock.position(now: writtenAt)
+            let second = Int(position.seconds)
+            if second != state.lastPublishedSecond {
+                state.lastPublishedSecond = second
+                publish { $0.currentTime = Double(second) }
+            }
+        case .recovered:
+            post(.underrun(itemID: head.itemID))
+        case .lost(let reason):
+            deviceWasLost(reason: reason, &state)
+        }
+    }
+
+    /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).
+    func crossBorders(now: Double) {
+        guard let itemID = clock.advance(now: now) else { return }
+        publishHeard(itemID, position: clock.position(now: now).seconds)
+        post(.started(itemID: itemID))
+    }
+
+    func closeDevice(_ state: inout OutputState) {
+        guard let device = state.device else { return }
+        state.device = nil
+        state.devicePaused = false
+        deviceOpen = false
+        if deviceLostReason == nil { deviceFormat = nil }
+        lock.unlock()
+        device.close()
+        lock.lock()
+        lock.wakeAll()
+    }
+}

@@ -1,0 +1,104 @@
+/// Which item, and which of its frames, is being heard right now. Owned by the output thread,
+/// which alone changes it, always with the engine lock held; callers read it under the same lock
+/// (position, status). No allocation after init: segments live in a small fixed ring.
+///
+/// Frames are counted on the device's side: `deviceWritten` frames have been handed to the
+/// device, of which it still holds `held(now)`; the difference is what has been heard. Each
+/// segment maps a run of device frames onto one item's track frames: a new one starts at every
+/// item border (gapless advance) and after every discontinuity (seek, load).
+struct PlaybackClock {
+    struct Segment {
+        var itemID: Int
+        var deviceStart: Int64
+        var trackStart: Int64
+        var sampleRate: Int
+    }
+
+    /// Track time advances this many seconds per wall-clock second while consuming (pacing speed).
+    let speed: Double
+
+    private var ring: [Segment]
+    private var first = 0
+    private var count = 0
+    private(set) var deviceWritten: Int64 = 0
+    /// Frames the device held (not yet heard) at `heldAt`; while `consuming` it plays them at rate × speed.
+    var heldFrames = 0
+    var heldAt = 0.0
+    var consuming = false
+    /// Where playback stands when no written frame is pending: after a load, seek, stop or the end.
+    private(set) var rest = Segment(itemID: 0, deviceStart: 0, trackStart: 0, sampleRate: 44100)
+
+    init(speed: Double) {
+        self.speed = speed
+        ring = Array(repeating: rest, count: 16)
+    }
+
+    private var last: Segment? { count > 0 ? ring[(first + count - 1) % ring.count] : nil }
+
+    /// Frames the device still holds at `now`.
+    func held(now: Double) -> Double {
+        guard consuming else { return Double(heldFrames) }
+        return max(0, Double(heldFrames) - (now - heldAt) * Double(rest.sampleRate) * speed)
+    }
+
+    /// The item and track frame being heard at `now`.
+    func heard(now: Double) -> (itemID: Int, frame: Int64, sampleRate: Int) {
+        let device = Double(deviceWritten) - held(now: now)
+        var found = rest
+        var foundDevice = Double(rest.deviceStart)
+        for offset in 0..<count {
+            let segment = ring[(first + offset) % ring.count]
+            if Double(segment.deviceStart) <= device {
+                found = segment
+                foundDevice = Double(segment.deviceStart)
+            }
+        }
+        let frame = found.trackStart + Int64((device - foundDevice).rounded(.down))
+        return (found.itemID, max(found.trackStart, frame), found.sampleRate)
+    }
+
+    func position(now: Double) -> (itemID: Int, seconds: Double) {
+        let heard = heard(now: now)
+        return (heard.itemID, Double(heard.frame) / Double(heard.sampleRate))
+    }
+
+    /// Nothing written is pending any more (the device dropped or played out what it held):
+    /// playback stands at `frame` of `itemID`.
+    mutating func park(itemID: Int, frame: Int64, sampleRate: Int, now: Double) {
+        count = 0
+        first = 0
+        heldFrames = 0
+        heldAt = now
+        rest = Segment(itemID: itemID, deviceStart: deviceWritten, trackStart: frame, sampleRate: sampleRate)
+    }
+
+    /// Records `frames` frames of `itemID`, starting at its track frame `trackFrame`, as handed to the device.
+    mutating func wrote(itemID: Int, trackFrame: Int64, frames: Int, sampleRate: Int) {
+        let base = last ?? rest
+        if base.itemID != itemID || base.trackStart + (deviceWritten - base.deviceStart) != trackFrame {
+            if count == ring.count {
+                // Full (a storm of tiny segments): the oldest is surely heard by now.
+                rest = ring[first]
+                first = (first + 1) % ring.count
+                count -= 1
+            }
+            ring[(first + count) % ring.count] = Segment(itemID: itemID, deviceStart: deviceWritten,
+                                                         trackStart: trackFrame, sampleRate: sampleRate)
+            count += 1
+        }
+        deviceWritten += Int64(frames)
+    }
+
+    /// Drops segments wholly heard by `now` (keeping the one being heard as `rest`), and returns
+    /// the item being heard when that differs from the one before: the border was crossed.
+    mutating func advance(now: Double) -> Int? {
+        let before = rest.itemID
+        let device = Double(deviceWritten) - held(now: now)
+        while count > 0, Double(ring[first].deviceStart) <= device {
+            rest = ring[first]
+            first = (first + 1) % ring.count
+            count -= 1
+        }
+        return rest.itemID != before ? rest.itemID : nil
+    }
+}
