@@ -24,7 +24,7 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", path: "Modulemaps/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
-        // What glibc has and Swift's Glibc module leaves out (malloc tuning, thread names).
+        // What glibc has and Swift's Glibc module leaves out (thread names).
         .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
         // A lock-guarded value that ThreadSanitizer can see (see Locked.swift). Pure Swift.
@@ -47,7 +47,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer", "CLinux",
+            "TonearmServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

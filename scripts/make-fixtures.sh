@@ -27,3 +27,21 @@ ff -f lavfi -i "sine=frequency=440:sample_rate=96000:duration=1" -ac 2 -c:a flac
 printf 'this is a text file, not audio\n%.0s' {1..20} > notmedia.mp3
 head -c 44 tone.wav > headeronly.wav
 head -c 20000 tone.mp3 > truncated.mp3
+
+# Gapless: tone.wav cut at sample counts that are not round (0–37817, 37817–91009, 91009–end),
+# each part encoded on its own. Played as a queue, the lossless parts must give back tone.wav's
+# PCM exactly; the lossy ones the concatenation of each part's own decode.
+cuts=(0 37817 91009 132300)
+for i in 1 2 3; do
+    ff -i tone.wav -af "atrim=start_sample=${cuts[$((i - 1))]}:end_sample=${cuts[$i]}" -c:a pcm_s16le "gapless-$i.wav"
+    ff -i "gapless-$i.wav" -c:a flac "gapless-$i.flac"
+    ff -i "gapless-$i.wav" -c:a libmp3lame -b:a 128k "gapless-$i.mp3"
+    ff -i "gapless-$i.wav" -c:a aac -b:a 96k "gapless-$i.m4a"
+    ff -i "gapless-$i.wav" -c:a libopus -b:a 64k "gapless-$i.opus"
+    rm "gapless-$i.wav"
+done
+# ReplayGain: tone.flac with a track gain of −6.02 dB (half the amplitude) and its peak.
+ff -i tone.flac -c:a copy -metadata REPLAYGAIN_TRACK_GAIN="-6.02 dB" -metadata REPLAYGAIN_TRACK_PEAK="0.5" \
+   -metadata REPLAYGAIN_ALBUM_GAIN="-12.04 dB" -metadata REPLAYGAIN_ALBUM_PEAK="0.5" replaygain.flac
+# A playlist of the parts, with a title and a relative path.
+printf '#EXTM3U\n#EXTINF:1,Part one\ngapless-1.flac\ngapless-2.flac\n%s\n' "gapless-3.flac" > gapless.m3u

@@ -1,14 +1,10 @@
 #ifndef TONEARM_LINUX_SHIM_H
 #define TONEARM_LINUX_SHIM_H
-/* glibc calls that Swift's Glibc module leaves out (malloc.h, and GNU extensions). */
-#include <malloc.h>
+/* glibc calls that Swift's Glibc module leaves out (GNU extensions). */
 #include <pthread.h>
 
 /* A GNU extension: the Glibc module is built without _GNU_SOURCE, so declare it here. */
 extern int pthread_setname_np(pthread_t thread, const char *name);
-
-/// Caps the number of malloc arenas; returns 1 on success (mallopt's convention).
-static inline int tonearm_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
 
 /// Names the calling thread for top -H, perf and /proc (the kernel keeps 15 bytes).
 static inline int tonearm_name_current_thread(const char *name) {

@@ -32,6 +32,9 @@ final class PCMChunk {
     var frames = 0
     /// Frames the output thread has already written (output thread only).
     var written = 0
+    /// Frames the gain stage has already scaled: a short write leaves some to write again, and
+    /// they must not be scaled twice (output thread only).
+    var gained = 0
     /// Set on the first chunk of a run; cleared by the output thread once it has acted on it.
     var runStart: RunStart?
     /// The item's last chunk (it may hold no frames).
@@ -61,6 +64,7 @@ final class PCMChunk {
         self.runStart = runStart
         frames = 0
         written = 0
+        gained = 0
         endsItem = false
     }
 }

@@ -68,6 +68,9 @@ final class EngineControl: @unchecked Sendable {
     /// Bumped by every play and pause command; output news carries the value it acted on.
     var intent = 0
     var playRequestedAt: Double?
+    /// When the latest pause was asked: from then on the position holds, even before the output
+    /// thread has paused the device (with pacing, the output pauses its clock at this instant).
+    var pauseRequestedAt = 0.0
     /// Play once a lost device is back (it was playing, or play was asked meanwhile).
     var resumeOnRestore = false
     /// Software volume as a gain factor (1 = unchanged); the output ramps to it.
@@ -164,9 +167,16 @@ final class EngineControl: @unchecked Sendable {
         infos.last(where: { $0.itemID == itemID })?.info
     }
 
+    /// The instant the clock is read at: now, or when a pause was asked that the output has
+    /// not carried out yet. Lock held.
+    var clockNow: Double {
+        let now = EngineLock.now()
+        return !playRequested && clock.consuming ? min(now, pauseRequestedAt) : now
+    }
+
     /// The item being heard now (or parked at), if any item is loaded. Lock held.
     var heardItemID: Int? {
-        let id = clock.heard(now: EngineLock.now()).itemID
+        let id = clock.heard(now: clockNow).itemID
         return id == 0 ? nil : id
     }
 

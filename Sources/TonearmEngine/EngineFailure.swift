@@ -15,4 +15,7 @@ public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     public var description: String { message }
+
+    /// The output device failed, not the item: skipping to another item would not help.
+    public var isDeviceFailure: Bool { kind == .deviceUnavailable || kind == .deviceLost }
 }

@@ -56,8 +56,9 @@ extension EngineControl {
                 continue
             }
             if !playRequested {
-                pauseDevice(&state)
-                lock.waitOutput()
+                // Pausing the device releases the lock: anything that came meanwhile is looked at
+                // before sleeping, or its wake-up would be lost.
+                if !pauseDevice(&state) { lock.waitOutput() }
                 continue
             }
             guard state.device != nil else {
@@ -223,9 +224,12 @@ extension EngineControl {
 
     // MARK: Play and pause
 
-    private func pauseDevice(_ state: inout OutputState) {
-        guard clock.consuming, let device = state.device else { return }
-        let now = EngineLock.now()
+    /// Returns whether it did anything (and so released the lock for a while).
+    private func pauseDevice(_ state: inout OutputState) -> Bool {
+        guard clock.consuming, let device = state.device else { return false }
+        // With pacing the clock is ours: it stops when the pause was asked. A real device
+        // played on until now.
+        let now = configuration.pace ? clockNow : EngineLock.now()
         clock.heldFrames = Int(clock.held(now: now).rounded())
         clock.heldAt = now
         clock.consuming = false
@@ -239,6 +243,7 @@ extension EngineControl {
             $0.timeControlStatus = .paused
             $0.currentTime = position.seconds
         }
+        return true
     }
 
     private func startConsuming(_ state: inout OutputState) {
@@ -363,7 +368,12 @@ extension EngineControl {
         outputWriting = true
         lastWrittenItem = head.itemID
         lock.unlock()
-        state.gain.apply(to: pointer, frames: frames, format: format, target: gainTarget)
+        let unscaled = head.written + frames - head.gained
+        if unscaled > 0 {
+            state.gain.apply(to: head.bytes + head.gained * format.bytesPerFrame, frames: unscaled, format: format,
+                             target: gainTarget)
+            head.gained += unscaled
+        }
         let outcome = device.write(pointer, frames: frames)
         let deviceDelay = configuration.pace ? 0 : device.delayFrames()
         lock.lock()

@@ -64,7 +64,7 @@ public final class PlayerEngine: Sendable {
 
     /// The item being heard and the exact position in it, in seconds.
     public var heard: (itemID: Int, seconds: Double) {
-        control.lock.withLock { control.clock.position(now: EngineLock.now()) }
+        control.lock.withLock { control.clock.position(now: control.clockNow) }
     }
 
     public var currentTime: Double { heard.seconds }
@@ -127,7 +127,7 @@ public final class PlayerEngine: Sendable {
             if !playing { c.resumeOnRestore = false }
             if c.playRequested != playing {
                 c.playRequested = playing
-                if playing { c.playRequestedAt = EngineLock.now() }
+                if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
                 c.lock.wakeOutput()
             }
             return c.intent
@@ -145,7 +145,7 @@ public final class PlayerEngine: Sendable {
             c.beginEpoch()
             if c.playRequested != playing {
                 c.playRequested = playing
-                if playing { c.playRequestedAt = EngineLock.now() }
+                if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
             }
             return itemID
         }

@@ -48,7 +48,10 @@ public enum EngineEventAdapter {
         case .didPlayToEnd:
             return isCurrent ? [.didReachEnd] : []
         case .failed(_, let failure):
-            return isCurrent && !context.skipsFailures ? [.didFail(PlaybackError(failure))] : []
+            // A queue skips a file that cannot play; a device that cannot play fails the player
+            // (recoverable: `retry` once the device is back).
+            guard isCurrent, !(context.skipsFailures && !failure.isDeviceFailure) else { return [] }
+            return [.didFail(PlaybackError(failure))]
         case .seekCompleted(_, let token, _):
             guard isCurrent, token == context.expectedSeekToken else { return [] }
             context.expectedSeekToken = nil

@@ -17,3 +17,8 @@ extension PlaybackError {
         self.init(kind, failure.message)
     }
 }
+
+extension PlaybackError {
+    /// The output device failed, not the item.
+    var isDeviceFailure: Bool { kind == .deviceUnavailable || kind == .deviceLost }
+}

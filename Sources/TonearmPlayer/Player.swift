@@ -67,7 +67,8 @@ public final class Player: Sendable {
     }
 
     enum SeekOutcome: Sendable {
-        case landed
+        /// Where the seek landed and the state it settled in, as they were at that moment.
+        case landed(position: Double, state: PlaybackState)
         case failed(PlaybackError)
         case superseded
         case rejected(PlayerError)
@@ -200,7 +201,8 @@ public final class Player: Sendable {
         }
     }
 
-    /// Goes to the next queue item (`next`), keeping play or pause. At the end of the queue, stops.
+    /// Goes to the next queue item (`next`): playing goes on playing it; otherwise it is loaded,
+    /// `ready`. At the end of the queue, stops.
     public func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int?? = model.withLock { m in
             guard let current = m.queue.currentID else { return .some(m.queue.first) }
@@ -407,7 +409,7 @@ public final class Player: Sendable {
             }
         }
         switch outcome {
-        case .landed: return (engine.currentTime, machine.currentState)
+        case .landed(let position, let state): return (position, state)
         case .failed(let error): throw .failed(error)
         case .superseded: throw .superseded(by: machine.currentState)
         case .rejected(let error): throw error
@@ -463,8 +465,9 @@ public final class Player: Sendable {
         try model.withLock { m throws(PlayerError) in
             let currentRemoved = m.queue.currentID.map(ids.contains) ?? false
             let position = m.queue.currentID.flatMap { m.queue.position(of: $0) }
+            let before = m.queue.version
             do throws(QueueError) { try m.queue.remove(ids: ids) } catch { throw PlayerError(error) }
-            publishQueue(m)
+            if m.queue.version != before { publishQueue(m) }
             if currentRemoved, machine.currentState.isActive || isLoading {
                 // The item being heard is gone: what now sits in its place plays, in the same play state.
                 if let position, position < m.queue.items.count {
@@ -588,11 +591,12 @@ public final class Player: Sendable {
                 if let next = m.queue.next(after: current) {
                     open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
                 }
-            case .seekCompleted(let id, let token, _):
+            case .seekCompleted(let id, let token, let position):
                 guard id == m.context.currentItem, token > 0 else { return }
                 let done = m.seekWaiters.filter { $0.token <= token }
                 m.seekWaiters.removeAll { $0.token <= token }
-                for waiter in done { waiter.continuation.resume(returning: .landed) }
+                let landed = SeekOutcome.landed(position: position, state: machine.currentState)
+                for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
                 if actions.contains(.audioSessionInterrupted) { m.interruption = failure.message }
             case .deviceRestored(let id, _, _):
@@ -611,9 +615,17 @@ public final class Player: Sendable {
         guard let queueID = m.queueIDs[id] else { return }
         let before = m.queue.version
         let finished = previous.flatMap { m.queueIDs[$0] }
-        if m.queue.item(id: queueID) != nil {
-            try? m.queue.advance(from: finished, to: queueID)
+        guard m.queue.item(id: queueID) != nil else {
+            // It was removed from the queue as it was joined: play what follows now instead.
+            if let finished, let next = m.queue.next(after: finished) {
+                open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
+            } else {
+                machine.send(.stop)
+                stopEngine(&m)
+            }
+            return
         }
+        try? m.queue.advance(from: finished, to: queueID)
         m.queueIDs = m.queueIDs.filter { $0.key == id }
         m.media = m.media.filter { $0.key == id }
         m.pendingNextQueueID = nil
@@ -629,7 +641,7 @@ public final class Player: Sendable {
         if id == m.context.currentItem {
             if let queueID = m.queueIDs[id] { queueEvents.yield(.itemFailed(id: queueID, kind: error.kind, message: error.message)) }
             logger.warning("item failed", metadata: ["error": "\(error)"])
-            guard m.context.skipsFailures else {
+            guard m.context.skipsFailures, !error.isDeviceFailure else {
                 m.loadWaiters.removeValue(forKey: id)?.resume(returning: .failed(error))
                 for waiter in m.seekWaiters { waiter.continuation.resume(returning: .failed(error)) }
                 m.seekWaiters = []

@@ -78,10 +78,15 @@ struct RequestRouter: Sendable {
                     "current": JSONValue(player.status.current)]
         case "add":
             let added = try add(Params(request.params, method: request.method))
-            guard let first = added.items.first else { return added.answer }
-            let played = try await player.play(id: first)
-            guard case .object(var answer) = added.answer else { return added.answer }
-            answer["state"] = ProtocolEncoding.state(played.state)
+            guard let first = added.items.first, case .object(var answer) = added.answer else { return added.answer }
+            let played: Result<PlaybackState, PlayerError>
+            do throws(PlayerError) { played = .success(try await player.play(id: first).state) } catch { played = .failure(error) }
+            switch played {
+            case .success(let state): answer["state"] = ProtocolEncoding.state(state)
+            // The items are queued; none of them could play (each got an item_failed event).
+            case .failure(.failed): answer["state"] = ProtocolEncoding.state(player.state)
+            case .failure(let error): throw error
+            }
             return .object(answer)
         default:
             throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
@@ -154,7 +159,7 @@ struct RequestRouter: Sendable {
                 }
                 mode = parsed
             }
-            let preamp = try params.number("preamp_db")
+            let preamp = try params.number("preamp_db", unit: "decibels")
             if let preamp, !(-15...15).contains(preamp) {
                 throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from -15 to 15")
             }
@@ -191,6 +196,7 @@ struct RequestRouter: Sendable {
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
     private func add(_ params: Params) throws -> (items: [Int], answer: JSONValue) {
         try params.allow(["urls", "position", "play"])
+        _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
         }
@@ -279,10 +285,10 @@ private struct Params {
         return value
     }
 
-    func number(_ key: String) throws -> Double? {
+    func number(_ key: String, unit: String = "seconds") throws -> Double? {
         guard let value = object[key], value != .null else { return nil }
         guard case .number(let number) = value, number.isFinite, abs(number) < 1e9 else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a number of seconds")
+            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a number of \(unit)")
         }
         return number
     }

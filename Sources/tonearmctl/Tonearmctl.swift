@@ -7,8 +7,9 @@ struct Tonearmctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tonearmctl",
         abstract: "Control a running tonearmd.",
-        subcommands: [Load.self, Play.self, Pause.self, Stop.self, Seek.self, Status.self, Retry.self,
-                      Watch.self, Ping.self, Version.self])
+        subcommands: [Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
+                      Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
+                      ReplayGain.self, Status.self, Retry.self, Watch.self, Ping.self, Version.self])
 }
 
 struct ConnectionOptions: ParsableArguments {
@@ -54,6 +55,13 @@ func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
+/// A path or URL as the daemon wants it: URLs and absolute paths as they are, relative paths
+/// taken from the current directory (the daemon's working directory is not ours).
+func absolute(_ path: String) -> String {
+    path.contains("://") || path.hasPrefix("/") ? path
+        : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+}
+
 enum Summary {
     static func state(_ state: JSONValue?) -> String {
         guard let state, let name = state["state"]?.stringValue else { return "unknown" }
@@ -90,6 +98,36 @@ enum Summary {
         let now = state(result["state"])
         return result["changed"]?.boolValue == false ? "\(now) (unchanged)" : now
     }
+
+    /// After a move in the queue (`next`, `previous`, `play ID`): the state, the item's id and its
+    /// media; the state alone when no item opened (`next` at the end of the queue stops).
+    static func jump(_ result: JSONValue) -> String {
+        let now = state(result["state"]), media = self.media(result["media"])
+        guard !media.isEmpty else { return now }
+        guard let current = result["current"], current != .null else { return "\(now): \(media)" }
+        return "\(now): id \(whole(current)) · \(media)"
+    }
+
+    /// A whole number from the daemon (an id, a volume), or "–" for none.
+    static func whole(_ value: JSONValue?) -> String {
+        guard let number = value?.doubleValue, number.isFinite, abs(number) < 1e15 else { return "–" }
+        return String(Int(number))
+    }
+
+    static func onOff(_ value: JSONValue?) -> String {
+        switch value?.boolValue { case true?: "on"; case false?: "off"; case nil: "?" }
+    }
+
+    /// The queue options of a `queue` or `options` answer.
+    static func options(_ result: JSONValue) -> String {
+        ["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }.joined(separator: " · ")
+    }
+
+    static func replayGain(_ value: JSONValue?) -> String {
+        let mode = value?["mode"]?.stringValue ?? "?"
+        guard let preamp = value?["preamp_db"]?.doubleValue else { return "replay gain \(mode)" }
+        return "replay gain \(mode) · preamp \(String(format: "%+.1f", preamp)) dB"
+    }
 }
 
 struct Load: AsyncParsableCommand {
@@ -97,12 +135,10 @@ struct Load: AsyncParsableCommand {
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "Path or file:// URL; relative paths are taken from the current directory.") var path: String
     @Flag(help: "Start playing once loaded.") var play = false
-    @Option(help: "Start position in seconds.") var start: Double?
+    @Option(help: "Start position in seconds.", transform: NumberArgument.nonNegativeSeconds) var start: Double?
 
     func run() async throws {
-        let url = path.contains("://") || path.hasPrefix("/") ? path
-            : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
-        var params: [String: JSONValue] = ["url": .string(url), "play": .bool(play)]
+        var params: [String: JSONValue] = ["url": .string(absolute(path)), "play": .bool(play)]
         if let start { params["start"] = .number(start) }
         try await options.run("load", .object(params)) { "\(Summary.state($0["state"])): \(Summary.media($0["media"]))" }
     }
@@ -118,9 +154,42 @@ extension StateCommand {
     func run() async throws { try await options.run(Self.method) { Summary.changed($0) } }
 }
 
-struct Play: StateCommand {
-    static let configuration = CommandConfiguration(abstract: "Play (after the end: from the beginning).")
-    static let method = "play"
+struct Play: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play (after the end: from the beginning); with an id, jump to that queue item and play it.")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "Queue item id (see `tonearmctl queue`).", transform: NumberArgument.index) var id: Int?
+
+    func run() async throws {
+        let params: JSONValue = id.map { ["id": .number(Double($0))] } ?? [:]
+        try await options.run("play", params) { result in
+            // A jump (an id, or starting the queue from idle) answers with the item's media.
+            if let media = result["media"], media != .null { return Summary.jump(result) }
+            return Summary.changed(result)
+        }
+    }
+}
+
+/// A command that moves through the queue with no params and prints where it landed.
+protocol JumpCommand: AsyncParsableCommand {
+    static var method: String { get }
+    var options: ConnectionOptions { get }
+}
+
+extension JumpCommand {
+    func run() async throws { try await options.run(Self.method) { Summary.jump($0) } }
+}
+
+struct Next: JumpCommand {
+    static let configuration = CommandConfiguration(abstract: "Go to the next queue item: it plays if playing, else it is loaded, ready (at the end: stop).")
+    static let method = "next"
+    @OptionGroup var options: ConnectionOptions
+}
+
+struct Previous: JumpCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Go to the previous queue item, keeping play or pause (at the start: the current one again).")
+    static let method = "previous"
     @OptionGroup var options: ConnectionOptions
 }
 
@@ -146,12 +215,10 @@ struct Seek: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Seek to a position in seconds; +N or -N seeks relative (write -N after --).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Seconds: 30, +10, or -- -10.") var position: String
+    @Argument(help: "Seconds: 30, +10, or -- -10.", transform: NumberArgument.seconds) var position: NumberArgument
 
     func run() async throws {
-        guard let value = Double(position) else { throw ValidationError("position must be a number of seconds") }
-        let relative = position.hasPrefix("+") || position.hasPrefix("-")
-        try await options.run("seek", ["position": .number(value), "relative": .bool(relative)]) {
+        try await options.run("seek", ["position": .number(position.value), "relative": .bool(position.isSigned)]) {
             "\(Summary.state($0["state"])) at \(Summary.seconds($0["position"]?.doubleValue))"
         }
     }
@@ -167,6 +234,11 @@ struct Status: AsyncParsableCommand {
             if !media.isEmpty { lines.append(media) }
             if let interruption = result["interruption"]?.stringValue { lines.append("interrupted: \(interruption)") }
             lines.append("output: \(result["output"]?["device"]?.stringValue ?? "?")")
+            if result["volume"] != nil {
+                var queue = "current \(Summary.whole(result["current"])) · next \(Summary.whole(result["next"]))"
+                queue += " · volume \(Summary.whole(result["volume"])) · \(Summary.replayGain(result["replay_gain"]))"
+                lines.append(queue)
+            }
             return lines.joined(separator: "\n")
         }
     }
@@ -195,7 +267,8 @@ struct Version: AsyncParsableCommand {
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print events as they come (Ctrl-C to stop).")
     @OptionGroup var options: ConnectionOptions
-    @Option(help: "Also print the position every N seconds while playing.") var positionInterval: Double?
+    @Option(help: "Also print the position every N seconds while playing.", transform: NumberArgument.finite)
+    var positionInterval: Double?
 
     func run() async throws {
         var events: [JSONValue] = ["transition", "performance"]

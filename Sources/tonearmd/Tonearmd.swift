@@ -1,5 +1,4 @@
 import ArgumentParser
-import CLinux
 import Foundation
 import Logging
 import ServiceLifecycle

@@ -91,3 +91,63 @@ struct EnginePlaybackTests {
         #expect(recorder.failure?.message.contains("hw:99,0") == true)
     }
 }
+
+@Suite("Engine gain stage: volume and ReplayGain", .serialized, .timeLimit(.minutes(1)))
+struct EngineGainTests {
+    /// Plays `fixture` to its end into a `file` device with the gain settings given; returns the PCM as samples.
+    private func capture(_ fixture: String, volume: Double = 1, replayGain: ReplayGainSettings = ReplayGainSettings())
+        async throws -> [Int16] {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
+        let recorder = EngineRecorder(engine)
+        engine.setVolume(volume)
+        engine.setReplayGain(replayGain)
+        engine.load(url: Fixtures.url(fixture))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        engine.stop()
+        await engine.waitUntilReleased()
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    private var reference: [Int16] {
+        get throws { try Fixtures.wavPCM("tone.wav").withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
+    }
+
+    @Test func fullVolumeWithoutReplayGainIsBitPerfect() async throws {
+        #expect(try await capture("replaygain.flac") == reference)
+    }
+
+    @Test func volumeScalesEverySampleAfterAShortRamp() async throws {
+        let samples = try await capture("tone.wav", volume: 0.25)
+        let reference = try reference
+        #expect(samples.count == reference.count)
+        // After the ~5 ms ramp (220 frames at 44.1 kHz) every sample is the reference × 0.25, rounded.
+        let mismatches = (2 * 300..<reference.count).filter { abs(Int(samples[$0]) - Int((Double(reference[$0]) * 0.25).rounded())) > 0 }
+        #expect(mismatches.isEmpty, "\(mismatches.count) samples off")
+        // The ramp: no step larger than the signal's own at the start (no click).
+        #expect(abs(Int(samples[0])) <= abs(Int(reference[0])))
+    }
+
+    @Test(arguments: [(ReplayGainMode.track, 0.5), (.album, 0.25), (.off, 1.0)])
+    func replayGainFollowsTheTagsAndTheMode(_ mode: ReplayGainMode, _ factor: Double) async throws {
+        let samples = try await capture("replaygain.flac", replayGain: ReplayGainSettings(mode: mode))
+        let reference = try reference
+        let peak = { (values: ArraySlice<Int16>) in values.map { abs(Int($0)) }.max() ?? 0 }
+        let ratio = Double(peak(samples[44100...])) / Double(peak(reference[44100...]))
+        #expect(abs(ratio - factor) < 0.01, "\(mode): peak ratio \(ratio), expected \(factor)")
+    }
+
+    @Test func thePeakTagKeepsAPreampFromClipping() {
+        let tags = ReplayGainInfo(trackGain: -3, trackPeak: 0.9)
+        let settings = ReplayGainSettings(mode: .track, preampDB: 10)
+        // −3 + 10 = +7 dB would take a 0.9 peak past full scale; the gain stops at −20·log10(0.9).
+        #expect(abs(settings.gainDB(tags, prefersAlbum: false) - (-20 * log10(0.9))) < 1e-9)
+        #expect(ReplayGainSettings(mode: .off).gainDB(tags, prefersAlbum: true) == 0)
+        #expect(ReplayGainSettings(mode: .auto).gainDB(ReplayGainInfo(trackGain: -1, albumGain: -2), prefersAlbum: true) == -2)
+        #expect(ReplayGainSettings(mode: .auto).gainDB(ReplayGainInfo(trackGain: -1, albumGain: -2), prefersAlbum: false) == -1)
+    }
+}
