@@ -47,6 +47,10 @@ public final class ControlServer: Service, Sendable {
         let player = self.player
         let logger = self.logger
         let connections = OpenConnections()
+        if case .live(let pid) = SocketProbe.probe(socketPath) {
+            let who = pid.map { "tonearmd (pid \($0))" } ?? "another process"
+            throw ServerError("cannot listen on \(socketPath): \(who) is already serving it; stop it first or choose another --socket")
+        }
         let server: any Channel
         do {
             server = try await ServerBootstrap(group: group)
@@ -66,8 +70,9 @@ public final class ControlServer: Service, Sendable {
                 .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true)
                 .get()
         } catch {
-            throw ServerError("cannot listen on \(socketPath): \(error)")
+            throw ServerError(SocketProbe.describe(error, path: socketPath))
         }
+        let ours = SocketProbe.identity(socketPath)
         logger.info("listening", metadata: ["socket": "\(socketPath)"])
         ready?()
 
@@ -83,7 +88,10 @@ public final class ControlServer: Service, Sendable {
         logger.info("shutting down")
         await connections.closeAll()
         await player.shutdown()
-        try? FileManager.default.removeItem(atPath: socketPath)
+        // Only the socket file this daemon made: never one that replaced it since.
+        if let ours, let now = SocketProbe.identity(socketPath), ours == now {
+            try? FileManager.default.removeItem(atPath: socketPath)
+        }
     }
 
     /// Creates the socket's directory (0755) when missing; systemd's RuntimeDirectory does it for the service.

@@ -188,7 +188,7 @@ struct Next: JumpCommand {
 
 struct Previous: JumpCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Go to the previous queue item, keeping play or pause (at the start: the current one again).")
+        abstract: "Go to the previous queue item: it plays if playing, else it is loaded, ready (at the start: the current one again).")
     static let method = "previous"
     @OptionGroup var options: ConnectionOptions
 }

@@ -48,7 +48,10 @@ struct Tonearmd: AsyncParsableCommand {
         var settings = DaemonConfiguration.embeddedDefault()
         if let config { settings = try settings.applying(tomlFile: config) }
         settings = try settings.applying(environment: ProcessInfo.processInfo.environment)
-        if let socket { settings.socket = socket }
+        if let socket {
+            guard !socket.isEmpty else { throw ValidationError("--socket needs a path; leave it out for the default") }
+            settings.socket = socket
+        }
         if let device { settings.output.device = device }
         if let pace { settings.output.pace = pace }
         if let speed {
@@ -90,6 +93,9 @@ struct Tonearmd: AsyncParsableCommand {
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
             "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
         ])
+        // SIGHUP (a closed terminal, or a reload by habit) must not kill the daemon without
+        // cleanup: it is ignored; there is no configuration reload yet.
+        signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output)
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
         let server = ControlServer(socketPath: socketPath, player: player, logger: logger)

@@ -150,5 +150,55 @@ extension DaemonTests {
                 #expect(abs((ended["position"] as? Double ?? 0) - 3.0) < 0.01, "\(ended)")
             }
         }
+    
+        /// 7. A second daemon on a live daemon's socket refuses to start and names it; a stale
+        /// socket file (nobody listening) is still replaced; and SIGHUP leaves the daemon serving.
+        @Test func aSecondDaemonRefusesALiveSocket() throws {
+            let first = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try first.connect()
+            let second = try DaemonProcess(arguments: ["--device", "null", "--socket", first.socketPath])
+            second.process.waitUntilExit()
+            #expect(second.process.terminationStatus != 0)
+            #expect(second.log.contains("pid \(first.process.processIdentifier)"), "\(second.log)")
+            #expect(try client.call("ping")["result"] as? String == "pong", "the first still serves")
+            kill(first.process.processIdentifier, SIGHUP)
+            usleep(100_000)
+            #expect(try first.connect().call("ping")["result"] as? String == "pong", "SIGHUP is ignored")
+            #expect(first.terminate() == 0)
+            #expect(!FileManager.default.fileExists(atPath: first.socketPath), "a clean exit removes its socket")
+        }
+
+        @Test func aStaleSocketFileIsReplaced() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let path = dir.path("stale.sock")
+            // A socket file nobody listens on, as a daemon killed with SIGKILL leaves behind.
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            close(fd)
+            #expect(bound == 0)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--socket", path])
+            var client: LineClient?
+            for _ in 0..<400 where client == nil {
+                client = try? LineClient(path: path)
+                if client == nil { usleep(25_000) }
+            }
+            let connected = try #require(client, "the daemon replaced the stale socket: \(daemon.log)")
+            #expect(try connected.call("ping")["result"] as? String == "pong")
+        }
+
+        @Test func anEmptySocketPathIsRefused() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--socket", ""])
+            daemon.process.waitUntilExit()
+            #expect(daemon.process.terminationStatus != 0)
+            #expect(daemon.log.contains("--socket needs a path"), "\(daemon.log)")
+        }
     }
 }
