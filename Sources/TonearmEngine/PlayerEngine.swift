@@ -79,6 +79,8 @@ public final class PlayerEngine: Sendable {
     public func open(_ item: EngineItem, startAt: Double = 0) {
         control.lock.withLock {
             control.remember(item)
+            // While playing, the new item's first frames reaching the device are news too.
+            if control.playRequested { control.playRequestedAt = EngineLock.now() }
             control.target = DecodeTarget(item: item, startSeconds: max(0, startAt.isFinite ? startAt : 0), runStart: .opened)
             control.next = nil
             control.beginEpoch()

@@ -19,6 +19,7 @@ struct Bench: ParsableCommand {
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
+    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue.") var only: String?
 
     func run() throws {
         let bench = Runner(daemon: daemon, floor: floor, media: media, repeats: quick ? 2 : repeats,
@@ -27,12 +28,13 @@ struct Bench: ParsableCommand {
             throw ValidationError("\(path) is missing: run `make bench`")
         }
         let started = monotonic()
-        try bench.startup()
-        try bench.decodeCost()
-        try bench.realTime()
-        try bench.idleAndMemory()
-        try bench.control()
-        try bench.responsiveness()
+        let sections: [(String, () throws -> Void)] = [
+            ("startup", bench.startup), ("decode", bench.decodeCost), ("realtime", bench.realTime),
+            ("idle", bench.idleAndMemory), ("control", bench.control), ("responsiveness", bench.responsiveness),
+            ("queue", bench.queue),
+        ]
+        if let only, !sections.contains(where: { $0.0 == only }) { throw ValidationError("no section '\(only)'") }
+        for (name, section) in sections where only == nil || only == name { try section() }
         bench.report.print()
         FileHandle.standardError.write(Data(String(format: "benchmark took %.0f s\n", monotonic() - started).utf8))
     }
@@ -323,6 +325,66 @@ struct Runner {
         report.add("pause → reply", "ms", pause, budget: .atMost(0.3))
         report.add("seek → reply", "ms", seek, budget: .atMost(1))
         _ = running.stop()
+    }
+}
+
+extension Runner {
+    // 8. The queue: the gap at a same-format join, `next` → first audio of the next item, and
+    // threads and memory over 1,000 add/clear/next cycles.
+    func queue() throws {
+        // A continuous signal cut in three FLAC files; captured, it must be the uncut signal.
+        let capture = try TemporaryDirectory()
+        defer { capture.remove() }
+        let running = try RunningDaemon(daemon, ["--device", capture.fileDevice("out.raw"), "--pace", "--speed", "20"])
+        let control = try running.client()
+        let watcher = try running.client()
+        _ = try watcher.call("subscribe", ["events": ["transition"]])
+        let parts = (1...3).map { Fixtures.path("gapless-\($0).flac") }
+        _ = try control.call("add", ["urls": parts, "play": true])
+        try waitForEvent(watcher, isTransition(to: "ended"))
+        let reference = try Fixtures.wavPCM("tone.wav")
+        let received = (try? Data(contentsOf: URL(fileURLWithPath: capture.path("out.raw")))) ?? Data()
+        // Frames missing (a gap) or extra (an overlap); a mismatch of the same length counts every frame.
+        let gap = received == reference ? 0 : Swift.max(abs(reference.count - received.count) / 4, 1)
+        report.add("gap at a same-format join", "samples", [Double(gap)], budget: .atMost(0))
+        _ = running.stop()
+
+        // `next` while playing → the next item's first frames reach the device.
+        let paced = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+        let client = try paced.client()
+        let events = try paced.client()
+        _ = try events.call("subscribe", ["events": ["performance"]])
+        var latencies: [Double] = []
+        for index in 0..<Swift.max(repeats * 4, 10) {
+            _ = try client.call("clear")
+            let format = index % 2 == 0 ? "flac" : "mp3"
+            _ = try client.call("add", ["urls": [file(60, format), file(60, format == "flac" ? "mp3" : "flac")], "play": true])
+            try waitForEvent(events) { $0["event"] as? String == "first_audio" }
+            sleep(seconds: 0.05)
+            let start = monotonic()
+            _ = try client.call("next")
+            try waitForEvent(events) { $0["event"] as? String == "first_audio" }
+            latencies.append((monotonic() - start) * 1000)
+        }
+        report.add("next → first audio of the next item", "ms", latencies, budget: .atMost(5))
+
+        // 1,000 cycles of add, play, next and clear: threads and RSS must stay flat.
+        for _ in 0..<20 { try queueCycle(client) }
+        sleep(seconds: 0.3)
+        let before = (paced.sample.threads, memory(pid: paced.child.pid).rss)
+        for _ in 0..<1000 { try queueCycle(client) }
+        sleep(seconds: 0.5)
+        let after = (paced.sample.threads, memory(pid: paced.child.pid).rss)
+        report.add("threads over 1,000 add/clear/next cycles", "change", [Double(after.0 - before.0)], budget: .atMost(0))
+        report.add("RSS growth over 1,000 add/clear/next cycles", "MiB", [after.1 - before.1], budget: .atMost(1))
+        _ = paced.stop()
+    }
+
+    private func queueCycle(_ client: LineClient) throws {
+        let answer = try client.call("add", ["urls": [file(1, "flac"), file(1, "mp3")], "play": true])
+        guard answer["result"] != nil else { throw BenchError("add failed: \(answer)") }
+        _ = try client.call("next")
+        _ = try client.call("clear")
     }
 }
 
