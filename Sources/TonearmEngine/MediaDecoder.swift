@@ -68,6 +68,10 @@ final class MediaDecoder {
             if openResult == tonearm_averror(tonearm_errno_eacces()) {
                 throw EngineFailure(.permissionDenied, "permission denied: \(path)")
             }
+            if openResult == tonearm_averror(EMFILE) || openResult == tonearm_averror(ENFILE) {
+                // Out of file descriptors: the file is fine, and a retry once some are free plays it.
+                throw EngineFailure(.ioError, "cannot open \(path): \(FFmpegError.describe(openResult))")
+            }
             throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (\(FFmpegError.describe(openResult)))")
         }
         // Until init completes, the handles live in locals and are freed here on failure.

@@ -14,14 +14,16 @@ import TonearmSync
 public final class ControlServer: Service, Sendable {
     public let socketPath: String
     public let maxLineLength: Int
+    public let maxClients: Int
     private let player: Player
     private let logger: Logger
     private let ready: (@Sendable () -> Void)?
 
     /// - Parameter ready: called once the socket accepts connections.
     public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
-                ready: (@Sendable () -> Void)? = nil) {
+                maxClients: Int = 256, ready: (@Sendable () -> Void)? = nil) {
         self.socketPath = socketPath
+        self.maxClients = maxClients
         self.player = player
         self.logger = logger
         self.maxLineLength = maxLineLength
@@ -53,13 +55,26 @@ public final class ControlServer: Service, Sendable {
         }
         let server: any Channel
         do {
+            let maxClients = self.maxClients
             server = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
+                // Out of file descriptors, accept fails at once and would be retried at once, for
+                // ever: the backoff handler waits a moment instead of spinning a core.
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler())
+                    }
+                }
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 // Past 1 MiB of unsent output a client counts as not reading (see ClientSession).
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
                 .childChannelInitializer { channel in
-                    connections.add(channel)
+                    guard connections.add(channel, limit: maxClients) else {
+                        logger.warning("too many clients; refusing one", metadata: ["max_clients": "\(maxClients)"])
+                        return channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(maxClients: maxClients))
+                        }
+                    }
                     return channel.eventLoop.makeCompletedFuture {
                         let session = ClientSession(player: player, channel: channel, logger: logger)
                         try channel.pipeline.syncOperations.addHandlers(
@@ -116,13 +131,36 @@ public struct ServerError: Error, CustomStringConvertible {
 private final class OpenConnections: Sendable {
     private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
 
-    func add(_ channel: any Channel) {
+    /// Records a new connection; false (and not recorded) when `limit` are already open.
+    func add(_ channel: any Channel, limit: Int) -> Bool {
         let id = ObjectIdentifier(channel)
-        channels.withLock { $0[id] = channel }
+        let admitted = channels.withLock { channels in
+            guard channels.count < limit else { return false }
+            channels[id] = channel
+            return true
+        }
+        guard admitted else { return false }
         channel.closeFuture.whenComplete { [weak self] _ in self?.channels.withLock { _ = $0.removeValue(forKey: id) } }
+        return true
     }
 
     func closeAll() async {
         for channel in channels.withLock({ Array($0.values) }) { try? await channel.close() }
+    }
+}
+
+/// Answers a connection beyond `control.max_clients` with one error line, then closes it.
+private final class RefuseConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private let maxClients: Int
+
+    init(maxClients: Int) { self.maxClients = maxClients }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let refusal = RPC.response(id: .null, error: RPC.Failure(
+            .tooManyClients, "too many clients: at most \(maxClients) may be connected (control.max_clients)"))
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(RPCFraming.line(refusal))).whenComplete { _ in channel.close(promise: nil) }
     }
 }

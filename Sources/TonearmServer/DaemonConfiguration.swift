@@ -12,6 +12,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var volume = 100
     /// ReplayGain at start (`[replay_gain]`).
     public var replayGain = ReplayGainSettings()
+    /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
+    public var maxClients = 256
     public var logLevel: Logger.Level = .info
 
     public init() {}
@@ -40,7 +42,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "log"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "log"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -87,6 +89,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.replayGain.preampDB = preamp
                 default: throw Invalid("\(source): unknown key 'replay_gain.\(key)'")
                 }
+            }
+        }
+        if let control = table["control"] {
+            guard let control = control.table else { throw Invalid("\(source): [control] must be a table") }
+            for key in control.keys {
+                guard key == "max_clients" else { throw Invalid("\(source): unknown key 'control.\(key)'") }
+                config.maxClients = try integer(control[key]!, "control.max_clients", source, 1...65_536)
             }
         }
         if let log = table["log"] {

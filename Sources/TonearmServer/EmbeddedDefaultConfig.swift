@@ -44,6 +44,11 @@ mode = "off"
 # Added to the tag's gain, in dB (-15 to 15); files without the tag keep their level.
 preamp_db = 0.0
 
+[control]
+# Clients connected to the control socket at once. One more is answered with an error and closed,
+# so that a runaway script cannot take every file descriptor (the systemd unit allows 1024).
+max_clients = 256
+
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)
 level = "info"

@@ -14,6 +14,8 @@ public enum RPC {
         case mediaFailed = -32001
         /// A newer command (load, stop) replaced this one before it finished.
         case superseded = -32002
+        /// The daemon serves `control.max_clients` connections already; this one is closed.
+        case tooManyClients = -32003
     }
 
     public struct Failure: Error, Sendable {

@@ -98,7 +98,7 @@ struct Tonearmd: AsyncParsableCommand {
         signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output)
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
-        let server = ControlServer(socketPath: socketPath, player: player, logger: logger)
+        let server = ControlServer(socketPath: socketPath, player: player, logger: logger, maxClients: settings.maxClients)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: server)],
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -200,5 +200,25 @@ extension DaemonTests {
             #expect(daemon.process.terminationStatus != 0)
             #expect(daemon.log.contains("--socket needs a path"), "\(daemon.log)")
         }
+    
+        /// 8. Clients beyond `control.max_clients` are told so and closed; the others are served,
+        /// and a place that frees up is taken again.
+        @Test func clientsBeyondTheLimitAreToldAndClosed() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let config = dir.path("tonearmd.toml")
+            try "[control]\nmax_clients = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            var clients = try (0..<5).map { _ in try daemon.connect() }
+            for client in clients { #expect(try client.call("ping")["result"] as? String == "pong") }
+            let extra = try daemon.connect()
+            let refusal = try extra.readJSON(timeout: 5)
+            #expect(refusal.errorCode == -32003, "\(refusal)")
+            #expect(try extra.readLine(timeout: 5) == nil, "then the connection is closed")
+            clients.removeLast()
+            usleep(100_000)
+            #expect(try daemon.connect().call("ping")["result"] as? String == "pong", "a freed place is taken again")
+            #expect(try clients[0].call("ping")["result"] as? String == "pong")
+        }
     }
 }
