@@ -54,10 +54,13 @@ final class EngineControl: @unchecked Sendable {
     /// Bumped by every open, seek and stop, and by the output thread when the device dropped
     /// what it held: chunks of an older epoch are void and the decoder starts over.
     var epoch = 0
-    /// What the decoder produces in this epoch; nil after stop.
+    /// What the decoder produces in this epoch; nil after stop. Written by callers, and by the
+    /// output thread when the device forces a redo (it dropped what it held, or it granted another
+    /// format) or could not be opened.
     var target: DecodeTarget?
     /// The item to decode, gapless, once `after` has been decoded to its end. It stays set after
-    /// the decoder opened it, so a seek back into `after` decodes it again.
+    /// the decoder opened it, so a seek back into `after` decodes it again. Written by callers
+    /// (and cleared by the output thread when the device cannot be opened).
     var next: (after: Int, item: EngineItem)?
     /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
     /// the decoder leaves them. Emptied on every epoch change.

@@ -658,10 +658,11 @@ public final class Player: Sendable {
                let next = m.queue.userNext(after: failed) {
                 open(&m, queueID: next, start: 0, skipsFailures: true, play: playing, reason: .end, waiter: waiter)
             } else {
+                // Stopped first, then answered: the answer's reader sees the state it led to.
                 m.failuresInRow = 0
-                waiter?.resume(returning: .failed(error))
                 machine.send(.stop)
                 stopEngine(&m)
+                waiter?.resume(returning: .failed(error))
             }
         } else if id == m.context.pendingNext, let failed = m.queueIDs[id] {
             queueEvents.yield(.itemFailed(id: failed, kind: error.kind, message: error.message))
