@@ -63,23 +63,27 @@ final class EngineControl: @unchecked Sendable {
     /// (and cleared by the output thread when the device cannot be opened).
     var next: (after: Int, item: EngineItem)?
     /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
-    /// the decoder leaves them. Emptied on every epoch change.
+    /// the decoder leaves them. Written by callers; emptied by `beginEpoch` (any thread).
     var abandoned: [Int] = []
     /// Whether the user wants sound. Written by callers, and by the output thread at the end and
     /// when the device is lost or restored.
     var playRequested = false
-    /// Bumped by every play and pause command; output news carries the value it acted on.
+    /// Bumped by every play and pause command (callers); output news carries the value it acted on.
     var intent = 0
+    /// When sound was asked for (callers, and the output thread on a restore); the output thread
+    /// clears it when it reports the first audio.
     var playRequestedAt: Double?
-    /// When the latest pause was asked: from then on the position holds, even before the output
+    /// When the latest pause was asked (callers): from then on the position holds, even before the output
     /// thread has paused the device (with pacing, the output pauses its clock at this instant).
     var pauseRequestedAt = 0.0
-    /// Play once a lost device is back (it was playing, or play was asked meanwhile).
+    /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
+    /// the output thread when the device goes and comes back; cleared by callers' pause and stop.
     var resumeOnRestore = false
-    /// Software volume as a gain factor (1 = unchanged); the output ramps to it.
+    /// Software volume as a gain factor (1 = unchanged); the output ramps to it. Callers.
     var volume: Double = 1
-    /// ReplayGain, applied by the output to every chunk from its item's tags.
+    /// ReplayGain, applied by the output to every chunk from its item's tags. Callers.
     var replayGain = ReplayGainSettings()
+    /// Callers (`shutdown`); both threads leave when they see it.
     var shuttingDown = false
     /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder
     /// installs a fresh one for each open; callers cancel it on an epoch change.
@@ -106,9 +110,9 @@ final class EngineControl: @unchecked Sendable {
     var clock: PlaybackClock
     /// The epoch whose first chunk the output has acted on (device prepared, news posted).
     var outputEpoch = -1
-    /// The last item whose final chunk was handed to the device, and whether nothing came after.
+    /// The last item whose final chunk was handed to the device (cleared by `beginEpoch`).
     var lastEndedItem: Int?
-    /// Playback reached the end after this item: nothing followed it. Cleared on epoch change.
+    /// Playback reached the end after this item: nothing followed it (cleared by `beginEpoch`).
     var chainEndedAfter: Int?
     /// The item of the last chunk handed to the device.
     var lastWrittenItem: Int?
@@ -118,11 +122,10 @@ final class EngineControl: @unchecked Sendable {
     /// What the device granted when asked for a format it could not play as is; the decoder
     /// converts to the granted one from then on.
     var grantedFormats: [PCMFormat: PCMFormat] = [:]
-    /// Set while the device is gone: why, and when the output thread tries to reopen it next.
+    /// Set while the device is gone: why (cleared by `stop` too), and when the output thread
+    /// tries to reopen it next.
     var deviceLostReason: String?
     var nextReopenAt = 0.0
-    /// The output thread is inside a device write.
-    var outputWriting = false
 
     init(configuration: OutputConfiguration) {
         self.configuration = configuration

@@ -365,7 +365,6 @@ extension EngineControl {
         let frames = min(head.remainingFrames, chunkFrames(device))
         let pointer = head.bytes + head.written * format.bytesPerFrame
         let gainTarget = volume * GainStage.factor(decibels: replayGain.gainDB(head.replayGain, prefersAlbum: head.prefersAlbumGain))
-        outputWriting = true
         lastWrittenItem = head.itemID
         lock.unlock()
         let unscaled = head.written + frames - head.gained
@@ -377,7 +376,6 @@ extension EngineControl {
         let outcome = device.write(pointer, frames: frames)
         let deviceDelay = configuration.pace ? 0 : device.delayFrames()
         lock.lock()
-        outputWriting = false
 
         switch outcome {
         case .wrote(let count):
