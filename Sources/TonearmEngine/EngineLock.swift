@@ -1,8 +1,8 @@
 import Glibc
 
 /// One mutex with two condition variables: the decoder thread sleeps on `decoderCondition` (room in
-/// the ring, a seek, a cancel) and the output thread on `outputCondition` (data, play/pause, a flush), so
-/// that neither wakes the other needlessly. Timed waits use CLOCK_MONOTONIC.
+/// the pipe, a new command, a `next` item) and the output thread on `outputCondition` (chunks,
+/// play/pause, a command), so that neither wakes the other needlessly. Timed waits use CLOCK_MONOTONIC.
 ///
 /// `@unchecked Sendable`: the pthread objects are designed to be shared between threads; their
 /// storage is allocated once and never moved.
