@@ -93,7 +93,6 @@ extension EngineControl {
         state.failedNextID = nil
         decoderFailedNextID = nil
         state.previous = nil
-        decoderFinished = false
         guard let target else {
             decoderItemID = nil
             state.item = nil
@@ -209,7 +208,6 @@ extension EngineControl {
         let myEpoch = epoch
         let previous = state.item
         decoderItemID = item.id
-        decoderFinished = false
         let cancellation = CancellationFlag()
         decoderCancellation = cancellation
         lock.unlock()
@@ -226,7 +224,6 @@ extension EngineControl {
             state.failedNextID = item.id
             decoderFailedNextID = item.id
             decoderItemID = previous?.id
-            decoderFinished = true
             if !abandoned.contains(item.id) { post(.failed(itemID: item.id, failure)) }
             lock.wakeOutput()
         case .success(let (decoder, _)):
@@ -254,7 +251,6 @@ extension EngineControl {
         state.failedNextID = nil
         decoderFailedNextID = nil
         decoderItemID = state.item?.id
-        decoderFinished = true
         lock.unlock()
         _ = closing
         lock.lock()
@@ -347,7 +343,6 @@ extension EngineControl {
             state.fill = nil
             if ending {
                 state.endPending = false
-                decoderFinished = true
             }
             lock.wakeOutput()
         }

@@ -97,8 +97,6 @@ final class EngineControl: @unchecked Sendable {
     var decoderItemID: Int?
     /// The epoch the decoder last took up.
     var decoderEpoch = -1
-    /// The decoder reached the end of `decoderItemID` and waits for a `next` after it.
-    var decoderFinished = false
     /// The `next` item that failed to open; the decoder waits for another `next`.
     var decoderFailedNextID: Int?
     /// Media info of items opened and not yet left behind (the heard one and those decoded ahead).
