@@ -144,14 +144,22 @@ struct Load: AsyncParsableCommand {
     }
 }
 
-/// A command that sends one state-changing request with no params and prints the new state.
-protocol StateCommand: AsyncParsableCommand {
+/// A command that sends one request with no params and prints a summary of the answer.
+protocol MethodCommand: AsyncParsableCommand {
     static var method: String { get }
     var options: ConnectionOptions { get }
+    static func summarize(_ result: JSONValue) -> String
 }
 
+extension MethodCommand {
+    func run() async throws { try await options.run(Self.method) { Self.summarize($0) } }
+}
+
+/// A state-changing command: prints the new state.
+protocol StateCommand: MethodCommand {}
+
 extension StateCommand {
-    func run() async throws { try await options.run(Self.method) { Summary.changed($0) } }
+    static func summarize(_ result: JSONValue) -> String { Summary.changed(result) }
 }
 
 struct Play: AsyncParsableCommand {
@@ -170,14 +178,11 @@ struct Play: AsyncParsableCommand {
     }
 }
 
-/// A command that moves through the queue with no params and prints where it landed.
-protocol JumpCommand: AsyncParsableCommand {
-    static var method: String { get }
-    var options: ConnectionOptions { get }
-}
+/// A command that moves through the queue: prints where it landed.
+protocol JumpCommand: MethodCommand {}
 
 extension JumpCommand {
-    func run() async throws { try await options.run(Self.method) { Summary.jump($0) } }
+    static func summarize(_ result: JSONValue) -> String { Summary.jump(result) }
 }
 
 struct Next: JumpCommand {

@@ -9,10 +9,7 @@ struct EngineSeekPauseTests {
     func seekLandsOnTheExactSample(_ fixture: String, _ target: Double) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
-        let recorder = EngineRecorder(engine)
-        engine.load(url: Fixtures.url(fixture))
-        #expect(await eventually { engine.status == .readyToPlay })
+        let (engine, recorder) = await readyEngine(fixture, device: dir.fileDevice("out.raw"))
         let token = 7
         #expect(engine.seek(to: target, token: token, playing: false) != nil)
         #expect(await eventually { recorder.seekCompleted(token: token) != nil })
@@ -70,10 +67,7 @@ struct EngineSeekPauseTests {
 @Suite("Engine replays after the end", .serialized, .timeLimit(.minutes(1)))
 struct EngineReplayTests {
     @Test func nullDeviceReplay() async throws {
-        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null"))
-        let recorder = EngineRecorder(engine)
-        engine.load(url: Fixtures.url("tone.wav"))
-        #expect(await eventually { engine.status == .readyToPlay })
+        let (engine, recorder) = await readyEngine("tone.wav", device: "null")
         engine.play()
         #expect(await eventually { recorder.ended })
         #expect(abs(engine.currentTime - 3.0) < 0.001, "\(engine.currentTime)")
@@ -88,10 +82,7 @@ struct EngineReplayTests {
     func seekAfterTheEndPlaysAgain(_ fixture: String) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
-        let recorder = EngineRecorder(engine)
-        engine.load(url: Fixtures.url(fixture))
-        #expect(await eventually { engine.status == .readyToPlay })
+        let (engine, recorder) = await readyEngine(fixture, device: dir.fileDevice("out.raw"))
         engine.play()
         #expect(await eventually { recorder.ended })
         #expect(abs(engine.currentTime - 3.0) < 0.001)

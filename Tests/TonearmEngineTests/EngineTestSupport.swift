@@ -1,4 +1,6 @@
 import Foundation
+import Testing
+import TonearmTestSupport
 import TonearmSync
 import TonearmEngine
 
@@ -49,4 +51,14 @@ extension PlayerEngine {
         open(EngineItem(id: id, url: url), startAt: startAt)
         return id
     }
+}
+
+/// An engine on `device` with a recorder, `fixture` loaded and ready.
+func readyEngine(_ fixture: String, device: String,
+                 sourceLocation: SourceLocation = #_sourceLocation) async -> (PlayerEngine, EngineRecorder) {
+    let engine = PlayerEngine(configuration: OutputConfiguration(device: device))
+    let recorder = EngineRecorder(engine)
+    engine.load(url: Fixtures.url(fixture))
+    #expect(await eventually { engine.status == .readyToPlay }, sourceLocation: sourceLocation)
+    return (engine, recorder)
 }
