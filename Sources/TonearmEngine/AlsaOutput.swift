@@ -1,7 +1,7 @@
 import CALSA
 
-/// Owns one open ALSA PCM. Not Sendable: it is opened on a decoder thread during load and then
-/// handed, once, to the output thread through `EngineShared` (see there); only one thread uses it at a time.
+/// Owns one open ALSA PCM. Not Sendable: it is opened on a helper thread (`DeviceOpenAttempt`)
+/// and handed, once, to the output thread under the engine lock; only one thread uses it at a time.
 final class AlsaOutput {
     let device: String
     let format: PCMFormat

@@ -124,6 +124,9 @@ final class EngineControl: @unchecked Sendable {
     /// tries to reopen it next.
     var deviceLostReason: String?
     var nextReopenAt = 0.0
+    /// A device open that timed out and has not returned yet (see `DeviceOpenAttempt`): set by the
+    /// output thread, cleared by the helper thread once the open returns.
+    var stuckOpen: DeviceOpenAttempt?
 
     init(configuration: OutputConfiguration) {
         self.configuration = configuration

@@ -14,12 +14,16 @@ public struct OutputConfiguration: Sendable, Equatable {
     public var speed: Double
     /// While the device is gone (unplugged, powered off), how often to try opening it again.
     public var reopenIntervalMilliseconds: Int
+    /// How long a device open may take before the load fails with `deviceUnavailable` (the open
+    /// is abandoned on its helper thread, never waited for).
+    public var openTimeoutMilliseconds: Int
     /// Whether playback interrupted by a lost device resumes by itself once the device is back.
     public var resumeAfterInterruption: Bool
 
     public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
-                speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, resumeAfterInterruption: Bool = true) {
+                speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
+                resumeAfterInterruption: Bool = true) {
         self.device = device
         self.sampleRate = sampleRate
         self.channels = channels
@@ -28,6 +32,7 @@ public struct OutputConfiguration: Sendable, Equatable {
         self.pace = pace
         self.speed = speed
         self.reopenIntervalMilliseconds = reopenIntervalMilliseconds
+        self.openTimeoutMilliseconds = openTimeoutMilliseconds
         self.resumeAfterInterruption = resumeAfterInterruption
     }
 

@@ -51,23 +51,18 @@ extension EngineControl {
             deviceLostReason = nil
             return
         }
-        lock.unlock()
         var reopened: AlsaOutput?
         var failure = ""
-        do throws(EngineFailure) {
-            let output = try AlsaOutput.open(device: configuration.device, requested: format,
-                                             bufferMilliseconds: configuration.bufferMilliseconds)
+        switch openDevice(format) {
+        case .success(let output) where output.format == format:
+            reopened = output
+        case .success(let output):
             // The decoder converts to the format the device had; another one cannot be played.
-            if output.format == format {
-                reopened = output
-            } else {
-                failure = "audio device '\(configuration.device)' came back as \(output.format), not \(format)"
-                output.close()
-            }
-        } catch {
+            failure = "audio device '\(configuration.device)' came back as \(output.format), not \(format)"
+            output.close()
+        case .failure(let error):
             failure = error.message
         }
-        lock.lock()
         let itemID = heardItemID ?? 0
         if let reopened {
             state.device = reopened

@@ -154,16 +154,7 @@ extension EngineControl {
     private func prepareDevice(for head: PCMChunk, _ run: RunStart, _ state: inout OutputState) -> Bool {
         closeDevice(&state)
         let requested = head.format
-        lock.unlock()
-        let opened: Result<AlsaOutput, EngineFailure>
-        do throws(EngineFailure) {
-            opened = .success(try AlsaOutput.open(device: configuration.device, requested: requested,
-                                                  bufferMilliseconds: configuration.bufferMilliseconds))
-        } catch {
-            opened = .failure(error)
-        }
-        lock.lock()
-        switch opened {
+        switch openDevice(requested) {
         case .failure(let failure):
             deviceLostReason = nil
             if head.epoch == epoch {

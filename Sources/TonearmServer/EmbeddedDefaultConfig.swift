@@ -28,6 +28,10 @@ speed = 1.0
 # When the device goes away (unplugged, powered off), playback pauses and the device is tried
 # again this often, in milliseconds, until it is back. (--reopen-interval-ms)
 reopen_interval_ms = 2000
+# A device open that takes longer than this (a FIFO nobody reads, a device that never answers)
+# fails the load with `device_unavailable`; the stuck open is left behind, never waited for.
+# (--open-timeout-ms)
+open_timeout_ms = 5000
 # Once the device is back, resume what the interruption paused; false leaves it paused.
 resume_after_interruption = true
 # Software volume at start, 0 to 100, applied on the output thread as samples are written. At 100

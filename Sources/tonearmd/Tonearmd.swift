@@ -37,6 +37,9 @@ struct Tonearmd: AsyncParsableCommand {
     @Option(name: .customLong("reopen-interval-ms"), help: "How often to retry a lost device, in milliseconds.")
     var reopenIntervalMilliseconds: Int?
 
+    @Option(name: .customLong("open-timeout-ms"), help: "How long a device open may take, in milliseconds.")
+    var openTimeoutMilliseconds: Int?
+
     @Flag(name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
           help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
@@ -68,6 +71,12 @@ struct Tonearmd: AsyncParsableCommand {
             }
             settings.output.reopenIntervalMilliseconds = reopenIntervalMilliseconds
         }
+        if let openTimeoutMilliseconds {
+            guard (100...600_000).contains(openTimeoutMilliseconds) else {
+                throw ValidationError("--open-timeout-ms must be from 100 to 600000")
+            }
+            settings.output.openTimeoutMilliseconds = openTimeoutMilliseconds
+        }
         if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
         if let logLevel { settings.logLevel = try DaemonConfiguration.logLevel(logLevel, "--log-level") }
         return settings
@@ -92,6 +101,7 @@ struct Tonearmd: AsyncParsableCommand {
         logger.info("starting", metadata: [
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
             "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
+            "open_timeout_ms": "\(output.openTimeoutMilliseconds)",
         ])
         // SIGHUP (a closed terminal, or a reload by habit) must not kill the daemon without
         // cleanup: it is ignored; there is no configuration reload yet.

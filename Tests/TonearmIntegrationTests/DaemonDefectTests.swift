@@ -138,6 +138,52 @@ extension DaemonTests {
             #expect(outcomes[-32002, default: 0] > 0, "some seeks were overtaken: \(outcomes)")
         }
 
+        /// 9. A device whose open never returns (a FIFO nobody reads): each load is answered
+        /// `device_unavailable` within `output.open_timeout_ms`, the stuck open does not pile up
+        /// threads or hold later loads, SIGTERM ends the daemon at once, and once the device
+        /// answers again a load plays.
+        @Test func aDeviceOpenThatNeverReturnsHoldsNothingUp() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let fifo = dir.path("out.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let device = "file:'\(fifo)',raw"
+            for reader in [false, true] {
+                let daemon = try DaemonProcess(arguments: ["--device", device, "--open-timeout-ms", "500"])
+                let client = try daemon.connect()
+                let threadsBefore = try ProcessResources(pid: daemon.process.processIdentifier).threads
+                for attempt in 0..<4 {
+                    let started = Date()
+                    let load = try client.call("load", ["url": Fixtures.path("tone.wav"), "play": attempt % 2 == 0])
+                    let took = Date().timeIntervalSince(started)
+                    #expect(load.errorCode == -32001, "attempt \(attempt): \(load)")
+                    #expect(load.errorData?["kind"] as? String == "device_unavailable")
+                    #expect(load.errorMessage?.contains(fifo) == true, "\(load)")
+                    #expect(took < 2, "answered in \(took) s")
+                }
+                #expect(try client.call("ping")["result"] as? String == "pong")
+                let threadsAfter = try ProcessResources(pid: daemon.process.processIdentifier).threads
+                #expect(threadsAfter <= threadsBefore + 1, "one stuck open at most: \(threadsBefore) → \(threadsAfter)")
+                if reader {
+                    // A reader shows up: the stuck open returns (and is closed by its own thread);
+                    // the next load opens the device.
+                    let fd = open(fifo, O_RDONLY | O_NONBLOCK)
+                    #expect(fd >= 0)
+                    defer { close(fd) }
+                    var loaded: [String: Any] = [:]
+                    for _ in 0..<40 {
+                        loaded = try client.call("load", ["url": Fixtures.path("tone.wav")])
+                        if loaded.stateName == "ready" { break }
+                        usleep(50_000)
+                    }
+                    #expect(loaded.stateName == "ready", "\(loaded)")
+                }
+                let started = Date()
+                #expect(daemon.terminate(timeout: 5) == 0)
+                #expect(Date().timeIntervalSince(started) < 3, "SIGTERM is not held up by the stuck open")
+            }
+        }
+
         /// 10. `load` with a start at or past the end lands at the end instead of failing.
         @Test func loadWithAStartPastTheEndLandsAtTheEnd() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "8"])

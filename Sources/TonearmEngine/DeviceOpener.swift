@@ -1,0 +1,66 @@
+import Foundation
+
+/// One device open carried out on a helper thread. A device open can block for good (a `file:`
+/// device on a FIFO nobody reads, a network sink that does not answer, a wedged driver), and
+/// the output thread must stay free to take later loads, stops and shutdown. So the output
+/// thread waits for the helper at most `output.open_timeout_ms`; past that the open is
+/// *abandoned*: the helper keeps the handle it may still get and closes it itself.
+///
+/// `@unchecked Sendable`: both fields are read and written only with the engine lock held. The
+/// handle inside `result` crosses from the helper thread to the output thread once, through
+/// that lock; an abandoned open's handle never leaves the helper thread.
+final class DeviceOpenAttempt: @unchecked Sendable {
+    /// Set by the helper thread when the open returned (engine lock held).
+    var result: Result<AlsaOutput, EngineFailure>?
+    /// Set by the output thread when it stopped waiting (engine lock held).
+    var abandoned = false
+}
+
+extension EngineControl {
+    var openTimeout: Double { Double(max(configuration.openTimeoutMilliseconds, 100)) / 1000 }
+
+    /// Opens the device for `requested` on a helper thread and waits for it, at most the open
+    /// timeout, and no longer once the engine shuts down. Output thread, lock held (released
+    /// while waiting). While an abandoned open has not returned, no other is started: the device
+    /// is known not to answer, and threads must not pile up behind it.
+    func openDevice(_ requested: PCMFormat) -> Result<AlsaOutput, EngineFailure> {
+        let device = configuration.device
+        if stuckOpen != nil {
+            return .failure(EngineFailure(.deviceUnavailable,
+                                          "audio device '\(device)' did not answer an open within "
+                                          + "\(configuration.openTimeoutMilliseconds) ms and still has not"))
+        }
+        let attempt = DeviceOpenAttempt()
+        let bufferMilliseconds = configuration.bufferMilliseconds
+        Self.startThread(named: "tonearm-open") { [self] in
+            let result: Result<AlsaOutput, EngineFailure>
+            do throws(EngineFailure) {
+                result = .success(try AlsaOutput.open(device: device, requested: requested,
+                                                      bufferMilliseconds: bufferMilliseconds))
+            } catch {
+                result = .failure(error)
+            }
+            lock.lock()
+            guard attempt.abandoned else {
+                attempt.result = result
+                lock.wakeOutput()
+                lock.unlock()
+                return
+            }
+            if stuckOpen === attempt { stuckOpen = nil }
+            lock.unlock()
+            // Nobody waits for this handle any more: it is closed here, where it was opened.
+            if case .success(let output) = result { output.close() }
+        }
+        let deadline = EngineLock.now() + openTimeout
+        while attempt.result == nil, !shuttingDown, EngineLock.now() < deadline {
+            lock.waitOutput(untilMonotonic: deadline)
+        }
+        if let result = attempt.result { return result }
+        attempt.abandoned = true
+        stuckOpen = attempt
+        return .failure(EngineFailure(.deviceUnavailable,
+                                      "audio device '\(device)' did not answer an open within "
+                                      + "\(configuration.openTimeoutMilliseconds) ms"))
+    }
+}
