@@ -59,10 +59,10 @@ public final class ControlServer: Service, Sendable {
             server = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 // Out of file descriptors, accept fails at once and would be retried at once, for
-                // ever: the backoff handler waits a moment instead of spinning a core.
+                // ever: accepting pauses for a moment instead of spinning a core.
                 .serverChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler())
+                        try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(logger: logger))
                     }
                 }
                 .childChannelOption(.allowRemoteHalfClosure, value: true)

@@ -247,6 +247,41 @@ extension DaemonTests {
             #expect(daemon.log.contains("--socket needs a path"), "\(daemon.log)")
         }
     
+        /// 8. Out of file descriptors, accept pauses instead of spinning a core, and the daemon
+        /// serves the clients it has and takes new ones once descriptors are free again.
+        @Test func runningOutOfDescriptorsDoesNotSpin() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let pid = daemon.process.processIdentifier
+            let first = try daemon.connect()
+            #expect(try first.call("ping")["result"] as? String == "pong")
+            // A descriptor table with room for a few more clients only.
+            let inUse = try ProcessResources(pid: pid).fileDescriptors
+            // Glibc's prlimit(2) wrapper is not visible to Swift; util-linux's prlimit(1) is its front.
+            let prlimit = Process()
+            prlimit.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            prlimit.arguments = ["--pid", "\(pid)", "--nofile=\(inUse + 6):\(inUse + 6)"]
+            try prlimit.run()
+            prlimit.waitUntilExit()
+            #expect(prlimit.terminationStatus == 0)
+            var clients: [LineClient] = []
+            for _ in 0..<20 { clients.append(try LineClient(path: daemon.socketPath)) }
+            usleep(300_000)
+            let before = try ProcessResources.cpuSeconds(pid: pid)
+            usleep(1_500_000)
+            let used = try ProcessResources.cpuSeconds(pid: pid) - before
+            #expect(used < 0.3, "the daemon used \(used) s of CPU in 1.5 s while out of descriptors")
+            #expect(try first.call("ping")["result"] as? String == "pong", "connected clients are still served")
+            #expect(daemon.log.contains("cannot accept a client"), "\(daemon.log)")
+            // Room again: the waiting clients are taken and served.
+            clients.removeAll()
+            var answered = false
+            for _ in 0..<40 where !answered {
+                answered = (try? LineClient(path: daemon.socketPath).call("ping")["result"] as? String) == "pong"
+                if !answered { usleep(100_000) }
+            }
+            #expect(answered, "a new client is served once descriptors are free")
+        }
+
         /// 8. Clients beyond `control.max_clients` are told so and closed; the others are served,
         /// and a place that frees up is taken again.
         @Test func clientsBeyondTheLimitAreToldAndClosed() throws {

@@ -33,5 +33,16 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
         }
     }
 
+    /// User plus system CPU time the process has used so far, in seconds (/proc/PID/stat).
+    public static func cpuSeconds(pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+        let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     public var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }
 }
