@@ -8,6 +8,9 @@ final class AlsaOutput {
     let canPause: Bool
     let periodFrames: Int
     let bufferFrames: Int
+    /// What ALSA complained of while the open still succeeded (a `file:` device that could not
+    /// create its file): the likely cause of a later failure.
+    let openingComplaint: String?
     private var pcm: OpaquePointer?
 
     enum WriteOutcome {
@@ -19,23 +22,36 @@ final class AlsaOutput {
     }
 
     private init(device: String, pcm: OpaquePointer, format: PCMFormat, canPause: Bool,
-                 periodFrames: Int, bufferFrames: Int) {
+                 periodFrames: Int, bufferFrames: Int, openingComplaint: String?) {
         self.device = device
         self.pcm = pcm
         self.format = format
         self.canPause = canPause
         self.periodFrames = periodFrames
         self.bufferFrames = bufferFrames
+        self.openingComplaint = openingComplaint
     }
 
     deinit { close() }
 
-    static func describe(_ code: Int32) -> String { String(cString: snd_strerror(code)) }
+    /// `code` in words, with what ALSA itself said on this thread since the call began, if
+    /// anything: a plugin's -EIO is only explained there (a `file:` device's unwritable path).
+    static func describe(_ code: Int32, orElse complaint: String? = nil) -> String {
+        let words = String(cString: snd_strerror(code))
+        // The complaint at the open names the cause; what ALSA says now is often its consequence.
+        let saidNow = AlsaMessages.take()
+        guard let said = complaint ?? saidNow, !said.isEmpty else { return words }
+        return "\(words) (\(said))"
+    }
+
+    /// A failure of this open device, explained by what ALSA said now or at the open.
+    private func describe(_ code: Int32) -> String { Self.describe(code, orElse: openingComplaint) }
 
     /// Opens `device` as close to `requested` as it allows. The sample type falls back to the
     /// others (the decoder converts to whatever was granted); rate and channels take the nearest.
     static func open(device: String, requested: PCMFormat, bufferMilliseconds: Int) throws(EngineFailure) -> AlsaOutput {
         tonearm_alsa_silence_errors()
+        AlsaMessages.clear()
         var handle: OpaquePointer?
         let openResult = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0)
         guard openResult >= 0, let pcm = handle else {
@@ -100,7 +116,8 @@ final class AlsaOutput {
 
         let granted = PCMFormat(sampleType: sampleType, sampleRate: Int(rate), channels: Int(channels))
         return AlsaOutput(device: device, pcm: pcm, format: granted, canPause: canPause,
-                          periodFrames: max(Int(period), 64), bufferFrames: Int(buffer))
+                          periodFrames: max(Int(period), 64), bufferFrames: Int(buffer),
+                          openingComplaint: AlsaMessages.take() ?? FileDeviceCheck.problem(device: device))
     }
 
     /// Blocking write of up to `frames` interleaved frames. Recovers from xruns and suspend.
@@ -112,11 +129,11 @@ final class AlsaOutput {
         if code == -tonearm_errno_eagain() || code == -tonearm_errno_eintr() { return .wrote(0) }
         if code == -tonearm_errno_ebadfd() {
             // After drop/drain the PCM sits in SETUP; recover() cannot leave it, prepare() does.
-            return snd_pcm_prepare(pcm) >= 0 ? .recovered : .lost(Self.describe(code))
+            return snd_pcm_prepare(pcm) >= 0 ? .recovered : .lost(describe(code))
         }
-        if code == -tonearm_errno_enodev() { return .lost(Self.describe(code)) }
+        if code == -tonearm_errno_enodev() { return .lost(describe(code)) }
         if snd_pcm_recover(pcm, code, 1) >= 0 { return .recovered }
-        return .lost(Self.describe(code))
+        return .lost(describe(code))
     }
 
     /// Frames written but not yet heard.

@@ -12,7 +12,11 @@ extension EngineControl {
     /// A caller's command whose first chunk has not been reached yet already decides where
     /// playback goes on: it is kept. Lock held.
     func rewindToHeard(now: Double) {
-        let heard = clock.heard(now: now)
+        rewind(to: clock.heard(now: now), now: now)
+    }
+
+    /// Playback stands at `heard`, and the decoder starts again from there (see `rewindToHeard`).
+    func rewind(to heard: (itemID: Int, frame: Int64, sampleRate: Int), now: Double) {
         clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: now)
         clock.consuming = false
         guard outputEpoch == epoch, let item = knownItem(heard.itemID) else { return }
@@ -22,17 +26,31 @@ extension EngineControl {
     }
 
     /// The device failed for good: pause at what was heard, close the handle, schedule a reopen.
+    /// A device that came back unannounced and failed again the same way, with nothing asked
+    /// since, is still the loss already announced: it is not announced again (once per change).
     func deviceWasLost(reason: String, _ state: inout OutputState) {
         let now = EngineLock.now()
-        rewindToHeard(now: now)
+        let unconfirmed = state.unconfirmedRestore
+        state.unconfirmedRestore = nil
+        let sameLossAgain = unconfirmed != nil && state.announcedLoss?.reason == reason
+            && state.announcedLoss?.intent == intent
+        if sameLossAgain, let from = unconfirmed?.from {
+            // The device never worked since it came back: nothing it took was heard.
+            rewind(to: from, now: now)
+        } else {
+            rewindToHeard(now: now)
+        }
         resumeOnRestore = playRequested && configuration.resumeAfterInterruption
         playRequested = false
         deviceLostReason = reason
         nextReopenAt = now + reopenInterval
         let heard = clock.position(now: now)
-        post(.deviceLost(itemID: heard.itemID,
-                         EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
-                         intent: intent))
+        if !sameLossAgain {
+            state.announcedLoss = (reason, intent)
+            post(.deviceLost(itemID: heard.itemID,
+                             EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
+                             intent: intent))
+        }
         publish {
             $0.timeControlStatus = .paused
             $0.currentTime = heard.seconds
@@ -72,8 +90,14 @@ extension EngineControl {
             let resume = resumeOnRestore || playRequested
             resumeOnRestore = false
             playRequested = resume
-            if resume { playRequestedAt = EngineLock.now() }
-            post(.deviceRestored(itemID: itemID, resumes: resume, intent: intent))
+            if resume {
+                // Announced once the device took a buffer's worth (see `unconfirmedRestore`);
+                // until then it says nothing, so a device failing the same way each time is quiet.
+                let now = EngineLock.now()
+                state.unconfirmedRestore = (reopened.bufferFrames + reopened.periodFrames, clock.heard(now: now))
+            } else {
+                post(.deviceRestored(itemID: itemID, resumes: false, intent: intent))
+            }
             lock.wakeAll()
             return
         }
@@ -84,6 +108,20 @@ extension EngineControl {
             playRequested = false
             resumeOnRestore = true
             post(.deviceLost(itemID: itemID, EngineFailure(.deviceLost, failure), intent: intent))
+        }
+    }
+
+    /// The device came back and took a buffer's worth (or played to the end): announce it.
+    func confirmRestore(_ state: inout OutputState, itemID: Int) {
+        guard state.unconfirmedRestore != nil else { return }
+        state.unconfirmedRestore = nil
+        state.announcedLoss = nil
+        post(.deviceRestored(itemID: itemID, resumes: true, intent: intent))
+        if playRequested {
+            publish {
+                $0.timeControlStatus = .playing
+                $0.isPlaybackLikelyToKeepUp = true
+            }
         }
     }
 }

@@ -24,6 +24,14 @@ extension EngineControl {
         var paceAnchor = 0.0
         var pacedFrames = 0
         var gain = GainStage()
+        /// After a reopen that resumes playing: the frames the device must take (a buffer's
+        /// worth) before `device_restored` is announced, and where playback stood when it came
+        /// back. A device that opens and then fails within its first buffer (a `file:` device on
+        /// an unwritable path) is not announced as back, and what it took was never heard.
+        var unconfirmedRestore: (framesToGo: Int, from: (itemID: Int, frame: Int64, sampleRate: Int))?
+        /// The last loss announced, and the play/pause intent then: the same loss again, before
+        /// the device took a frame and with no play or pause since, is not announced again.
+        var announcedLoss: (reason: String, intent: Int)?
     }
 
     func startOutputThread() {
@@ -56,6 +64,11 @@ extension EngineControl {
                 continue
             }
             if !playRequested {
+                if state.unconfirmedRestore != nil {
+                    // Paused before the restored device proved itself: it is back, not resuming.
+                    state.unconfirmedRestore = nil
+                    post(.deviceRestored(itemID: heardItemID ?? 0, resumes: false, intent: intent))
+                }
                 // Pausing the device releases the lock: anything that came meanwhile is looked at
                 // before sleeping, or its wake-up would be lost.
                 if !pauseDevice(&state) { lock.waitOutput() }
@@ -252,6 +265,8 @@ extension EngineControl {
         state.paceAnchor = clock.heldAt
         state.pacedFrames = clock.heldFrames
         state.waitingReported = false
+        // A device back from a loss is not playing until it proved itself (`confirmRestore`).
+        guard state.unconfirmedRestore == nil else { return }
         publish {
             $0.timeControlStatus = .playing
             $0.isPlaybackLikelyToKeepUp = true
@@ -298,6 +313,7 @@ extension EngineControl {
             clock.consuming = false
             chainEndedAfter = ended
             playRequested = false
+            confirmRestore(&state, itemID: ended)
             post(.didPlayToEnd(itemID: ended))
             let position = Double(heard.frame) / Double(heard.sampleRate)
             publish {
@@ -373,6 +389,10 @@ extension EngineControl {
             clock.wrote(itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
                         sampleRate: format.sampleRate)
             head.written += count
+            if let restore = state.unconfirmedRestore {
+                state.unconfirmedRestore?.framesToGo -= count
+                if restore.framesToGo <= count { confirmRestore(&state, itemID: head.itemID) }
+            }
             let writtenAt = EngineLock.now()
             if configuration.pace {
                 state.pacedFrames += count

@@ -92,6 +92,44 @@ extension DaemonTests {
             #expect(try client.call("status").result?["interruption"] == nil)
         }
 
+        /// A `file:` device on a path that cannot be written opens fine and fails at the first
+        /// write, every time: the loss is announced once, with its cause, not every retry.
+        @Test func anUnwritableFileDeviceSaysWhyOnce() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let path = dir.path("missing/out.raw")
+            let daemon = try DaemonProcess(arguments: ["--device", "file:'\(path)',raw", "--pace",
+                                                       "--reopen-interval-ms", "150"])
+            let watcher = try daemon.connect()
+            #expect(try watcher.call("subscribe", ["events": ["transition", "performance"]]).result != nil)
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
+            let lost = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_lost" },
+                                                          { $0.transitionTo == "paused" }])
+            let reason = try #require(lost.first { $0.performanceEvent == "device_lost" }?["reason"] as? String)
+            #expect(reason.contains(path) && reason.contains("No such file or directory"), "\(reason)")
+            // A dozen retries later: nothing more was announced, and status still says why.
+            usleep(2_000_000)
+            #expect(try client.call("ping")["result"] as? String == "pong")
+            var more: [[String: Any]] = []
+            while let message = try? watcher.readJSON(timeout: 0.2) { more.append(message) }
+            #expect(more.isEmpty, "announced again: \(more)")
+            let status = try #require(client.call("status").result)
+            #expect(status.name == "paused" && (status["interruption"] as? String)?.contains(path) == true, "\(status)")
+            // Asking to play again is answered: the same loss, announced once more.
+            _ = try client.call("play")
+            let again = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_lost" },
+                                                           { $0.transitionTo == "paused" }])
+            #expect(again.filter { $0.performanceEvent == "device_lost" }.count == 1)
+            #expect(!again.contains { $0.performanceEvent == "device_restored" }, "\(again)")
+            // The directory appears: the device comes back and plays to the end.
+            try FileManager.default.createDirectory(atPath: dir.path("missing"), withIntermediateDirectories: true)
+            _ = try client.call("play")
+            let rest = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_restored" },
+                                                          { $0.transitionTo == "ended" }])
+            #expect(rest.contains { $0.performanceEvent == "device_restored" })
+        }
+
         @Test func withoutResumeAfterInterruptionTheDeviceComesBackPaused() throws {
             let device = try FaultDevice(speed: 2)
             defer { device.remove() }
