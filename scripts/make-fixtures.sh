@@ -19,6 +19,9 @@ ff -i tone.wav -c:a aac -b:a 96k "${tags[@]}" tone.m4a
 ff -f lavfi -i "sine=frequency=1000:sample_rate=48000:duration=2" -c:a pcm_s16le mono48k.wav
 ff -f lavfi -i "testsrc=size=160x120:rate=10:duration=2" -f lavfi -i "sine=frequency=500:sample_rate=44100:duration=2" \
    -c:v libx264 -pix_fmt yuv420p -c:a aac -b:a 64k -shortest video.mp4
+# Matroska whose audio starts at 30 s, after a one-frame video at 0: the audio's own extent is 5 s.
+ff -f lavfi -i "color=c=black:size=16x16:rate=1:duration=1" -itsoffset 30 -f lavfi -i "sine=frequency=440:sample_rate=8000:duration=5" \
+   -map 0:v -map 1:a -c:v libx264 -pix_fmt yuv420p -c:a flac -ac 1 late-audio.mkv
 # 24-bit FLAC: decodes to s32.
 ff -f lavfi -i "sine=frequency=440:sample_rate=96000:duration=1" -ac 2 -c:a flac -sample_fmt s32 hires.flac
 

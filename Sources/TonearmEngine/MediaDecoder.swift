@@ -129,7 +129,15 @@ final class MediaDecoder {
 
         var duration: Double?
         if context.pointee.duration > 0 {
-            duration = Double(context.pointee.duration) / Double(AV_TIME_BASE)
+            // The audio stream's own extent (positions count from its first sample), not the
+            // container's: another stream may start long before it. FFmpeg's duration runs from
+            // the container's first timestamp, except Matroska's, which runs from 0.
+            let containerDuration = Double(context.pointee.duration) / Double(AV_TIME_BASE)
+            let containerStart = context.pointee.start_time == tonearm_av_nopts_value()
+                ? 0 : Double(context.pointee.start_time) / Double(AV_TIME_BASE)
+            let isMatroska = String(cString: context.pointee.iformat.pointee.name).hasPrefix("matroska")
+            let end = isMatroska ? containerDuration : containerStart + containerDuration
+            duration = max(0, end - Double(streamStart) * av_q2d(stream.pointee.time_base))
         } else if stream.pointee.duration > 0 {
             duration = Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base)
         }
@@ -160,6 +168,7 @@ final class MediaDecoder {
             switch code {
             case ENOENT, ENOTDIR: throw EngineFailure(.fileNotFound, "no such file: \(path)")
             case EACCES: throw EngineFailure(.permissionDenied, "permission denied: \(path)")
+            case ENAMETOOLONG: throw EngineFailure(.invalidPath, "file name too long: \(path.prefix(80))…")
             default: throw EngineFailure(.ioError, "cannot open \(path): \(String(cString: strerror(code)))")
             }
         }

@@ -13,6 +13,7 @@ extension PlaybackError {
         case .ioError: .ioError
         case .deviceUnavailable: .deviceUnavailable
         case .deviceLost: .deviceLost
+        case .invalidPath: .invalidRequest
         }
         self.init(kind, failure.message)
     }

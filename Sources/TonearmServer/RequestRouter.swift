@@ -242,17 +242,29 @@ struct RequestRouter: Sendable {
     /// An absolute path or a file:// URL. Relative paths are refused: the daemon's working
     /// directory is not the client's (tonearmctl makes paths absolute before sending).
     static func mediaURL(_ text: String) throws -> URL {
-        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
-        if let url = URL(string: text), url.scheme == "file" {
+        if text.hasPrefix("/") { return try checkedFileURL(text) }
+        // Schemes are case-insensitive (RFC 3986): FILE:///x is file:///x.
+        if let url = URL(string: text), url.scheme?.lowercased() == "file" {
             guard !url.path.isEmpty else {
                 throw RPC.Failure(.invalidParams, "invalid params: the file URL '\(text)' names no path, or its path is not valid UTF-8 once decoded")
             }
-            return url
+            return try checkedFileURL(url.path)
         }
         if let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty {
             throw RPC.Failure(.invalidParams, "invalid params: only local files are supported, not '\(scheme)' URLs")
         }
         throw RPC.Failure(.invalidParams, "invalid params: url must be an absolute path or a file:// URL, not '\(text)'")
+    }
+
+    /// A path no file system can hold is a bad request, not a file that may appear later.
+    private static func checkedFileURL(_ path: String) throws -> URL {
+        if path.utf8.count >= Int(PATH_MAX) {
+            throw RPC.Failure(.invalidParams, "invalid params: the path is \(path.utf8.count) bytes long; at most \(PATH_MAX - 1) are possible")
+        }
+        if let long = path.split(separator: "/").first(where: { $0.utf8.count > Int(NAME_MAX) }) {
+            throw RPC.Failure(.invalidParams, "invalid params: the file name '\(long.prefix(40))…' is \(long.utf8.count) bytes long; at most \(NAME_MAX) are possible")
+        }
+        return URL(fileURLWithPath: path)
     }
 }
 

@@ -39,7 +39,6 @@ extension DaemonTests {
                 (dir.path("pipe.mp3"), "unsupported_format", "FIFO"),
                 ("/dev/zero", "unsupported_format", "device"),
                 (dir.path("loop-a.wav"), "io_error", "symbolic links"),
-                (longPath, "io_error", "too long"),
                 (dir.path("missing.wav/child.wav"), "file_not_found", "no such file"),
             ]
             for (path, kind, words) in expectations {
@@ -58,8 +57,33 @@ extension DaemonTests {
             for bad in ["relative/tone.wav", "", "http://example.com/a.mp3", "file://"] {
                 #expect(try client.call("load", ["url": bad]).errorCode == -32602, "\(bad)")
             }
+            // A path no file system can hold is a bad request, never worth a retry.
+            for tooLong in [longPath, dir.path(String(repeating: "n", count: 256) + ".wav")] {
+                let answer = try client.call("load", ["url": tooLong])
+                #expect(answer.errorCode == -32602 && answer.errorMessage?.contains("bytes long") == true, "\(answer)")
+            }
+            // URL schemes are case-insensitive.
+            #expect(try client.call("load", ["url": "FILE://" + Fixtures.path("tone.wav")]).stateName == "ready")
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
             #expect(daemon.process.isRunning)
+        }
+
+        /// A Matroska file whose audio starts at 30 s (a video frame at 0): duration and seek
+        /// range are the audio's own 5 s, not the container's 35.
+        @Test func lateAudioHasItsOwnDurationAndSeekRange() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "8"])
+            let client = try daemon.connect()
+            let loaded = try client.call("load", ["url": Fixtures.path("late-audio.mkv")])
+            #expect(loaded.stateName == "ready", "\(loaded)")
+            let duration = try #require(client.call("status").result?["duration"] as? Double)
+            #expect(abs(duration - 5) < 0.05, "duration \(duration)")
+            let past = try client.call("seek", ["position": 20])
+            #expect((past.result?["position"] as? Double ?? 99) <= duration + 0.001, "\(past)")
+            let near = try client.call("seek", ["position": 4])
+            #expect(abs((near.result?["position"] as? Double ?? 0) - 4) < 0.01, "\(near)")
+            #expect(try client.call("play").stateName == "playing")
+            let ended = try waitForStatus(client) { $0.name == "ended" }
+            #expect(abs((ended["position"] as? Double ?? 0) - duration) < 0.05, "\(ended)")
         }
 
         @Test func garbageIsRefusedOrPlayedWithinBounds() throws {
