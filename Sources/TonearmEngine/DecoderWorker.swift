@@ -335,16 +335,21 @@ extension EngineControl {
             state.pendingPosition += Int64(count)
         }
         let ending = state.endPending && state.pendingFrames == 0
-        // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and any
-        // chunk when the output has nothing, so a slow source never starves it needlessly.
-        if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil || pipe.isEmpty {
+        // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
+        // the output has nothing, a half-full one, so a slow source does not starve it, while a
+        // fast one is not handed over frame by frame (each hand-off wakes the output thread).
+        let outputHasNothing = pipe.isEmpty
+        if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
+            || (outputHasNothing && chunk.frames >= chunk.capacityFrames / 2) {
             chunk.endsItem = ending
             pipe.push(chunk)
             state.fill = nil
             if ending {
                 state.endPending = false
             }
-            lock.wakeOutput()
+            // The output needs waking only when it may be waiting for this chunk: it had nothing,
+            // or the chunk starts a run. Otherwise it reaches the chunk in its own time.
+            if outputHasNothing || chunk.runStart != nil { lock.wakeOutput() }
         }
     }
 }
