@@ -50,10 +50,12 @@ public final class Player: Sendable {
     public let machine: PlaybackStateMachine
     public let engine: PlayerEngine
     public let performance: PerformanceObserver
-    private let model: Locked<Model>
+    let model: Locked<Model>
     private let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
-    private let logger: Logger
+    let logger: Logger
     private let tokens = Locked<[ObservationToken]>([])
+    /// Told of changes worth saving (the state keeper); set once at start.
+    private let changeObserverBox = Locked<PlayerChangeObserver?>(nil)
     /// Tags of queued files (titles for `queue`, albums for ReplayGain's `auto`).
     let tags = TagReader()
 
@@ -115,6 +117,11 @@ public final class Player: Sendable {
     // MARK: Reading
 
     public var state: PlaybackState { machine.currentState }
+
+    public var changeObserver: PlayerChangeObserver? {
+        get { changeObserverBox.withLock { $0 } }
+        set { changeObserverBox.withLock { $0 = newValue } }
+    }
 
     public var status: PlayerStatus {
         model.withLock { m in
@@ -227,12 +234,12 @@ public final class Player: Sendable {
 
     /// Opens queue item `id`; `play` nil keeps the current play state. A file that fails is
     /// skipped (an `item_failed` event) and the queue goes on.
-    private func jump(to id: Int, play: Bool?, reason: ItemReason) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+    func jump(to id: Int, play: Bool?, reason: ItemReason, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
                 let state = machine.currentState
                 let playing = play ?? (state == .playing || state.isResumingPlaying)
-                open(&m, queueID: id, start: 0, skipsFailures: true, play: playing, reason: reason, waiter: continuation)
+                open(&m, queueID: id, start: start, skipsFailures: true, play: playing, reason: reason, waiter: continuation)
             }
         }
         switch outcome {
@@ -542,6 +549,7 @@ public final class Player: Sendable {
             if let delta { newLevel += delta }
             m.volume = min(max(newLevel, 0), 100)
             engine.setVolume(Self.factor(m.volume))
+            changeObserver?.playerChanged()
             return m.volume
         }
     }
@@ -558,6 +566,7 @@ public final class Player: Sendable {
             if let mode { m.replayGain.mode = mode }
             if let preampDB { m.replayGain.preampDB = preampDB }
             engine.setReplayGain(m.replayGain)
+            changeObserver?.playerChanged()
             return m.replayGain
         }
     }
@@ -706,12 +715,15 @@ public final class Player: Sendable {
         queueEvents.yield(.item(id: queueID, url: item.url, reason: m.reasons[engineID] ?? .user))
     }
 
-    private func publishQueue(_ m: Model) {
+    func publishQueue(_ m: Model) {
         queueEvents.yield(.queue(version: m.queue.version))
+        changeObserver?.playerChanged()
     }
 
     /// Stops playback and waits until the device is closed (shutdown).
     public func shutdown() async {
+        // The state as it stands is the one to keep, not the stop that follows.
+        await changeObserver?.playerWillShutDown()
         _ = try? stop()
         tags.shutdown()
         engine.shutdown()

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TOMLKit
 import TonearmEngine
+import TonearmPlayer
 
 /// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,
 /// then flags, each overriding the one before.
@@ -14,6 +15,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var replayGain = ReplayGainSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
     public var maxClients = 256
+    /// Where the state file lives (`state.directory`); nil: `StateFile.defaultDirectory`.
+    public var stateDirectory: String?
+    /// How a restart resumes (`state.resume`).
+    public var resume = ResumeMode.paused
+    /// How often the position is saved while playing (`state.save_interval_s`).
+    public var saveIntervalSeconds = 5.0
     public var logLevel: Logger.Level = .info
 
     public init() {}
@@ -42,7 +49,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "log"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "state", "log"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -98,6 +105,33 @@ public struct DaemonConfiguration: Sendable, Equatable {
             for key in control.keys {
                 guard key == "max_clients" else { throw Invalid("\(source): unknown key 'control.\(key)'") }
                 config.maxClients = try integer(control[key]!, "control.max_clients", source, 1...65_536)
+            }
+        }
+        if let state = table["state"] {
+            guard let state = state.table else { throw Invalid("\(source): [state] must be a table") }
+            for key in state.keys {
+                let value = state[key]!
+                switch key {
+                case "directory":
+                    let directory = try string(value, "state.directory", source)
+                    guard directory.isEmpty || directory.hasPrefix("/") else {
+                        throw Invalid("\(source): state.directory must be an absolute path, or \"\" for the default")
+                    }
+                    config.stateDirectory = directory.isEmpty ? nil : directory
+                case "resume":
+                    let text = try string(value, "state.resume", source)
+                    guard let mode = ResumeMode(rawValue: text) else {
+                        throw Invalid("\(source): state.resume must be paused, playing or off, not '\(text)'")
+                    }
+                    config.resume = mode
+                case "save_interval_s":
+                    let seconds = try number(value, "state.save_interval_s", source)
+                    guard seconds.isFinite, (0.1...3600).contains(seconds) else {
+                        throw Invalid("\(source): state.save_interval_s must be a number from 0.1 to 3600")
+                    }
+                    config.saveIntervalSeconds = seconds
+                default: throw Invalid("\(source): unknown key 'state.\(key)'")
+                }
             }
         }
         if let log = table["log"] {

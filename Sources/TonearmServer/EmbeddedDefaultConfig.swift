@@ -53,6 +53,18 @@ preamp_db = 0.0
 # so that a runaway script cannot take every file descriptor (the systemd unit allows 1024).
 max_clients = 256
 
+[state]
+# Where the queue, the position, play/pause, volume, ReplayGain and queue options are kept, so a
+# restart, a crash or a power cut comes back where it was (state.json, written atomically). ""
+# is the default: $STATE_DIRECTORY when systemd sets it (StateDirectory=), else /var/lib/tonearm
+# for root, else $XDG_STATE_HOME/tonearm (~/.local/state/tonearm). (--state-directory)
+directory = ""
+# What a restart does: "paused" loads the current item at its position, paused; "playing" also
+# plays on if it was playing; "off" brings back the queue, volume and options, nothing loaded.
+resume = "paused"
+# While playing, the position is saved this often (seconds); every other change at once.
+save_interval_s = 5.0
+
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)
 level = "info"

@@ -51,7 +51,8 @@ final class RunningDaemon {
         directory = try TemporaryDirectory()
         socket = directory.path("s.sock")
         let start = monotonic()
-        child = try Child.spawn(binary, ["--socket", socket, "--log-level", "error"] + arguments, log: directory.path("log"))
+        child = try Child.spawn(binary, ["--socket", socket, "--log-level", "error",
+                                             "--state-directory", directory.path("state")] + arguments, log: directory.path("log"))
         while (try? LineClient(path: socket)) == nil {
             guard monotonic() - start < 10 else { throw BenchError("tonearmd did not start") }
             usleep(200)

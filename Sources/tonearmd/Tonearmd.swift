@@ -44,6 +44,9 @@ struct Tonearmd: AsyncParsableCommand {
           help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
 
+    @Option(name: .customLong("state-directory"), help: "Where the state file (state.json) is kept.")
+    var stateDirectory: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -78,6 +81,10 @@ struct Tonearmd: AsyncParsableCommand {
             settings.output.openTimeoutMilliseconds = openTimeoutMilliseconds
         }
         if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
+        if let stateDirectory {
+            guard stateDirectory.hasPrefix("/") else { throw ValidationError("--state-directory needs an absolute path") }
+            settings.stateDirectory = stateDirectory
+        }
         if let logLevel { settings.logLevel = try DaemonConfiguration.logLevel(logLevel, "--log-level") }
         return settings
     }
@@ -108,6 +115,11 @@ struct Tonearmd: AsyncParsableCommand {
         signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output)
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
+        let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
+            environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
+        await restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
+        let keeper = StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger)
+        keeper.start()
         let server = ControlServer(socketPath: socketPath, player: player, logger: logger, maxClients: settings.maxClients)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: server)],
@@ -118,6 +130,25 @@ struct Tonearmd: AsyncParsableCommand {
         } catch let error as ServerError {
             logger.critical("\(error.description)")
             throw ExitCode.failure
+        }
+    }
+
+    /// Brings back what the state file holds. A file that cannot be a state is moved aside and
+    /// the daemon starts empty: a bad file never stops it (no crash loop).
+    private func restoreState(_ player: Player, from file: StateFile, resume: ResumeMode, logger: Logger) async {
+        switch file.load() {
+        case .none:
+            logger.info("no saved state yet", metadata: ["file": "\(file.path)"])
+        case .state(let saved):
+            logger.info("resuming", metadata: ["file": "\(file.path)", "items": "\(saved.queue.items.count)",
+                                                "position": "\(saved.position)", "resume": "\(resume.rawValue)"])
+            await player.restore(saved, resume: resume)
+        case .setAside(let reason, let moved):
+            logger.error("the saved state is unusable; starting empty", metadata: [
+                "file": "\(file.path)", "reason": "\(reason)",
+                "kept_as": "\(moved ? file.corruptPath : "(could not be moved)")"])
+        case .unreadable(let reason):
+            logger.warning("cannot read the saved state; starting empty", metadata: ["reason": "\(reason)"])
         }
     }
 }

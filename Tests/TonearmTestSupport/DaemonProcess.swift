@@ -28,6 +28,8 @@ public final class DaemonProcess {
         process.executableURL = URL(fileURLWithPath: Self.binary())
         process.arguments = ["--socket", socketPath] + arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TONEARM_") }
+        // Each daemon keeps its state in its own directory unless a test shares one on purpose.
+        env["STATE_DIRECTORY"] = directory.path("state")
         env.merge(environment) { $1 }
         process.environment = env
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)

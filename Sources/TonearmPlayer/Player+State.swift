@@ -1,0 +1,63 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+
+/// Told of every change worth saving, and of the player's shutdown (see `StateKeeper`).
+public protocol PlayerChangeObserver: AnyObject, Sendable {
+    /// The queue, the current item, the volume or ReplayGain changed. Called with the player
+    /// lock held: it must only note the change.
+    func playerChanged()
+    /// The player is about to stop for good: the state as it is now is the one to keep.
+    func playerWillShutDown() async
+}
+
+extension Player {
+    /// The state to keep across a restart, as it is now.
+    public var savedState: SavedPlayerState {
+        model.withLock { m in
+            let state = machine.currentState
+            var position = 0.0
+            if let current = m.context.currentItem, state.isActive {
+                let heard = engine.heard
+                position = heard.itemID == current ? heard.seconds : 0
+            }
+            let playback: SavedPlayerState.Playback = switch state {
+            case .playing, .seeking(_, .playing), .buffering(.playing): .playing
+            case .loading: m.playOnReady.isEmpty ? .paused : .playing
+            case .ready, .paused, .seeking, .buffering: .paused
+            case .idle, .ended, .failed: .stopped
+            }
+            return SavedPlayerState(queue: m.queue, playback: playback, position: position, volume: m.volume,
+                                    replayGain: m.replayGain)
+        }
+    }
+
+    /// Brings back a saved state at start: the queue, volume and ReplayGain, then (unless `off`)
+    /// the current item at its position, paused, or playing if it was and `resume` is `playing`.
+    /// An item that is gone since fails as any bad item does, and the queue goes on.
+    public func restore(_ saved: SavedPlayerState, resume: ResumeMode) async {
+        let current: Int? = model.withLock { m in
+            m.queue = saved.queue
+            m.volume = saved.volume
+            engine.setVolume(Self.factor(saved.volume))
+            if let replayGain = saved.replayGain {
+                m.replayGain = replayGain
+                engine.setReplayGain(replayGain)
+            }
+            publishQueue(m)
+            tags.request(m.queue.items.map(\.url))
+            return m.queue.currentID
+        }
+        guard resume != .off, let current, saved.playback != .stopped else { return }
+        let play = resume == .playing && saved.playback == .playing
+        do throws(PlayerError) {
+            _ = try await jump(to: current, play: play, reason: .user, start: saved.position)
+            // Ready at the position; a seek there makes it paused, as it was.
+            if !play, queue.currentID == current, state == .ready {
+                _ = try await seek(to: saved.position)
+            }
+        } catch {
+            logger.warning("cannot resume where playback stood", metadata: ["error": "\(error)"])
+        }
+    }
+}

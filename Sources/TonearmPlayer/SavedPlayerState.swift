@@ -1,0 +1,57 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+
+/// What the daemon keeps across a restart, crash or power loss (the state file): the queue with
+/// its ids, current item and options, where playback stood, and the volume and ReplayGain.
+public struct SavedPlayerState: Codable, Sendable, Equatable {
+    /// How playback stood: what `state.resume = "playing"` brings back.
+    public enum Playback: String, Codable, Sendable {
+        case playing, paused, stopped
+    }
+
+    /// The file's format; a file of another format is set aside, not misread.
+    public var format = 1
+    public var queue: PlayQueue
+    public var playback: Playback
+    /// Seconds into the current item.
+    public var position: Double
+    public var volume: Int
+    public var replayGainMode: String
+    public var replayGainPreampDB: Double
+
+    public init(queue: PlayQueue, playback: Playback, position: Double, volume: Int, replayGain: ReplayGainSettings) {
+        self.queue = queue
+        self.playback = playback
+        self.position = position
+        self.volume = volume
+        replayGainMode = replayGain.mode.rawValue
+        replayGainPreampDB = replayGain.preampDB
+    }
+
+    public var replayGain: ReplayGainSettings? {
+        guard let mode = ReplayGainMode(rawValue: replayGainMode), replayGainPreampDB.isFinite,
+              (-15...15).contains(replayGainPreampDB) else { return nil }
+        return ReplayGainSettings(mode: mode, preampDB: replayGainPreampDB)
+    }
+
+    /// Why this state cannot be restored as it is, if it cannot (a file that decodes but holds
+    /// nonsense is as corrupt as one that does not decode; the queue checks itself as it decodes).
+    public var problem: String? {
+        if format != 1 { return "format \(format) is not 1" }
+        if !position.isFinite || position < 0 { return "position \(position) is not a time" }
+        if !(0...100).contains(volume) { return "volume \(volume) is out of 0…100" }
+        if replayGain == nil { return "replay gain '\(replayGainMode)' \(replayGainPreampDB) dB is not valid" }
+        return nil
+    }
+}
+
+/// How a restored daemon resumes (`state.resume`).
+public enum ResumeMode: String, Sendable, CaseIterable {
+    /// The current item is loaded at the saved position, paused.
+    case paused
+    /// As it was: playing if it was playing, else paused.
+    case playing
+    /// The queue, volume and options come back; nothing is loaded.
+    case off
+}
