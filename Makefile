@@ -4,7 +4,7 @@ FFMPEG_LIBS := libavformat libavcodec libswresample libavutil
 .PHONY: test bench bench-build floor fault-device
 
 test:
-	scripts/setup-debian.sh && swift test
+	scripts/setup-debian.sh --tests && swift test
 
 # Builds release, the C floor and the media, then runs the benchmark (docs/performance.md).
 bench: bench-build

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs the C libraries Tonearm builds against (Debian 12). Safe to run again.
+# With --tests, also what the tests drive for real: systemd's tools (systemd-socket-activate,
+# systemd-analyze), strace (the unit's system-call filter) and util-linux's prlimit.
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
+if [ "${1:-}" = "--tests" ]; then
+    packages+=(systemd strace util-linux)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

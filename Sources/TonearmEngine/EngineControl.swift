@@ -114,6 +114,9 @@ final class EngineControl: @unchecked Sendable {
     var chainEndedAfter: Int?
     /// The item of the last chunk handed to the device.
     var lastWrittenItem: Int?
+    /// Frames the device has taken since the engine started: proof that the output thread is not
+    /// wedged (the service watchdog reads it).
+    var framesWrittenTotal = 0
     /// The device's format while it is open (or lost and being reopened); nil when closed.
     var deviceFormat: PCMFormat?
     var deviceOpen = false

@@ -389,6 +389,7 @@ extension EngineControl {
             clock.wrote(itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
                         sampleRate: format.sampleRate)
             head.written += count
+            framesWrittenTotal &+= count
             if let restore = state.unconfirmedRestore {
                 state.unconfirmedRestore?.framesToGo -= count
                 if restore.framesToGo <= count { confirmRestore(&state, itemID: head.itemID) }

@@ -185,6 +185,9 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Stops the threads (the output closes the device). Idempotent.
+    /// Frames the device has taken since the engine started; it grows while audio flows.
+    public var framesWritten: Int { control.lock.withLock { control.framesWrittenTotal } }
+
     public func shutdown() {
         control.lock.withLock {
             control.shuttingDown = true

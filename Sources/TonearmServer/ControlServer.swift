@@ -17,21 +17,33 @@ public final class ControlServer: Service, Sendable {
     public let maxClients: Int
     private let player: Player
     private let logger: Logger
+    /// A listening socket systemd passed (socket activation): served instead of binding
+    /// `socketPath`, and never unlinked (the daemon did not create it).
+    private let inherited: CInt?
     private let ready: (@Sendable () -> Void)?
+    private let stopping: (@Sendable () -> Void)?
+    private let watchdog: Watchdog?
 
-    /// - Parameter ready: called once the socket accepts connections.
+    /// - Parameters:
+    ///   - ready: called once the socket accepts connections.
+    ///   - stopping: called when a graceful shutdown begins.
+    ///   - watchdog: pinged from the event loop while the daemon is healthy.
     public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
-                maxClients: Int = 256, ready: (@Sendable () -> Void)? = nil) {
+                maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
+                stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil) {
         self.socketPath = socketPath
         self.maxClients = maxClients
         self.player = player
         self.logger = logger
         self.maxLineLength = maxLineLength
+        self.inherited = inherited
         self.ready = ready
+        self.stopping = stopping
+        self.watchdog = watchdog
     }
 
     public func run() async throws {
-        try Self.prepareDirectory(for: socketPath)
+        if inherited == nil { try Self.prepareDirectory(for: socketPath) }
         // One event-loop thread is plenty for a control socket and keeps the daemon small.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
@@ -49,14 +61,14 @@ public final class ControlServer: Service, Sendable {
         let player = self.player
         let logger = self.logger
         let connections = OpenConnections()
-        if case .live(let pid) = SocketProbe.probe(socketPath) {
+        if inherited == nil, case .live(let pid) = SocketProbe.probe(socketPath) {
             let who = pid.map { "tonearmd (pid \($0))" } ?? "another process"
             throw ServerError("cannot listen on \(socketPath): \(who) is already serving it; stop it first or choose another --socket")
         }
         let server: any Channel
         do {
             let maxClients = self.maxClients
-            server = try await ServerBootstrap(group: group)
+            let bootstrap = ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 // Out of file descriptors, accept fails at once and would be retried at once, for
                 // ever: accepting pauses for a moment instead of spinning a core.
@@ -82,13 +94,19 @@ public final class ControlServer: Service, Sendable {
                             RPCConnectionHandler(router: router, session: session, maxLineLength: maxLineLength))
                     }
                 }
-                .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true)
-                .get()
+            if let inherited {
+                server = try await bootstrap.withBoundSocket(inherited).get()
+            } else {
+                server = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
+            }
         } catch {
             throw ServerError(SocketProbe.describe(error, path: socketPath))
         }
-        let ours = SocketProbe.identity(socketPath)
-        logger.info("listening", metadata: ["socket": "\(socketPath)"])
+        // Only a socket file this daemon made is removed at the end.
+        let ours = inherited == nil ? SocketProbe.identity(socketPath) : nil
+        logger.info("listening", metadata: ["socket": "\(socketPath)",
+                                             "from": "\(inherited == nil ? "bound here" : "systemd (socket activation)")"])
+        let pings = watchdog?.start(on: server.eventLoop)
         ready?()
 
         // Serve until asked to stop (SIGTERM/SIGINT through the ServiceGroup), or the listener fails.
@@ -101,6 +119,8 @@ public final class ControlServer: Service, Sendable {
             server.close(promise: nil)
         }
         logger.info("shutting down")
+        stopping?()
+        pings?.cancel()
         await connections.closeAll()
         await player.shutdown()
         // Only the socket file this daemon made: never one that replaced it since.

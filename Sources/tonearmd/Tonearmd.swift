@@ -102,8 +102,18 @@ struct Tonearmd: AsyncParsableCommand {
         }
         let logger = Logger(label: "tonearmd")
         // settings.socket already holds --socket, TONEARM_SOCKET or the config's value, in that order.
-        let socketPath = SocketPath.resolve(explicit: settings.socket, environment: ProcessInfo.processInfo.environment,
+        // systemd's side (read once, and removed from the environment): readiness and watchdog
+        // messages, and sockets passed by socket activation.
+        let notifier = SystemdNotifier()
+        let inherited = InheritedSockets()
+        var socketPath = SocketPath.resolve(explicit: settings.socket, environment: ProcessInfo.processInfo.environment,
                                             configured: nil)
+        if let control = inherited.control {
+            socketPath = InheritedSockets.path(of: control.descriptor) ?? "(socket from systemd, fd \(control.descriptor))"
+            for other in inherited.sockets where other != control {
+                logger.warning("ignoring a socket systemd passed", metadata: ["fd": "\(other.descriptor)", "name": "\(other.name)"])
+            }
+        }
         let output = settings.output
         logger.info("starting", metadata: [
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
@@ -120,7 +130,19 @@ struct Tonearmd: AsyncParsableCommand {
         await restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         let keeper = StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger)
         keeper.start()
-        let server = ControlServer(socketPath: socketPath, player: player, logger: logger, maxClients: settings.maxClients)
+        let watchdog = notifier.watchdogInterval.map { interval in
+            Watchdog(interval: interval, player: player, logger: logger) { notifier.send("WATCHDOG=1") }
+        }
+        let server = ControlServer(
+            socketPath: socketPath, player: player, logger: logger, maxClients: settings.maxClients,
+            inherited: inherited.control?.descriptor,
+            ready: { notifier.send("READY=1\nSTATUS=\(Self.describe(player))") },
+            stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
+            watchdog: watchdog)
+        let statusUpdates = notifier.isActive ? Task {
+            for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
+        } : nil
+        defer { statusUpdates?.cancel() }
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: server)],
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -150,5 +172,14 @@ struct Tonearmd: AsyncParsableCommand {
         case .unreadable(let reason):
             logger.warning("cannot read the saved state; starting empty", metadata: ["reason": "\(reason)"])
         }
+    }
+
+    /// What `systemctl status` shows: the state, and what is playing.
+    static func describe(_ player: Player) -> String {
+        let status = player.status
+        let state = status.state.name
+        guard let media = status.media else { return state }
+        let name = [media.artist, media.title].compactMap { $0 }.joined(separator: " – ")
+        return "\(state): \(name.isEmpty ? (media.url as NSString).lastPathComponent : name)"
     }
 }

@@ -220,23 +220,11 @@ extension DaemonTests {
             let path = dir.path("stale.sock")
             // A socket file nobody listens on, as a daemon killed with SIGKILL leaves behind.
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            let bound = bindUnixSocket(fd, path)
             close(fd)
             #expect(bound == 0)
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--socket", path])
-            var client: LineClient?
-            for _ in 0..<400 where client == nil {
-                client = try? LineClient(path: path)
-                if client == nil { usleep(25_000) }
-            }
-            let connected = try #require(client, "the daemon replaced the stale socket: \(daemon.log)")
+            let connected = try #require(LineClient.waitingForSocket(path), "the daemon replaced the stale socket: \(daemon.log)")
             #expect(try connected.call("ping")["result"] as? String == "pong")
         }
 
