@@ -23,8 +23,12 @@ final class ClientSession: Sendable {
     private let tasks = Locked<[Task<Void, Never>]>([])
     private let sentWhileUnwritable = Atomic<Int>(0)
 
-    init(player: Player, channel: any Channel, logger: Logger) {
+    /// What this client may do (`AccessPolicy`), fixed at connection.
+    let access: AccessPolicy.Level
+
+    init(player: Player, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control) {
         self.player = player
+        self.access = access
         self.channel = channel
         self.logger = logger
     }

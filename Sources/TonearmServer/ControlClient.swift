@@ -34,19 +34,29 @@ public struct ControlClient: Sendable {
             let id = JSONValue.number(Double(nextID))
             var data = JSONValue.object(["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]).serialized()
             data.append(UInt8(ascii: "\n"))
-            try await outbound.write(ByteBuffer(bytes: data))
+            do {
+                try await outbound.write(ByteBuffer(bytes: data))
+            } catch {
+                // A daemon that refused the connection (too many clients, not allowed) said why
+                // before closing it: that is the answer, not the failed write.
+                if let message = try? await nextMessage(), let refusal = Self.responseError(message) { throw refusal }
+                throw error
+            }
             while let message = try await nextMessage() {
                 if message["method"] != nil, message["id"] == nil {
                     onNotification(message)
                     continue
                 }
-                if let error = message["error"] {
-                    throw ResponseError(code: Int(error["code"]?.doubleValue ?? 0),
-                                        message: error["message"]?.stringValue ?? "unknown error", data: error["data"])
-                }
+                if let error = Self.responseError(message) { throw error }
                 return message["result"] ?? .null
             }
             throw ServerError("the daemon closed the connection")
+        }
+
+        private static func responseError(_ message: JSONValue) -> ResponseError? {
+            guard let error = message["error"] else { return nil }
+            return ResponseError(code: Int(error["code"]?.doubleValue ?? 0),
+                                 message: error["message"]?.stringValue ?? "unknown error", data: error["data"])
         }
 
         /// The next message from the daemon (answer or notification), or nil when it closed.

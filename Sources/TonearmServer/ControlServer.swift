@@ -23,6 +23,7 @@ public final class ControlServer: Service, Sendable {
     private let ready: (@Sendable () -> Void)?
     private let stopping: (@Sendable () -> Void)?
     private let watchdog: Watchdog?
+    private let security: ControlSecurity
 
     /// - Parameters:
     ///   - ready: called once the socket accepts connections.
@@ -30,7 +31,9 @@ public final class ControlServer: Service, Sendable {
     ///   - watchdog: pinged from the event loop while the daemon is healthy.
     public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
-                stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil) {
+                stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
+                security: ControlSecurity = ControlSecurity()) {
+        self.security = security
         self.socketPath = socketPath
         self.maxClients = maxClients
         self.player = player
@@ -57,7 +60,8 @@ public final class ControlServer: Service, Sendable {
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
         let maxLineLength = self.maxLineLength
-        let router = RequestRouter(player: player)
+        let router = RequestRouter(player: player, roots: security.roots)
+        let policy = security.policy
         let player = self.player
         let logger = self.logger
         let connections = OpenConnections()
@@ -84,14 +88,29 @@ public final class ControlServer: Service, Sendable {
                     guard connections.add(channel, limit: maxClients) else {
                         logger.warning("too many clients; refusing one", metadata: ["max_clients": "\(maxClients)"])
                         return channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(maxClients: maxClients))
+                            try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(failure: RPC.Failure(
+                                .tooManyClients, "too many clients: at most \(maxClients) may be connected (control.max_clients)")))
                         }
                     }
-                    return channel.eventLoop.makeCompletedFuture {
-                        let session = ClientSession(player: player, channel: channel, logger: logger)
-                        try channel.pipeline.syncOperations.addHandlers(
-                            ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
-                            RPCConnectionHandler(router: router, session: session, maxLineLength: maxLineLength))
+                    func serve(_ access: AccessPolicy.Level) -> EventLoopFuture<Void> {
+                        channel.eventLoop.makeCompletedFuture {
+                            let session = ClientSession(player: player, channel: channel, logger: logger, access: access)
+                            try channel.pipeline.syncOperations.addHandlers(
+                                ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
+                                RPCConnectionHandler(router: router, session: session, maxLineLength: maxLineLength))
+                        }
+                    }
+                    guard !policy.isOpen else { return serve(.control) }
+                    return PeerCredentials.of(channel).flatMap { peer in
+                        let access = peer.map { policy.level(uid: $0.uid, groups: $0.groups, daemonUID: getuid()) } ?? .none
+                        guard access == .none else { return serve(access) }
+                        logger.warning("refusing a client the access lists do not name", metadata: [
+                            "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")"])
+                        return channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler(failure: RPC.Failure(
+                                .permissionDenied, "permission denied: uid \(peer.map { String($0.uid) } ?? "?") may not use "
+                                + "this daemon (control.allow_uids, allow_gids, read_gids)")))
+                        }
                     }
                 }
             if let inherited {
@@ -102,6 +121,7 @@ public final class ControlServer: Service, Sendable {
         } catch {
             throw ServerError(SocketProbe.describe(error, path: socketPath))
         }
+        if inherited == nil { try applyPermissions() }
         // Only a socket file this daemon made is removed at the end.
         let ours = inherited == nil ? SocketProbe.identity(socketPath) : nil
         logger.info("listening", metadata: ["socket": "\(socketPath)",
@@ -126,6 +146,16 @@ public final class ControlServer: Service, Sendable {
         // Only the socket file this daemon made: never one that replaced it since.
         if let ours, let now = SocketProbe.identity(socketPath), ours == now {
             try? FileManager.default.removeItem(atPath: socketPath)
+        }
+    }
+
+    /// The socket's mode and group (`control.socket_mode`, `socket_group`), set right after bind.
+    private func applyPermissions() throws {
+        guard chmod(socketPath, mode_t(security.socketMode)) == 0 else {
+            throw ServerError("cannot set the mode of \(socketPath): \(String(cString: strerror(errno)))")
+        }
+        if let group = security.socketGroup, chown(socketPath, uid_t.max, gid_t(group)) != 0 {
+            throw ServerError("cannot give \(socketPath) to group \(group): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -169,17 +199,17 @@ private final class OpenConnections: Sendable {
     }
 }
 
-/// Answers a connection beyond `control.max_clients` with one error line, then closes it.
+/// Answers a refused connection (beyond `control.max_clients`, or not allowed) with one error
+/// line, then closes it.
 private final class RefuseConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-    private let maxClients: Int
+    private let failure: RPC.Failure
 
-    init(maxClients: Int) { self.maxClients = maxClients }
+    init(failure: RPC.Failure) { self.failure = failure }
 
     func channelActive(context: ChannelHandlerContext) {
-        let refusal = RPC.response(id: .null, error: RPC.Failure(
-            .tooManyClients, "too many clients: at most \(maxClients) may be connected (control.max_clients)"))
+        let refusal = RPC.response(id: .null, error: failure)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(RPCFraming.line(refusal))).whenComplete { _ in channel.close(promise: nil) }
     }

@@ -15,6 +15,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var replayGain = ReplayGainSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
     public var maxClients = 256
+    /// The socket's mode and group, who may control or read, and the media roots.
+    public var security = ControlSecurity()
     /// Where the state file lives (`state.directory`); nil: `StateFile.defaultDirectory`.
     public var stateDirectory: String?
     /// How a restart resumes (`state.resume`).
@@ -49,7 +51,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "state", "log"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -103,8 +105,40 @@ public struct DaemonConfiguration: Sendable, Equatable {
         if let control = table["control"] {
             guard let control = control.table else { throw Invalid("\(source): [control] must be a table") }
             for key in control.keys {
-                guard key == "max_clients" else { throw Invalid("\(source): unknown key 'control.\(key)'") }
-                config.maxClients = try integer(control[key]!, "control.max_clients", source, 1...65_536)
+                let value = control[key]!
+                switch key {
+                case "max_clients": config.maxClients = try integer(value, "control.max_clients", source, 1...65_536)
+                case "socket_mode":
+                    let text = try string(value, "control.socket_mode", source)
+                    guard let mode = UInt16(text, radix: 8), mode <= 0o777, text.count >= 3 else {
+                        throw Invalid("\(source): control.socket_mode must be octal permissions such as \"0660\", not '\(text)'")
+                    }
+                    config.security.socketMode = mode
+                case "socket_group":
+                    let text = try string(value, "control.socket_group", source)
+                    config.security.socketGroup = text.isEmpty ? nil : try Self.groupID(text, "control.socket_group", source)
+                case "allow_uids":
+                    config.security.policy.allowUIDs = Set(try ids(value, "control.allow_uids", source, Self.userID))
+                case "allow_gids":
+                    config.security.policy.allowGIDs = Set(try ids(value, "control.allow_gids", source, Self.groupID))
+                case "read_gids":
+                    config.security.policy.readGIDs = Set(try ids(value, "control.read_gids", source, Self.groupID))
+                default: throw Invalid("\(source): unknown key 'control.\(key)'")
+                }
+            }
+        }
+        if let input = table["input"] {
+            guard let input = input.table else { throw Invalid("\(source): [input] must be a table") }
+            for key in input.keys {
+                guard key == "roots" else { throw Invalid("\(source): unknown key 'input.\(key)'") }
+                guard let array = input[key]!.array else { throw Invalid("\(source): input.roots must be an array of paths") }
+                let roots = try array.map { element -> String in
+                    guard let path = element.string, path.hasPrefix("/") else {
+                        throw Invalid("\(source): input.roots must hold absolute paths")
+                    }
+                    return path
+                }
+                config.security.roots = MediaRoots(roots)
             }
         }
         if let state = table["state"] {
@@ -192,6 +226,31 @@ public struct DaemonConfiguration: Sendable, Equatable {
 }
 
 private func zeroMeansSource(_ value: Int) -> Int? { value == 0 ? nil : value }
+
+/// An array of ids, each a number or a name (`resolve` turns a name into the id).
+private func ids(_ value: any TOMLValueConvertible, _ key: String, _ source: String,
+                 _ resolve: (String, String, String) throws -> UInt32) throws -> [UInt32] {
+    guard let array = value.array else { throw DaemonConfiguration.Invalid("\(source): \(key) must be an array") }
+    return try array.map { element in
+        if let number = element.int, (0...Int(UInt32.max - 1)).contains(number) { return UInt32(number) }
+        if let name = element.string { return try resolve(name, key, source) }
+        throw DaemonConfiguration.Invalid("\(source): \(key) must hold ids or names")
+    }
+}
+
+extension DaemonConfiguration {
+    static func groupID(_ text: String, _ key: String, _ source: String) throws -> UInt32 {
+        if let number = UInt32(text) { return number }
+        guard let entry = getgrnam(text) else { throw Invalid("\(source): \(key): no group '\(text)'") }
+        return entry.pointee.gr_gid
+    }
+
+    static func userID(_ text: String, _ key: String, _ source: String) throws -> UInt32 {
+        if let number = UInt32(text) { return number }
+        guard let entry = getpwnam(text) else { throw Invalid("\(source): \(key): no user '\(text)'") }
+        return entry.pointee.pw_uid
+    }
+}
 
 private func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {
     guard let text = value.string else { throw DaemonConfiguration.Invalid("\(source): \(key) must be a string") }

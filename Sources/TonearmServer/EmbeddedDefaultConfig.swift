@@ -52,6 +52,24 @@ preamp_db = 0.0
 # Clients connected to the control socket at once. One more is answered with an error and closed,
 # so that a runaway script cannot take every file descriptor (the systemd unit allows 1024).
 max_clients = 256
+# Permissions and group of a control socket the daemon creates ("" group: the daemon's own). A
+# socket systemd passes (tonearmd.socket) has the mode and group the socket unit gives it.
+socket_mode = "0660"
+socket_group = ""
+# Who may use the socket, by the peer's credentials (SO_PEERCRED); ids or names. Empty lists:
+# everyone who can open the socket may control (its mode and group decide). Once any list is
+# set, only these users and groups may control, read_gids may only read (status, queue,
+# subscribe, ping, version), and anyone else is refused (-32003) and disconnected. Root and the
+# daemon's own user always may.
+allow_uids = []
+allow_gids = []
+read_gids = []
+
+[input]
+# Media confinement: local paths (and playlists and their entries) outside every root, once ".."
+# and symbolic links are resolved, are refused with permission_denied before anything is opened.
+# Empty: everything the daemon can read, e.g. roots = ["/srv/music", "/media/usb"].
+roots = []
 
 [state]
 # Where the queue, the position, play/pause, volume, ReplayGain and queue options are kept, so a

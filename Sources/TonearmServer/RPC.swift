@@ -14,8 +14,10 @@ public enum RPC {
         case mediaFailed = -32001
         /// A newer command (load, stop) replaced this one before it finished.
         case superseded = -32002
-        /// The daemon serves `control.max_clients` connections already; this one is closed.
+        /// The daemon serves `control.max_clients` connections already, or this client may not
+        /// do this (`control.allow_*`, `read_gids`): refused (a refused connection is closed).
         case tooManyClients = -32003
+        static let permissionDenied = ErrorCode.tooManyClients
     }
 
     public struct Failure: Error, Sendable {

@@ -7,11 +7,16 @@ import TonearmPlayer
 /// field, a wrong type or an out-of-range number gets `invalidParams` naming it.
 struct RequestRouter: Sendable {
     let player: Player
+    var roots = MediaRoots([])
     static let version = "0.1.0"
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
     /// loop). Returns nil for the methods that wait for the engine: `load`, `seek`, `retry`.
     func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
+        if session.access == .read, !AccessPolicy.readMethods.contains(request.method), Self.methods.contains(request.method) {
+            return .failure(RPC.Failure(.permissionDenied, "permission denied: '\(request.method)' needs control access; "
+                                        + "this client may only read (control.read_gids)"))
+        }
         switch request.method {
         case "load", "seek", "retry", "next", "previous": return nil
         case "play" where request.params.member("id") != nil || player.playStartsQueue: return nil
@@ -52,6 +57,7 @@ struct RequestRouter: Sendable {
         case "load":
             try params.allow(["url", "play", "start"])
             let url = try Self.mediaURL(params.requiredString("url"))
+            try roots.check(url)
             let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
         case "seek":
@@ -203,8 +209,12 @@ struct RequestRouter: Sendable {
         var entries: [(url: URL, title: String?)] = []
         for text in texts {
             let url = try Self.mediaURL(text)
+            try roots.check(url)
             if let kind = PlaylistFile.kind(forPath: url.path) {
-                entries += try Self.playlistEntries(url, kind: kind)
+                for entry in try Self.playlistEntries(url, kind: kind) {
+                    try roots.check(entry.url)
+                    entries.append(entry)
+                }
             } else {
                 entries.append((url, nil))
             }

@@ -15,16 +15,7 @@ extension DaemonTests {
         static let socketUnit = repository + "/systemd/tonearmd.socket"
 
         private func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            try runTool(tool, arguments)
         }
 
         /// The unit's values for `key`, in order.

@@ -46,3 +46,18 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
 
     public var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }
 }
+
+/// Runs a tool to its end; returns its exit status and what it printed (stdout and stderr).
+public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}

@@ -1,0 +1,37 @@
+import Foundation
+import TonearmCore
+import TonearmPlayer
+
+/// Media confinement (`input.roots`): a local path outside every root, once `..` and symbolic
+/// links are resolved, is refused before any file is opened, playlists and their entries too.
+/// No roots: everything the daemon can read.
+public struct MediaRoots: Sendable, Equatable {
+    /// Resolved root paths.
+    public let paths: [String]
+
+    public init(_ roots: [String]) {
+        paths = roots.map { Self.resolve($0) }
+    }
+
+    public var isOpen: Bool { paths.isEmpty }
+
+    /// `..` and symbolic links resolved, as far as the path exists (a missing file is checked by
+    /// where it would be).
+    static func resolve(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    public func contains(_ url: URL) -> Bool {
+        guard !isOpen else { return true }
+        let resolved = Self.resolve(url.path)
+        return paths.contains { root in resolved == root || resolved.hasPrefix(root == "/" ? "/" : root + "/") }
+    }
+
+    /// Throws `permission_denied` for a path outside every root.
+    func check(_ url: URL) throws(PlayerError) {
+        guard contains(url) else {
+            throw .failed(PlaybackError(.permissionDenied,
+                                        "\(url.path) is outside input.roots (\(paths.joined(separator: ", ")))"))
+        }
+    }
+}
