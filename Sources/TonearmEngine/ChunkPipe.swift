@@ -39,6 +39,8 @@ final class PCMChunk {
     var runStart: RunStart?
     /// The item's last chunk (it may hold no frames).
     var endsItem = false
+    /// A run's first chunk whose `ready` was posted while the device was awaited (output thread only).
+    var announcedReady = false
     /// The item's ReplayGain tags, and whether `auto` takes its album gain (the output's gain stage).
     var replayGain: ReplayGainInfo?
     var prefersAlbumGain = false
@@ -66,6 +68,7 @@ final class PCMChunk {
         written = 0
         gained = 0
         endsItem = false
+        announcedReady = false
     }
 }
 

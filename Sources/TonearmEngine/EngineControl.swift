@@ -127,6 +127,10 @@ final class EngineControl: @unchecked Sendable {
     /// tries to reopen it next.
     var deviceLostReason: String?
     var nextReopenAt = 0.0
+    /// Set while a loaded item waits for a device that was missing or busy when it was loaded
+    /// (`waitForDevice`): why, and the play/pause intent of the last attempt (a new play or pause
+    /// tries again at once; otherwise every `reopenInterval`, at `nextReopenAt`).
+    var deviceAwaited: (reason: String, intent: Int)?
     /// A device open that timed out and has not returned yet (see `DeviceOpenAttempt`): set by the
     /// output thread, cleared by the helper thread once the open returns.
     var stuckOpen: DeviceOpenAttempt?

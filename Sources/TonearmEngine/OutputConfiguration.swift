@@ -17,13 +17,17 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// How long a device open may take before the load fails with `deviceUnavailable` (the open
     /// is abandoned on its helper thread, never waited for).
     public var openTimeoutMilliseconds: Int
+    /// A device missing or busy when an item is loaded: the item is ready and waits, interrupted,
+    /// and plays when the device appears (true); or the load fails with `deviceUnavailable` (false).
+    public var waitForDevice: Bool
     /// Whether playback interrupted by a lost device resumes by itself once the device is back.
     public var resumeAfterInterruption: Bool
 
     public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
                 speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
-                resumeAfterInterruption: Bool = true) {
+                resumeAfterInterruption: Bool = true, waitForDevice: Bool = true) {
+        self.waitForDevice = waitForDevice
         self.device = device
         self.sampleRate = sampleRate
         self.channels = channels

@@ -124,4 +124,29 @@ extension EngineControl {
             }
         }
     }
+
+    /// `waitForDevice`: a loaded item whose device is missing or busy is announced ready once
+    /// and waits, as if its device were lost; a play asked meanwhile is answered with the loss
+    /// and resumes when the device appears. The run's first chunk stays at the pipe's head, so
+    /// the next attempt (see `runOutput`) prepares the device exactly as a load does.
+    func awaitDevice(for head: PCMChunk, _ failure: EngineFailure) {
+        let now = EngineLock.now()
+        deviceAwaited = (failure.message, intent)
+        nextReopenAt = now + reopenInterval
+        if !head.announcedReady {
+            head.announcedReady = true
+            clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
+            publishHeard(head.itemID, position: Double(head.position) / Double(head.format.sampleRate))
+            publish {
+                $0.status = .readyToPlay
+                $0.timeControlStatus = .paused
+            }
+            post(.ready(itemID: head.itemID))
+        }
+        if playRequested {
+            playRequested = false
+            resumeOnRestore = true
+            post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: intent))
+        }
+    }
 }

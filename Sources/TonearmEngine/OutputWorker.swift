@@ -51,9 +51,17 @@ extension EngineControl {
             dropVoidChunks()
             let head = pipe.first
             if let head, let run = head.runStart, run != .advance {
+                if let awaited = deviceAwaited, head.announcedReady, awaited.intent == intent,
+                   EngineLock.now() < nextReopenAt {
+                    // The item waits for its device: the next attempt is due then, or at a play or pause.
+                    lock.waitOutput(untilMonotonic: nextReopenAt)
+                    continue
+                }
                 beginRun(head, run, &state)
                 continue
             }
+            // The item that waited for its device was replaced or stopped.
+            deviceAwaited = nil
             if deviceLostReason != nil {
                 reopenLostDevice(&state)
                 continue
@@ -146,6 +154,16 @@ extension EngineControl {
         lastEndedItem = nil
         let position = Double(head.position) / Double(head.format.sampleRate)
         publishHeard(head.itemID, position: position)
+        if head.announcedReady {
+            // Its device appeared: it was announced ready (and interrupted, if play was asked).
+            deviceAwaited = nil
+            let resume = resumeOnRestore || playRequested
+            resumeOnRestore = false
+            playRequested = resume
+            if resume { playRequestedAt = EngineLock.now() }
+            post(.deviceRestored(itemID: head.itemID, resumes: resume, intent: intent))
+            return
+        }
         switch run {
         case .opened:
             publish {
@@ -168,6 +186,10 @@ extension EngineControl {
         closeDevice(&state)
         let requested = head.format
         switch openDevice(requested) {
+        case .failure(let failure) where configuration.waitForDevice && failure.kind == .deviceUnavailable
+            && run == .opened && head.epoch == epoch:
+            awaitDevice(for: head, failure)
+            return false
         case .failure(let failure):
             deviceLostReason = nil
             if head.epoch == epoch {

@@ -74,6 +74,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.output.reopenIntervalMilliseconds = try integer(value, "output.reopen_interval_ms", source, 100...600_000)
                 case "open_timeout_ms":
                     config.output.openTimeoutMilliseconds = try integer(value, "output.open_timeout_ms", source, 100...600_000)
+                case "wait_for_device":
+                    config.output.waitForDevice = try bool(value, "output.wait_for_device", source)
                 case "resume_after_interruption":
                     config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
                 case "volume": config.volume = try integer(value, "output.volume", source, 0...100)

@@ -32,6 +32,10 @@ reopen_interval_ms = 2000
 # fails the load with `device_unavailable`; the stuck open is left behind, never waited for.
 # (--open-timeout-ms)
 open_timeout_ms = 5000
+# A device missing or busy when an item is loaded (a DAC switched off at boot) is treated like a
+# lost device: the item is ready and waits, interrupted, and plays when the device appears, with no
+# retry needed. false: the load fails with device_unavailable. (--[no-]wait-for-device)
+wait_for_device = true
 # Once the device is back, resume what the interruption paused; false leaves it paused.
 resume_after_interruption = true
 # Software volume at start, 0 to 100, applied on the output thread as samples are written. At 100

@@ -40,6 +40,10 @@ struct Tonearmd: AsyncParsableCommand {
     @Option(name: .customLong("open-timeout-ms"), help: "How long a device open may take, in milliseconds.")
     var openTimeoutMilliseconds: Int?
 
+    @Flag(name: .customLong("wait-for-device"), inversion: .prefixedNo,
+          help: "Let an item whose device is missing or busy wait for it, instead of failing the load.")
+    var waitForDevice: Bool?
+
     @Flag(name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
           help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
@@ -80,6 +84,7 @@ struct Tonearmd: AsyncParsableCommand {
             }
             settings.output.openTimeoutMilliseconds = openTimeoutMilliseconds
         }
+        if let waitForDevice { settings.output.waitForDevice = waitForDevice }
         if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
         if let stateDirectory {
             guard stateDirectory.hasPrefix("/") else { throw ValidationError("--state-directory needs an absolute path") }

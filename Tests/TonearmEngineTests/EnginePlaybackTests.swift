@@ -83,7 +83,7 @@ struct EnginePlaybackTests {
     }
 
     @Test func missingDeviceIsAClearError() async throws {
-        let engine = PlayerEngine(configuration: OutputConfiguration(device: "hw:99,0"))
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "hw:99,0", waitForDevice: false))
         let recorder = EngineRecorder(engine)
         engine.load(url: Fixtures.url("tone.wav"))
         #expect(await eventually { recorder.failure != nil })

@@ -149,7 +149,7 @@ extension DaemonTests {
             #expect(mkfifo(fifo, 0o600) == 0)
             let device = "file:'\(fifo)',raw"
             for reader in [false, true] {
-                let daemon = try DaemonProcess(arguments: ["--device", device, "--open-timeout-ms", "500"])
+                let daemon = try DaemonProcess(arguments: ["--device", device, "--open-timeout-ms", "500", "--no-wait-for-device"])
                 let client = try daemon.connect()
                 let threadsBefore = try ProcessResources(pid: daemon.process.processIdentifier).threads
                 for attempt in 0..<4 {

@@ -183,7 +183,7 @@ extension DaemonTests {
         func busyOrMissingDeviceIsRecoverableAndRetryPlays(_ error: String) throws {
             let device = try FaultDevice(control: ["refuse_open \(error)"])
             defer { device.remove() }
-            let (daemon, client, _) = try start(device)
+            let (daemon, client, _) = try start(device, ["--no-wait-for-device"])
             _ = daemon
             let load = try client.call("load", ["url": Fixtures.path("tone.wav")])
             #expect(load.errorCode == -32001, "\(load)")
@@ -195,6 +195,30 @@ extension DaemonTests {
             #expect(try client.call("retry").stateName == "ready")
             #expect(try client.call("play").stateName == "playing")
             _ = try waitForStatus(client) { $0.name == "ended" }
+            try expectReceived(device, before: 0, thenFrom: 0)
+        }
+
+        /// `output.wait_for_device` (the default): a device missing or busy at load is waited for,
+        /// as a lost one: the load is ready, a play is answered with the interruption, and the
+        /// item plays, every sample, once the device appears, with no retry.
+        @Test(arguments: ["EBUSY", "ENOENT"])
+        func aDeviceThatIsNotThereYetIsWaitedFor(_ error: String) throws {
+            let device = try FaultDevice(control: ["refuse_open \(error)"])
+            defer { device.remove() }
+            let (daemon, client, watcher) = try start(device)
+            _ = daemon
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
+            _ = try client.call("play")
+            let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
+            #expect(lost.contains { $0.actionName == "audioSessionInterrupted" })
+            let waiting = try #require(client.call("status").result)
+            #expect(waiting.name == "paused" && waiting["interruption"] != nil && waiting["position"] as? Double == 0,
+                    "\(waiting)")
+            usleep(400_000)
+            #expect(try client.call("status").stateName == "paused", "still waiting")
+            try device.setControl([])
+            let rest = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_restored" }, { $0.transitionTo == "ended" }])
+            #expect(rest.contains { $0.actionName == "audioSessionResumed" && $0.transitionTo == "playing" })
             try expectReceived(device, before: 0, thenFrom: 0)
         }
 

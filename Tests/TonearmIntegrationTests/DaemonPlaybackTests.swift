@@ -118,7 +118,7 @@ extension DaemonTests {
         }
 
         @Test func missingDeviceIsReportedAndTheDaemonKeepsServing() throws {
-            let (daemon, client) = try startDaemon(["--device", "hw:77,0"])
+            let (daemon, client) = try startDaemon(["--device", "hw:77,0", "--no-wait-for-device"])
             let load = try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true])
             #expect(load.errorCode == -32001)
             #expect(load.errorData?["kind"] as? String == "device_unavailable")
