@@ -116,12 +116,24 @@ public final class ControlServer: Service, Sendable {
             if let inherited {
                 server = try await bootstrap.withBoundSocket(inherited).get()
             } else {
-                server = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
+                // Bound under a private name, given its mode and group, then renamed into place:
+                // no client can reach it before its permissions are the configured ones.
+                let staging = Self.stagingPath(for: socketPath)
+                server = try await bootstrap.bind(unixDomainSocketPath: staging, cleanupExistingSocketFile: true).get()
+                do {
+                    try applyPermissions(staging)
+                    if staging != socketPath, rename(staging, socketPath) != 0 {
+                        throw ServerError("cannot move \(staging) to \(socketPath): \(String(cString: strerror(errno)))")
+                    }
+                } catch {
+                    try? await server.close()
+                    unlink(staging)
+                    throw error
+                }
             }
         } catch {
             throw ServerError(SocketProbe.describe(error, path: socketPath))
         }
-        if inherited == nil { try applyPermissions() }
         // Only a socket file this daemon made is removed at the end.
         let ours = inherited == nil ? SocketProbe.identity(socketPath) : nil
         logger.info("listening", metadata: ["socket": "\(socketPath)",
@@ -150,13 +162,21 @@ public final class ControlServer: Service, Sendable {
     }
 
     /// The socket's mode and group (`control.socket_mode`, `socket_group`), set right after bind.
-    private func applyPermissions() throws {
-        guard chmod(socketPath, mode_t(security.socketMode)) == 0 else {
-            throw ServerError("cannot set the mode of \(socketPath): \(String(cString: strerror(errno)))")
+    private func applyPermissions(_ path: String) throws {
+        guard chmod(path, mode_t(security.socketMode)) == 0 else {
+            throw ServerError("cannot set the mode of \(path): \(String(cString: strerror(errno)))")
         }
-        if let group = security.socketGroup, chown(socketPath, uid_t.max, gid_t(group)) != 0 {
-            throw ServerError("cannot give \(socketPath) to group \(group): \(String(cString: strerror(errno)))")
+        if let group = security.socketGroup, chown(path, uid_t.max, gid_t(group)) != 0 {
+            throw ServerError("cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// A private name beside `path` to bind under first; `path` itself when that would not fit
+    /// a socket address (108 bytes).
+    static func stagingPath(for path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        let staging = (directory.isEmpty ? "" : directory + "/") + ".tonearmd-\(getpid()).sock"
+        return staging.utf8.count < 108 ? staging : path
     }
 
     /// Creates the socket's directory (0755) when missing; systemd's RuntimeDirectory does it for the service.
