@@ -11,6 +11,11 @@ public protocol PlayerChangeObserver: AnyObject, Sendable {
     func playerWillShutDown() async
 }
 
+/// The player's weak hold on its change observer.
+struct WeakChangeObserver: Sendable {
+    weak var observer: PlayerChangeObserver?
+}
+
 extension Player {
     /// The state to keep across a restart, as it is now.
     public var savedState: SavedPlayerState {

@@ -54,8 +54,9 @@ public final class Player: Sendable {
     private let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
     let logger: Logger
     private let tokens = Locked<[ObservationToken]>([])
-    /// Told of changes worth saving (the state keeper); set once at start.
-    private let changeObserverBox = Locked<PlayerChangeObserver?>(nil)
+    /// Told of changes worth saving (the state keeper); set once at start. Held weakly: the
+    /// keeper holds the player, and its owner (the daemon) keeps it.
+    private let changeObserverBox = Locked<WeakChangeObserver>(WeakChangeObserver())
     /// Tags of queued files (titles for `queue`, albums for ReplayGain's `auto`).
     let tags = TagReader()
 
@@ -119,8 +120,8 @@ public final class Player: Sendable {
     public var state: PlaybackState { machine.currentState }
 
     public var changeObserver: PlayerChangeObserver? {
-        get { changeObserverBox.withLock { $0 } }
-        set { changeObserverBox.withLock { $0 = newValue } }
+        get { changeObserverBox.withLock { $0.observer } }
+        set { changeObserverBox.withLock { $0.observer = newValue } }
     }
 
     public var status: PlayerStatus {

@@ -31,12 +31,10 @@ public struct StateFile: Sendable {
 
     public func load() -> Loaded {
         let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
-            return .none
-        } catch {
-            return .unreadable("cannot read \(path): \(error.localizedDescription)")
+        switch Self.readAll(path) {
+        case .success(let bytes): data = Data(bytes)
+        case .failure(let error) where error.code == ENOENT: return .none
+        case .failure(let error): return .unreadable("cannot read \(path): \(String(cString: strerror(error.code)))")
         }
         let reason: String
         do {
@@ -48,6 +46,29 @@ public struct StateFile: Sendable {
         }
         let moved = rename(path, corruptPath) == 0
         return .setAside(reason: reason, moved: moved)
+    }
+
+    /// The whole file, read with POSIX calls (a few KiB, once at start).
+    private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(Errno(errno)) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(Errno(errno))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes += buffer[..<count]
+        }
+    }
+
+    struct Errno: Error, Equatable {
+        let code: Int32
+        init(_ code: Int32) { self.code = code }
     }
 
     private static func describe(_ error: Error) -> String {

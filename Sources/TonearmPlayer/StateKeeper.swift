@@ -20,7 +20,9 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private var finishing = false
     private var done = false
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []
-    private var lastWritten: Data?
+    /// The bytes last written (an array, not `Data`: LeakSanitizer cannot follow `Data`'s inline
+    /// representation, and the keeper may still be alive as the process exits).
+    private var lastWritten: [UInt8]?
     private var lastError: String?
     private var transitionsTask: Task<Void, Never>?
 
@@ -109,10 +111,11 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
             logger.error("cannot encode the state", metadata: ["error": "\(error)"])
             return
         }
-        guard data != lastWritten else { return }
+        let bytes = [UInt8](data)
+        guard bytes != lastWritten else { return }
         do throws(StateFile.WriteError) {
             try file.write(data)
-            lastWritten = data
+            lastWritten = bytes
             if lastError != nil {
                 lastError = nil
                 logger.notice("state saved again", metadata: ["file": "\(file.path)"])

@@ -135,6 +135,8 @@ struct Tonearmd: AsyncParsableCommand {
         await restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         let keeper = StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger)
         keeper.start()
+        // The player holds the keeper weakly: it lives until the daemon leaves run().
+        defer { withExtendedLifetime(keeper) {} }
         let watchdog = notifier.watchdogInterval.map { interval in
             Watchdog(interval: interval, player: player, logger: logger) { notifier.send("WATCHDOG=1") }
         }

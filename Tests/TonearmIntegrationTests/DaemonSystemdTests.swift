@@ -66,9 +66,13 @@ extension DaemonTests {
             let notify = try NotifyListener(path: dir.path("notify"))
             let activator = Process()
             activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+            // systemd-socket-activate passes on only the variables it is given: the sanitizers'
+            // settings (LeakSanitizer's suppressions) must go through too.
+            let passed = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"]
+                .filter { ProcessInfo.processInfo.environment[$0] != nil }.flatMap { ["-E", $0] }
             activator.arguments = ["-l", socketPath, "--fdname=control", "-E", "NOTIFY_SOCKET=\(notify.path)",
-                                   "-E", "STATE_DIRECTORY=\(dir.path("state"))",
-                                   DaemonProcess.binary(), "--device", "null"]
+                                   "-E", "STATE_DIRECTORY=\(dir.path("state"))"] + passed
+                + [DaemonProcess.binary(), "--device", "null"]
             let log = dir.path("daemon.log")
             FileManager.default.createFile(atPath: log, contents: nil)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
@@ -83,7 +87,9 @@ extension DaemonTests {
             #expect(text.contains("socket activation"), "\(text)")
             kill(activator.processIdentifier, SIGTERM)
             activator.waitUntilExit()
-            #expect(activator.terminationStatus == 0)
+            let finalLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(activator.terminationStatus == 0, "\(finalLog)")
+            #expect(Sanitizer.reports(in: finalLog).isEmpty, "\(finalLog)")
             var info = stat()
             #expect(lstat(socketPath, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
                     "a socket the daemon did not create is left in place")
