@@ -48,7 +48,8 @@ public struct StateFile: Sendable {
         return .setAside(reason: reason, moved: moved)
     }
 
-    /// The whole file, read with POSIX calls (a few KiB, once at start).
+    /// The whole file, read with POSIX calls (a few KiB, once at start). Not `Data(contentsOf:)`:
+    /// FoundationEssentials leaks its 4 KiB read buffer when the file is empty (seen with LSan).
     private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(Errno(errno)) }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TonearmCore
+import TonearmEngine
 
 /// Keeps the state file up to date, on a thread of its own ("tonearm-state"), never on the
 /// audio path's threads: after every change (queue, current item, transition, volume, ReplayGain)
@@ -40,9 +41,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         transitionsTask = Task { [weak self] in
             for await _ in stream { self?.playerChanged() }
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "tonearm-state"
-        thread.start()
+        PlayerEngine.startThread(named: "tonearm-state") { [self] in run() }
     }
 
     public func playerChanged() {

@@ -92,7 +92,7 @@ public final class ControlServer: Service, Sendable {
                                 .tooManyClients, "too many clients: at most \(maxClients) may be connected (control.max_clients)")))
                         }
                     }
-                    func serve(_ access: AccessPolicy.Level) -> EventLoopFuture<Void> {
+                    @Sendable func serve(_ access: AccessPolicy.Level) -> EventLoopFuture<Void> {
                         channel.eventLoop.makeCompletedFuture {
                             let session = ClientSession(player: player, channel: channel, logger: logger, access: access)
                             try channel.pipeline.syncOperations.addHandlers(

@@ -74,7 +74,7 @@ extension DaemonTests {
                                    "-E", "STATE_DIRECTORY=\(dir.path("state"))"] + passed
                 + [DaemonProcess.binary(), "--device", "null"]
             let log = dir.path("daemon.log")
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
             activator.standardOutput = handle
             activator.standardError = handle
