@@ -256,7 +256,9 @@ extension EngineControl {
         // With pacing the clock is ours: it stops when the pause was asked. A real device
         // played on until now.
         let now = configuration.pace ? clockNow : EngineLock.now()
-        clock.heldFrames = Int(clock.held(now: now).rounded())
+        // Rounded up: the heard frame is the whole frames written minus what is held, rounded
+        // down, so this keeps the position a client read a moment ago to the frame.
+        clock.heldFrames = Int(clock.held(now: now).rounded(.up))
         clock.heldAt = now
         clock.consuming = false
         lock.unlock()
