@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the C libraries Tonearm builds against (Debian 12). Safe to run again.
 # With --tests, also what the tests drive for real: systemd's tools (systemd-socket-activate,
-# systemd-analyze), strace (the unit's system-call filter) and util-linux's prlimit.
+# systemd-analyze), strace (the unit's system-call filter), util-linux's prlimit, mpc (the MPD
+# client) and python3-venv (the tests install python-mpd2 from PyPI into a virtualenv).
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
-    packages+=(systemd strace util-linux)
+    packages+=(systemd strace util-linux mpc python3-venv)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -21,12 +21,28 @@ public struct QueueOptions: Sendable, Equatable, Codable {
     public var single: Bool
     public var consume: Bool
     public var random: Bool
+    /// With `single`: single mode ends once the current item has ended (MPD's `single oneshot`).
+    public var oneshot: Bool
 
-    public init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false) {
+    public init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
+                oneshot: Bool = false) {
         self.repeat = `repeat`
         self.single = single
         self.consume = consume
         self.random = random
+        self.oneshot = oneshot
+    }
+
+    private enum CodingKeys: String, CodingKey { case `repeat`, single, consume, random, oneshot }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.repeat = try c.decode(Bool.self, forKey: .repeat)
+        single = try c.decode(Bool.self, forKey: .single)
+        consume = try c.decode(Bool.self, forKey: .consume)
+        random = try c.decode(Bool.self, forKey: .random)
+        // State files from before oneshot existed have none.
+        oneshot = try c.decodeIfPresent(Bool.self, forKey: .oneshot) ?? false
     }
 }
 
@@ -49,6 +65,10 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// it to know whether their copy of the queue is stale.
     public private(set) var version: Int = 0
     public private(set) var options = QueueOptions()
+    /// For each position in `items`: the version at which what sits there last changed (added,
+    /// moved, or shifted by an edit before it). MPD's `plchanges` lists the positions whose
+    /// version is newer than the client's copy.
+    public private(set) var positionVersions: [Int] = []
 
     /// The id the next added item gets. Only ever grows, so ids are never reused, not even
     /// after `clear()`: a client's stale id then fails loudly instead of hitting a new item.
@@ -102,6 +122,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         items.insert(contentsOf: added, at: at)
         if options.random { insertIntoShuffle(added.map(\.id)) }
         version += 1
+        markChanged(from: at)
         return added
     }
 
@@ -111,8 +132,11 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         let known = Set(items.lazy.map(\.id))
         if let unknown = ids.first(where: { !known.contains($0) }) { throw .unknownID(unknown) }
         guard !ids.isEmpty else { return }
-        dropItems(Set(ids))
+        let removed = Set(ids)
+        let first = items.firstIndex { removed.contains($0.id) } ?? items.count
+        dropItems(removed)
         version += 1
+        markChanged(from: first)
     }
 
     /// Moves the item so it ends at `position` (0..<count). The shuffle order is left alone: moving
@@ -124,6 +148,34 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         let item = items.remove(at: from)
         items.insert(item, at: position)
         version += 1
+        markChanged(from: min(from, position), through: max(from, position))
+    }
+
+    /// Reorders the items in `range` (positions) at random, for good: MPD's `shuffle`. The item
+    /// being heard, when inside the range, goes to the range's start, so it keeps playing and
+    /// everything after it is still to come. The play order with `random` on is left alone.
+    public mutating func shuffle(_ range: Range<Int>? = nil, seed: UInt64) throws(QueueError) {
+        let range = range ?? 0..<items.count
+        guard range.lowerBound >= 0, range.upperBound <= items.count else {
+            throw .positionOutOfRange(range.lowerBound < 0 ? range.lowerBound : range.upperBound, count: items.count)
+        }
+        guard range.count > 1 else { return }
+        var start = range.lowerBound
+        if let currentID, let at = position(of: currentID), range.contains(at) {
+            items.swapAt(range.lowerBound, at)
+            start += 1
+        }
+        var slice = Array(items[start..<range.upperBound])
+        var generator = SplitMix64(seed: seed)
+        generator.shuffle(&slice)
+        items.replaceSubrange(start..<range.upperBound, with: slice)
+        version += 1
+        markChanged(from: range.lowerBound, through: range.upperBound - 1)
+    }
+
+    /// Positions whose item changed after `version` (MPD's `plchanges`).
+    public func positionsChanged(since version: Int) -> [Int] {
+        positionVersions.indices.filter { positionVersions[$0] > version }
     }
 
     /// Removes everything. A no-op on an empty queue with no current item.
@@ -131,6 +183,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         guard !items.isEmpty || currentID != nil else { return }
         items = []
         shuffleOrder = []
+        positionVersions = []
         currentID = nil
         version += 1
     }
@@ -169,8 +222,10 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     public mutating func advance(from finished: Int?, to id: Int) throws(QueueError) {
         guard position(of: id) != nil else { throw .unknownID(id) }
         var changed = false
-        if options.consume, let finished, finished != id, position(of: finished) != nil {
+        var consumedAt: Int?
+        if options.consume, let finished, finished != id, let at = position(of: finished) {
             dropItems([finished])
+            consumedAt = at
             changed = true
         }
         if currentID != id {
@@ -178,6 +233,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
             changed = true
         }
         if changed { version += 1 }
+        if let consumedAt { markChanged(from: consumedAt) }
     }
 
     // MARK: Play order
@@ -219,6 +275,18 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     }
 
     // MARK: Internals
+
+    /// Stamps positions `from` through `through` (default: the end) with the current version,
+    /// and fits the stamps to the item count.
+    private mutating func markChanged(from: Int, through: Int? = nil) {
+        if positionVersions.count != items.count {
+            positionVersions = Array(positionVersions.prefix(items.count))
+            positionVersions += Array(repeating: version, count: items.count - positionVersions.count)
+        }
+        let last = min(through ?? items.count - 1, items.count - 1)
+        guard from <= last else { return }
+        for index in from...last { positionVersions[index] = version }
+    }
 
     /// Removes the given (known) ids from items, the shuffle and current, in O(n).
     private mutating func dropItems(_ ids: Set<Int>) {
@@ -262,7 +330,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     // MARK: Codable
 
     private enum CodingKeys: String, CodingKey {
-        case items, currentID, version, options, nextID, shuffleOrder, rng
+        case items, currentID, version, options, nextID, shuffleOrder, rng, positionVersions
     }
 
     /// Ids and versions go to clients as JSON numbers; past 2^53 many clients lose precision.
@@ -280,6 +348,9 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         nextID = try c.decode(Int.self, forKey: .nextID)
         shuffleOrder = try c.decode([Int].self, forKey: .shuffleOrder)
         rng = try c.decode(SplitMix64.self, forKey: .rng)
+        // Older state files have none: every position counts as changed at the saved version.
+        positionVersions = try c.decodeIfPresent([Int].self, forKey: .positionVersions)
+            ?? Array(repeating: version, count: items.count)
 
         func fail(_ why: String) -> DecodingError {
             .dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "PlayQueue: \(why)"))
@@ -290,6 +361,9 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         guard ids.allSatisfy({ $0 >= 0 && $0 < nextID }) else { throw fail("an item id is negative or not below nextID") }
         guard nextID <= Self.maxCounter, (0...Self.maxCounter).contains(version) else { throw fail("counter out of range") }
         if let currentID, !idSet.contains(currentID) { throw fail("current id \(currentID) is not in the queue") }
+        guard positionVersions.count == items.count, positionVersions.allSatisfy({ (0...version).contains($0) }) else {
+            throw fail("position versions do not fit the items")
+        }
         if options.random {
             guard shuffleOrder.count == ids.count, Set(shuffleOrder) == idSet else {
                 throw fail("shuffle order is not a permutation of the item ids")

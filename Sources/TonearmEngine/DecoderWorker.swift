@@ -194,7 +194,8 @@ extension EngineControl {
                              container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
                              channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
                              title: decoder.info.title, artist: decoder.info.artist, album: decoder.info.album,
-                             outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain)
+                             outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain,
+                             bitRate: decoder.info.bitRate)
         // Keep the infos of items still in play: the heard one and those after it.
         let heard = heardItemID
         infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }

@@ -32,7 +32,7 @@ final class MediaDecoder {
 
     let sourceFormat: PCMFormat
     private(set) var outputFormat: PCMFormat
-    let info: (duration: Double?, codec: String, container: String, bits: Int?,
+    let info: (duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
                title: String?, artist: String?, album: String?, replayGain: ReplayGainInfo?)
 
     /// Output-frame index of the first sample `decodeNext` will produce; nil until a timestamped frame says.
@@ -150,8 +150,10 @@ final class MediaDecoder {
             return nil
         }
         let rawBits = Int(codec.pointee.bits_per_raw_sample)
+        // The audio stream's own rate when the container says, else the whole file's.
+        let bitRate = stream.pointee.codecpar.pointee.bit_rate > 0 ? stream.pointee.codecpar.pointee.bit_rate : context.pointee.bit_rate
         info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
-                rawBits > 0 ? rawBits : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
+                rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
 
         packet = av_packet_alloc()
         frame = av_frame_alloc()

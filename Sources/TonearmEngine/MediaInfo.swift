@@ -10,6 +10,8 @@ public struct MediaInfo: Sendable, Equatable {
     public var channels: Int
     /// Bits per decoded sample when the codec says (lossless formats), else nil.
     public var bitsPerSample: Int?
+    /// Bits per second of the encoded audio, when the file says (MPD's `bitrate`).
+    public var bitRate: Int?
     public var title: String?
     public var artist: String?
     public var album: String?
@@ -20,7 +22,8 @@ public struct MediaInfo: Sendable, Equatable {
 
     public init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
                 channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,
-                outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil) {
+                outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil, bitRate: Int? = nil) {
+        self.bitRate = bitRate
         self.url = url
         self.duration = duration
         self.codec = codec

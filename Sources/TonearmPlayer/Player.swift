@@ -37,6 +37,14 @@ public enum QueueEvent: Sendable, Equatable {
     case itemFailed(id: Int, kind: PlaybackError.Kind, message: String)
 }
 
+/// News about the player's settings (MPD's `mixer` and `options` subsystems).
+public enum SettingsEvent: Sendable, Equatable {
+    case volume(Int)
+    /// repeat, random, single, consume
+    case queueOptions
+    case replayGain
+}
+
 /// The player: owns the queue and the state machine, turns accepted commands into engine calls,
 /// and turns engine events into actions (through `EngineEventAdapter`) and queue moves.
 ///
@@ -52,6 +60,7 @@ public final class Player: Sendable {
     public let performance: PerformanceObserver
     let model: Locked<Model>
     private let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
+    private let settingsEvents = StreamFanout<SettingsEvent>(bufferingPolicy: .bufferingNewest(64))
     let logger: Logger
     private let tokens = Locked<[ObservationToken]>([])
     /// Told of changes worth saving (the state keeper); set once at start. Held weakly: the
@@ -163,6 +172,7 @@ public final class Player: Sendable {
     public func transitions() -> AsyncStream<PlaybackTransition> { machine.transitions() }
     public func performanceEvents() -> AsyncStream<PerformanceEvent> { performance.events() }
     public func queueEventStream() -> AsyncStream<QueueEvent> { queueEvents.subscribe() }
+    public func settingsEventStream() -> AsyncStream<SettingsEvent> { settingsEvents.subscribe() }
 
     // MARK: Loading and jumping
 
@@ -187,11 +197,11 @@ public final class Player: Sendable {
         return try await settle(outcome, url: url, play: play)
     }
 
-    /// Plays queue item `id` (a jump), or with nil: resumes, or starts the queue when stopped.
-    /// Returns the state this led to, once the item plays.
-    public func play(id: Int?) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
+    /// Plays queue item `id` (a jump, from `start` seconds), or with nil: resumes, or starts the
+    /// queue when stopped. Returns the state this led to, once the item plays.
+    public func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
         enum Start { case done(PlaybackTransition), jump(Int), failure(PlayerError) }
-        let start: Start = model.withLock { m in
+        let step: Start = model.withLock { m in
             if let id {
                 guard m.queue.item(id: id) != nil else { return .failure(.invalid("no queue item with id \(id)")) }
                 return .jump(id)
@@ -200,11 +210,11 @@ public final class Player: Sendable {
             if case .idle = from, let first = m.queue.currentID ?? m.queue.first { return .jump(first) }
             do throws(PlayerError) { return .done(try playNow(&m)) } catch { return .failure(error) }
         }
-        switch start {
+        switch step {
         case .failure(let error): throw error
         case .done(let transition): return (transition, nil, transition.to)
         case .jump(let id):
-            let loaded = try await jump(to: id, play: true, reason: .user)
+            let loaded = try await jump(to: id, play: true, reason: .user, start: max(0, start))
             return (nil, loaded.media, loaded.state)
         }
     }
@@ -534,9 +544,25 @@ public final class Player: Sendable {
             m.queue.setOptions(options, randomSeed: m.randomSeed)
             if m.queue.version != before {
                 publishQueue(m)
+                settingsEvents.yield(.queueOptions)
                 refreshNext(&m)
             }
             return m.queue.options
+        }
+    }
+
+    /// Reorders the items at the positions in `range` (nil: all) at random, for good (MPD's
+    /// `shuffle`); returns the queue's version.
+    public func shuffle(_ range: Range<Int>? = nil) throws(PlayerError) -> Int {
+        try model.withLock { m throws(PlayerError) in
+            let before = m.queue.version
+            m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
+            do throws(QueueError) { try m.queue.shuffle(range, seed: m.randomSeed) } catch { throw PlayerError(error) }
+            if m.queue.version != before {
+                publishQueue(m)
+                refreshNext(&m)
+            }
+            return m.queue.version
         }
     }
 
@@ -551,6 +577,8 @@ public final class Player: Sendable {
             m.volume = min(max(newLevel, 0), 100)
             engine.setVolume(Self.factor(m.volume))
             changeObserver?.playerChanged()
+            // News even when the level did not change, as MPD's mixer gives it.
+            settingsEvents.yield(.volume(m.volume))
             return m.volume
         }
     }
@@ -568,6 +596,7 @@ public final class Player: Sendable {
             if let preampDB { m.replayGain.preampDB = preampDB }
             engine.setReplayGain(m.replayGain)
             changeObserver?.playerChanged()
+            settingsEvents.yield(.replayGain)
             return m.replayGain
         }
     }
@@ -598,7 +627,9 @@ public final class Player: Sendable {
                 guard id == m.context.currentItem, let current = m.queueIDs[id] else { return }
                 // Nothing followed in the engine; if the queue has a next item now (it changed as
                 // the item ended), it plays.
-                if let next = m.queue.next(after: current) {
+                let next = m.queue.next(after: current)
+                endOneshot(&m)
+                if let next {
                     open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
                 }
             case .seekCompleted(let id, let token, let position):
@@ -636,6 +667,7 @@ public final class Player: Sendable {
             return
         }
         try? m.queue.advance(from: finished, to: queueID)
+        endOneshot(&m)
         m.queueIDs = m.queueIDs.filter { $0.key == id }
         m.media = m.media.filter { $0.key == id }
         m.pendingNextQueueID = nil
@@ -643,6 +675,17 @@ public final class Player: Sendable {
         if m.queue.version != before { publishQueue(m) }
         announceItem(id, m)
         refreshNext(&m)
+    }
+
+    /// `single` in its oneshot form lasts until the item it was set for has ended (lock held).
+    private func endOneshot(_ m: inout Model) {
+        guard m.queue.options.single, m.queue.options.oneshot else { return }
+        var options = m.queue.options
+        options.single = false
+        options.oneshot = false
+        m.queue.setOptions(options, randomSeed: m.randomSeed)
+        settingsEvents.yield(.queueOptions)
+        changeObserver?.playerChanged()
     }
 
     /// An engine item failed: the current one (a load's answer, or a queue skip) or the one

@@ -24,6 +24,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// How often the position is saved while playing (`state.save_interval_s`).
     public var saveIntervalSeconds = 5.0
     public var logLevel: Logger.Level = .info
+    /// MPD's protocol (`[mpd]`).
+    public var mpd = MPDSettings()
 
     public init() {}
 
@@ -51,7 +53,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -167,6 +169,43 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     }
                     config.saveIntervalSeconds = seconds
                 default: throw Invalid("\(source): unknown key 'state.\(key)'")
+                }
+            }
+        }
+        if let mpd = table["mpd"] {
+            guard let mpd = mpd.table else { throw Invalid("\(source): [mpd] must be a table") }
+            for key in mpd.keys {
+                let value = mpd[key]!
+                switch key {
+                case "enabled": config.mpd.enabled = try bool(value, "mpd.enabled", source)
+                case "socket":
+                    let path = try string(value, "mpd.socket", source)
+                    guard path.isEmpty || path.hasPrefix("/") else {
+                        throw Invalid("\(source): mpd.socket must be an absolute path, or \"\" for mpd.sock beside the control socket")
+                    }
+                    config.mpd.socket = path.isEmpty ? nil : path
+                case "bind":
+                    let text = try string(value, "mpd.bind", source)
+                    if text.isEmpty {
+                        config.mpd.bind = nil
+                    } else {
+                        guard let address = MPDSettings.TCPAddress(text) else {
+                            throw Invalid("\(source): mpd.bind must be \"host:port\" such as \"127.0.0.1:6600\", not '\(text)'")
+                        }
+                        config.mpd.bind = address
+                    }
+                case "password":
+                    let text = try string(value, "mpd.password", source)
+                    guard !text.contains(where: \.isNewline) else { throw Invalid("\(source): mpd.password cannot hold a line break") }
+                    config.mpd.password = text.isEmpty ? nil : text
+                case "music_directory":
+                    let path = try string(value, "mpd.music_directory", source)
+                    guard path.isEmpty || path.hasPrefix("/") else {
+                        throw Invalid("\(source): mpd.music_directory must be an absolute path, or \"\" for the first of input.roots")
+                    }
+                    config.mpd.musicDirectory = path.isEmpty ? nil : path
+                case "max_clients": config.mpd.maxClients = try integer(value, "mpd.max_clients", source, 1...65_536)
+                default: throw Invalid("\(source): unknown key 'mpd.\(key)'")
                 }
             }
         }

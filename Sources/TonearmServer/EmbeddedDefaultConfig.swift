@@ -87,6 +87,25 @@ resume = "paused"
 # While playing, the position is saved this often (seconds); every other change at once.
 save_interval_s = 5.0
 
+[mpd]
+# MPD's protocol (0.23), so MPD clients (mpc, ncmpcpp, phone apps, Home Assistant) drive the same
+# player as the JSON-RPC socket; docs/mpd.md lists the commands. The Unix socket takes the control
+# socket's mode and access lists (control.*).
+enabled = true
+# Unix socket path; "" is mpd.sock beside the control socket. Point MPD_HOST at it for mpc.
+socket = ""
+# Also listen on TCP, e.g. "127.0.0.1:6600"; "" is no TCP. An address other machines can reach
+# needs a password, and so does any TCP address while control.allow_* lists are set (TCP peers
+# have no credentials to check): the daemon refuses to start otherwise.
+bind = ""
+# With a password, clients must send `password` before anything else (MPD's rule).
+password = ""
+# Where relative URIs, lsinfo, listall and stored playlists (.m3u) are read from; "" is the first
+# of input.roots (none: only absolute paths and file:// URIs can be added).
+music_directory = ""
+# MPD clients connected at once; one more is closed at once.
+max_clients = 256
+
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)
 level = "info"

@@ -35,10 +35,15 @@ public struct InheritedSockets: Sendable {
         }
     }
 
-    /// The control socket: the one named "control", else the first one (systemd names sockets
-    /// after their unit, "tonearmd.socket", unless `FileDescriptorName=` says otherwise).
+    /// The control socket: the one named "control", else the first one not named "mpd" (systemd
+    /// names sockets after their unit, "tonearmd.socket", unless `FileDescriptorName=` says otherwise).
     public var control: Socket? {
-        sockets.first { $0.name == "control" } ?? sockets.first
+        sockets.first { $0.name == "control" } ?? sockets.first { $0.name != "mpd" }
+    }
+
+    /// MPD's socket: the one named "mpd" (`FileDescriptorName=mpd`).
+    public var mpd: Socket? {
+        sockets.first { $0.name == "mpd" }
     }
 
     /// The path a Unix socket is bound to (for logs), or nil.

@@ -12,12 +12,17 @@ struct LineDecoder: ByteToMessageDecoder {
     typealias InboundOut = InboundLine
 
     let maxLength: Int
+    /// Hands on empty lines too (MPD's protocol closes the connection on one; JSON-RPC skips them).
+    let keepsEmptyLines: Bool
     /// Inside an over-long line: drop bytes until its newline.
     private var discarding = false
     /// Bytes already searched for a newline, so a long partial line is not searched again.
     private var scanned = 0
 
-    init(maxLength: Int) { self.maxLength = maxLength }
+    init(maxLength: Int, keepsEmptyLines: Bool = false) {
+        self.maxLength = maxLength
+        self.keepsEmptyLines = keepsEmptyLines
+    }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         let view = buffer.readableBytesView
@@ -42,7 +47,7 @@ struct LineDecoder: ByteToMessageDecoder {
         var line = buffer.readSlice(length: length)!
         buffer.moveReaderIndex(forwardBy: 1)
         if line.readableBytesView.last == UInt8(ascii: "\r") { line = line.getSlice(at: line.readerIndex, length: line.readableBytes - 1)! }
-        if line.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(.line(line))) }
+        if line.readableBytes > 0 || keepsEmptyLines { context.fireChannelRead(wrapInboundOut(.line(line))) }
         return .continue
     }
 

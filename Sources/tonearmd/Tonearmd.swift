@@ -115,9 +115,18 @@ struct Tonearmd: AsyncParsableCommand {
                                             configured: nil)
         if let control = inherited.control {
             socketPath = InheritedSockets.path(of: control.descriptor) ?? "(socket from systemd, fd \(control.descriptor))"
-            for other in inherited.sockets where other != control {
+            for other in inherited.sockets where other != control && other != inherited.mpd {
                 logger.warning("ignoring a socket systemd passed", metadata: ["fd": "\(other.descriptor)", "name": "\(other.name)"])
             }
+        }
+        var mpd = settings.mpd
+        if let socket = inherited.mpd {
+            mpd.inherited = socket.descriptor
+            mpd.socket = InheritedSockets.path(of: socket.descriptor) ?? "(socket from systemd, fd \(socket.descriptor))"
+        }
+        if let refusal = mpd.refusal(with: settings.security) {
+            logger.critical("\(refusal)")
+            throw ExitCode.failure
         }
         let output = settings.output
         logger.info("starting", metadata: [
@@ -145,7 +154,7 @@ struct Tonearmd: AsyncParsableCommand {
             inherited: inherited.control?.descriptor,
             ready: { notifier.send("READY=1\nSTATUS=\(Self.describe(player))") },
             stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
-            watchdog: watchdog, security: settings.security)
+            watchdog: watchdog, security: settings.security, mpd: mpd)
         let statusUpdates = notifier.isActive ? Task {
             for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
         } : nil

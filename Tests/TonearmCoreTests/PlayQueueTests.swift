@@ -485,3 +485,84 @@ struct PlayQueueCodableTests {
         #expect(decoded == q)
     }
 }
+
+/// The per-position change stamps behind MPD's `plchanges`, and the permanent shuffle.
+@Suite("Play queue change stamps and shuffle")
+struct PlayQueueChangeTests {
+    private func urls(_ names: String...) -> [(url: URL, title: String?)] {
+        names.map { (URL(fileURLWithPath: "/m/\($0).flac"), nil) }
+    }
+
+    @Test func editsStampThePositionsTheyChange() throws {
+        var queue = PlayQueue()
+        try queue.add(urls("a", "b", "c", "d"))
+        let afterAdd = queue.version
+        #expect(queue.positionsChanged(since: afterAdd).isEmpty)
+        #expect(queue.positionsChanged(since: afterAdd - 1) == [0, 1, 2, 3])
+
+        try queue.add(urls("x"), at: 2)
+        #expect(queue.positionsChanged(since: afterAdd) == [2, 3, 4], "the new item and the ones it pushed along")
+
+        let beforeMove = queue.version
+        try queue.move(id: queue.items[4].id, to: 1)
+        #expect(queue.positionsChanged(since: beforeMove) == [1, 2, 3, 4])
+
+        let beforeRemove = queue.version
+        try queue.remove(ids: [queue.items[3].id])
+        #expect(queue.positionsChanged(since: beforeRemove) == [3])
+
+        let beforeClear = queue.version
+        queue.clear()
+        #expect(queue.positionsChanged(since: beforeClear).isEmpty)
+        #expect(queue.positionVersions.isEmpty)
+    }
+
+    @Test func consumingAnItemStampsThoseAfterIt() throws {
+        var queue = PlayQueue()
+        let items = try queue.add(urls("a", "b", "c"))
+        queue.setOptions(QueueOptions(consume: true), randomSeed: 1)
+        try queue.setCurrent(items[0].id)
+        let before = queue.version
+        try queue.advance(from: items[0].id, to: items[1].id)
+        #expect(queue.items.map(\.id) == [items[1].id, items[2].id])
+        #expect(queue.positionsChanged(since: before) == [0, 1])
+    }
+
+    @Test func shuffleKeepsEveryItemAndPutsTheCurrentOneFirst() throws {
+        var queue = PlayQueue()
+        let items = try queue.add(urls("a", "b", "c", "d", "e", "f", "g", "h"))
+        try queue.setCurrent(items[5].id)
+        let before = queue.version
+        try queue.shuffle(seed: 42)
+        #expect(queue.items[0].id == items[5].id, "the item being heard moves to the front")
+        #expect(Set(queue.items.map(\.id)) == Set(items.map(\.id)))
+        #expect(queue.version == before + 1)
+        #expect(queue.positionsChanged(since: before) == Array(0..<8))
+
+        var other = PlayQueue()
+        try other.add(urls("a", "b", "c", "d", "e", "f", "g", "h"))
+        let order = other.items.map(\.id)
+        try other.shuffle(2..<6, seed: 7)
+        #expect(Array(other.items.map(\.id)[0..<2]) == Array(order[0..<2]))
+        #expect(Array(other.items.map(\.id)[6...]) == Array(order[6...]))
+        #expect(Set(other.items.map(\.id)[2..<6]) == Set(order[2..<6]))
+        #expect(throws: QueueError.positionOutOfRange(9, count: 8)) { try other.shuffle(3..<9, seed: 1) }
+    }
+
+    @Test func stampsSurviveTheStateFileAndOldFilesGetThem() throws {
+        var queue = PlayQueue()
+        try queue.add(urls("a", "b"))
+        try queue.add(urls("c"), at: 0)
+        let decoded = try JSONDecoder().decode(PlayQueue.self, from: JSONEncoder().encode(queue))
+        #expect(decoded == queue)
+
+        var object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(queue)) as? [String: Any])
+        object["positionVersions"] = nil
+        var options = try #require(object["options"] as? [String: Any])
+        options["oneshot"] = nil
+        object["options"] = options
+        let old = try JSONDecoder().decode(PlayQueue.self, from: JSONSerialization.data(withJSONObject: object))
+        #expect(old.positionVersions == Array(repeating: queue.version, count: 3))
+        #expect(old.options.oneshot == false)
+    }
+}

@@ -33,7 +33,8 @@ public final class LineClient {
     public func send(raw data: Data) throws {
         var offset = 0
         while offset < data.count {
-            let written = data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, data.count - offset) }
+            // MSG_NOSIGNAL: a daemon that closed the connection is an error here, not SIGPIPE.
+            let written = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, data.count - offset, Int32(MSG_NOSIGNAL)) }
             guard written > 0 else { throw Failure(description: "write failed: errno \(errno)") }
             offset += written
         }

@@ -61,3 +61,47 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+/// Runs a tool and waits at most `timeout` seconds for it (then kills it by its pid); returns its
+/// exit status (nil when it was killed) and what it wrote to stdout and stderr.
+public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
+                    timeout: Double) throws -> (status: Int32?, output: String) {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let outputPath = directory.path("output")
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+    defer { try? output.close() }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(5_000) }
+    var killed = false
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        killed = true
+    }
+    process.waitUntilExit()
+    return (killed ? nil : process.terminationStatus, String(decoding: readWholeFile(outputPath), as: UTF8.self))
+}
+
+/// A file's bytes, read with POSIX calls: Foundation's readers leak their buffer on an empty file,
+/// which LeakSanitizer reports.
+public func readWholeFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { break }
+        bytes += chunk[0..<count]
+    }
+    return bytes
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+import NIOCore
+import TonearmPlayer
+
+/// MPD's protocol as a second front-end on the same player: a Unix socket (and, with
+/// `mpd.bind`, a TCP one) served by `MPDConnectionHandler`s on the control server's event loop.
+final class MPDServer: Sendable {
+    let settings: MPDSettings
+    let environment: MPDEnvironment
+    private let logger: Logger
+    private let controlSocket: String
+    /// MPD's input buffer holds 8192 bytes with the newline; a longer line closes the connection.
+    static let maxLineLength = 8191
+
+    init(settings: MPDSettings, player: Player, roots: MediaRoots, controlSocket: String, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+        self.controlSocket = controlSocket
+        let library = MPDLibrary(root: settings.musicDirectory ?? roots.paths.first, roots: roots)
+        environment = MPDEnvironment(player: player, library: library, password: settings.password,
+                                     outputName: player.engine.configuration.device)
+    }
+
+    /// The Unix socket (with the control socket's mode, group and access lists) and the TCP one.
+    func frontEnds(security: ControlSecurity) -> [FrontEnd] {
+        let environment = self.environment
+        let logger = self.logger
+        let serve: @Sendable (any Channel, AccessPolicy.Level) -> EventLoopFuture<Void> = { channel, access in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandlers(
+                    ByteToMessageHandler(LineDecoder(maxLength: Self.maxLineLength, keepsEmptyLines: true)),
+                    MPDConnectionHandler(environment: environment, access: access, logger: logger))
+            }
+        }
+        let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in
+            let error = switch refusal {
+            case .tooManyClients(let limit): MPDError(.system, "too many clients: at most \(limit) may be connected (mpd.max_clients)")
+            case .notAllowed(let uid):
+                MPDError(.permission, "uid \(uid.map(String.init) ?? "?") may not use this daemon (control.allow_uids, allow_gids, read_gids)")
+            }
+            var response = MPDResponse()
+            response.ack(error, index: 0, command: "")
+            return response.buffer
+        }
+        var frontEnds = [FrontEnd(
+            name: "mpd", address: .unix(path: settings.socketPath(beside: controlSocket), inherited: settings.inherited),
+            maxClients: settings.maxClients, socketMode: security.socketMode, socketGroup: security.socketGroup,
+            policy: security.policy, tcpAccess: .none, refusal: refusal, serve: serve)]
+        if let bind = settings.bind {
+            // TCP peers have no credentials: the password (required unless loopback with open access) decides.
+            frontEnds.append(FrontEnd(
+                name: "mpd-tcp", address: .tcp(host: bind.host, port: bind.port), maxClients: settings.maxClients,
+                socketMode: security.socketMode, socketGroup: security.socketGroup, policy: security.policy,
+                tcpAccess: .control, refusal: refusal, serve: serve))
+        }
+        return frontEnds
+    }
+
+    func start() {
+        environment.hub.start(player: environment.player, environment: environment)
+    }
+
+    func stop() {
+        environment.hub.stop()
+        environment.library.shutdown()
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// A plain client for MPD's text protocol on a Unix socket, independent of the daemon's code:
+/// reads the greeting, sends a command line, collects the reply up to `OK` or `ACK`.
+public final class MPDTestClient {
+    public let connection: LineClient
+    public let greeting: String
+
+    public struct Reply: CustomStringConvertible {
+        /// The `key: value` lines (and any other lines) before the end.
+        public let lines: [String]
+        /// `OK`, or the whole `ACK …` line.
+        public let end: String
+
+        public var ok: Bool { end == "OK" }
+        public var ack: String? { end.hasPrefix("ACK ") ? end : nil }
+        /// The first value of `key`.
+        public subscript(_ key: String) -> String? { values(key).first }
+        public func values(_ key: String) -> [String] {
+            lines.compactMap { line in
+                guard line.hasPrefix(key + ": ") else { return nil }
+                return String(line.dropFirst(key.count + 2))
+            }
+        }
+        public var description: String { (lines + [end]).joined(separator: "\n") }
+    }
+
+    public init(path: String, timeout: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var client: LineClient?
+        while client == nil {
+            client = try? LineClient(path: path)
+            if client == nil {
+                guard Date() < deadline else { throw LineClient.Failure(description: "cannot connect to \(path)") }
+                usleep(5_000)
+            }
+        }
+        connection = client!
+        greeting = try connection.readLine(timeout: timeout) ?? ""
+    }
+
+    /// Sends `line` and reads its reply.
+    public func command(_ line: String, timeout: Double = 10) throws -> Reply {
+        try connection.send(line: line)
+        return try reply(timeout: timeout)
+    }
+
+    /// Reads one reply (up to `OK` or `ACK`); throws at end of stream.
+    public func reply(timeout: Double = 10) throws -> Reply {
+        var lines: [String] = []
+        while true {
+            guard let line = try connection.readLine(timeout: timeout) else {
+                throw LineClient.Failure(description: "connection closed after \(lines)")
+            }
+            if line == "OK" || line.hasPrefix("ACK ") { return Reply(lines: lines, end: line) }
+            lines.append(line)
+        }
+    }
+
+    /// True when the daemon closed the connection (end of stream) within `timeout`.
+    public func isClosed(timeout: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            do {
+                guard try connection.readLine(timeout: 0.2) != nil else { return true }
+            } catch {
+                if (error as? LineClient.Failure)?.description.hasPrefix("no line") == true { continue }
+                return true
+            }
+        }
+        return false
+    }
+}
+
+extension DaemonProcess {
+    /// MPD's socket: `mpd.sock` beside the control socket, unless the test set another.
+    public var mpdSocketPath: String { directory.path("mpd.sock") }
+
+    public func connectMPD(timeout: Double = 10) throws -> MPDTestClient {
+        _ = try connect(timeout: timeout)
+        return try MPDTestClient(path: mpdSocketPath, timeout: timeout)
+    }
+}
