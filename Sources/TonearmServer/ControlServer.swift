@@ -92,12 +92,13 @@ public final class ControlServer: Service, Sendable {
     }
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
-        var frontEnds = [controlFrontEnd()]
         let mpd = mpd.flatMap { settings in
             settings.enabled ? MPDServer(settings: settings, player: player, roots: security.roots,
                                          controlSocket: socketPath, logger: logger) : nil
         }
-        if let mpd { frontEnds += mpd.frontEnds(security: security) }
+        // The control socket is bound last: once it accepts, every other socket does too, so a
+        // script that waits for it may go on to use MPD's.
+        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [controlFrontEnd()]
         var listeners: [Listener] = []
         do {
             for frontEnd in frontEnds {

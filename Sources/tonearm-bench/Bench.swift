@@ -70,6 +70,37 @@ final class RunningDaemon {
     }
 }
 
+/// Debian's MPD on a Unix socket of its own, with a null output and no database: the peer the
+/// control figures are compared with.
+final class MPDPeer {
+    let child: Child
+    let directory: TemporaryDirectory
+    let socket: String
+
+    init() throws {
+        let binary = "/usr/bin/mpd"
+        guard FileManager.default.isExecutableFile(atPath: binary) else { throw BenchError("no \(binary)") }
+        directory = try TemporaryDirectory()
+        socket = directory.path("mpd.sock")
+        let config = directory.path("mpd.conf")
+        try """
+        bind_to_address "\(socket)"
+        log_file "\(directory.path("mpd.log"))"
+        audio_output {
+            type "null"
+            name "null"
+        }
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        child = try Child.spawn(binary, ["--no-daemon", config], log: directory.path("stdout"))
+        let start = monotonic()
+        while (try? LineClient(path: socket)) == nil {
+            guard monotonic() - start < 10 else { throw BenchError("mpd did not start") }
+            usleep(1000)
+        }
+    }
+}
+
 /// Reads a subscribed connection until `predicate` matches an event's params.
 func waitForEvent(_ client: LineClient, timeout: Double = 30, _ predicate: ([String: Any]) -> Bool) throws {
     let deadline = monotonic() + timeout
@@ -224,57 +255,96 @@ struct Runner {
         }
     }
 
-    // 5. Control: status round trips from one client, and throughput from 10 and 100 clients.
+    /// A `status` request on one protocol, and how its reply is read.
+    struct StatusProbe {
+        let name: String
+        let socket: String
+        let request: Data
+        let roundTrip: (LineClient, Data) throws -> Void
+
+        static func json(_ socket: String) -> StatusProbe {
+            StatusProbe(name: "status", socket: socket, request: Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A]),
+                        roundTrip: { try $0.roundTrip($1) })
+        }
+
+        static func mpd(_ name: String, _ socket: String) -> StatusProbe {
+            StatusProbe(name: name, socket: socket, request: Data("status\n".utf8), roundTrip: { try $0.mpdRoundTrip($1) })
+        }
+
+        /// A connected client (an MPD client first reads the greeting).
+        func connect() throws -> LineClient {
+            let client = try LineClient(path: socket)
+            if request.first != UInt8(ascii: "{") { _ = try client.readLine() }
+            return client
+        }
+    }
+
+    // 5. Control: status round trips from one client, and throughput from 10 and 100 clients, over
+    // JSON-RPC and MPD's protocol, with Debian's MPD answering the same MPD `status` as a peer.
     func control() throws {
         let running = try RunningDaemon(daemon, ["--device", "null"])
-        let status = Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A])
-        let client = try running.client()
-        for _ in 0..<200 { try client.roundTrip(status) }  // warm up
+        for probe in [StatusProbe.json(running.socket), .mpd("mpd status", running.directory.path("mpd.sock"))] {
+            try measureStatus(probe, pid: running.child.pid, throughput: true)
+        }
+        _ = running.stop()
+        if let peer = try? MPDPeer() {
+            try measureStatus(.mpd("peer: Debian's MPD status", peer.socket), pid: peer.child.pid, throughput: true, budgets: false)
+            _ = peer.child.terminate()
+            peer.directory.remove()
+        } else {
+            FileHandle.standardError.write(Data("no mpd binary: the MPD peer figures are left out (apt-get install mpd)\n".utf8))
+        }
+    }
+
+    private func measureStatus(_ probe: StatusProbe, pid: pid_t, throughput withClients: Bool, budgets: Bool = true) throws {
+        let client = try probe.connect()
+        for _ in 0..<200 { try probe.roundTrip(client, probe.request) }  // warm up
         var latencies: [Double] = []
         latencies.reserveCapacity(2000)
-        let cpuBefore = running.sample.cpuNanoseconds
+        let cpuBefore = ProcessSample(pid: pid).cpuNanoseconds
         for _ in 0..<2000 {
             let start = monotonic()
-            try client.roundTrip(status)
+            try probe.roundTrip(client, probe.request)
             latencies.append((monotonic() - start) * 1e6)
         }
-        let cpuPerRequest = (running.sample.cpuNanoseconds - cpuBefore) / 1e3 / 2000
-        report.add("status round trip p50", "µs", [percentile(latencies, 0.5)])
-        report.add("status round trip p99", "µs", [percentile(latencies, 0.99)], budget: .atMost(150))
-        report.add("status round trip max", "µs", [latencies.max() ?? .nan])
-        report.add("status: daemon CPU per request (1 client)", "µs", [cpuPerRequest])
-
+        let cpuPerRequest = (ProcessSample(pid: pid).cpuNanoseconds - cpuBefore) / 1e3 / 2000
+        report.add("\(probe.name) round trip p50", "µs", [percentile(latencies, 0.5)])
+        report.add("\(probe.name) round trip p99", "µs", [percentile(latencies, 0.99)], budget: budgets ? .atMost(150) : nil)
+        report.add("\(probe.name) round trip max", "µs", [latencies.max() ?? .nan])
+        report.add("\(probe.name): daemon CPU per request (1 client)", "µs", [cpuPerRequest], budget: budgets ? .atMost(20) : nil)
+        guard withClients else { return }
         for clients in [10, 100] {
             var rates: [Double] = []
             var costs: [Double] = []
             for _ in 0..<Swift.max(repeats / 2, 2) {
-                let (rate, cost) = try throughput(running, clients: clients, seconds: Swift.max(window / 3, 1), request: status)
+                let (rate, cost) = try throughput(probe, pid: pid, clients: clients, seconds: Swift.max(window / 3, 1))
                 rates.append(rate)
                 costs.append(cost)
             }
-            report.add("status with \(clients) clients", "req/s", rates, budget: clients == 100 ? .atLeast(60_000) : nil)
-            report.add("status with \(clients) clients: daemon CPU per request", "µs", costs, budget: .atMost(15))
+            report.add("\(probe.name) with \(clients) clients", "req/s", rates,
+                       budget: budgets && clients == 100 ? .atLeast(60_000) : nil)
+            report.add("\(probe.name) with \(clients) clients: daemon CPU per request", "µs", costs, budget: budgets ? .atMost(12) : nil)
         }
-        _ = running.stop()
     }
 
     /// Each client on its own thread with its own connection, blocking round trips for `seconds`.
-    private func throughput(_ running: RunningDaemon, clients: Int, seconds: Double, request: Data) throws -> (Double, Double) {
+    private func throughput(_ probe: StatusProbe, pid: pid_t, clients: Int, seconds: Double) throws -> (Double, Double) {
         let total = Counter()
         let connected = DispatchGroup()
         let finished = DispatchGroup()
         let go = DispatchSemaphore(value: 0)
-        let socket = running.socket
+        let request = probe.request
+        nonisolated(unsafe) let probe = probe
         for _ in 0..<clients {
             connected.enter()
             finished.enter()
             let thread = Thread {
-                let connection = try? LineClient(path: socket)
+                let connection = try? probe.connect()
                 connected.leave()
                 go.wait()
                 let deadline = monotonic() + seconds
                 var count = 0
-                while let connection, monotonic() < deadline, (try? connection.roundTrip(request)) != nil { count += 1 }
+                while let connection, monotonic() < deadline, (try? probe.roundTrip(connection, request)) != nil { count += 1 }
                 total.add(count)
                 finished.leave()
             }
@@ -282,12 +352,12 @@ struct Runner {
             thread.start()
         }
         connected.wait()
-        let cpuBefore = running.sample.cpuNanoseconds
+        let cpuBefore = ProcessSample(pid: pid).cpuNanoseconds
         let start = monotonic()
         for _ in 0..<clients { go.signal() }
         finished.wait()
         let elapsed = monotonic() - start
-        let cpu = (running.sample.cpuNanoseconds - cpuBefore) / 1e3
+        let cpu = (ProcessSample(pid: pid).cpuNanoseconds - cpuBefore) / 1e3
         return (Double(total.value) / elapsed, cpu / Double(Swift.max(total.value, 1)))
     }
 

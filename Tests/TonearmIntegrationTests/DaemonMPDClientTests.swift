@@ -96,7 +96,7 @@ extension DaemonTests {
             _ = try run("add", files[1])
             _ = try run("add", files[2])
             let queueIDs = (try json.call("queue").result?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } ?? []
-            #expect(queueIDs.count == 3)
+            try #require(queueIDs.count == 3)
 
             #expect(try run("play").contains("[playing] #1/3"))
             #expect(try state().name == "playing")

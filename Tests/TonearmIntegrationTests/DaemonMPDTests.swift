@@ -207,6 +207,10 @@ extension DaemonTests {
             #expect(try mpd.command("listallinfo sub").values("file") == ["sub/b.flac", "sub/deeper/c.mp3"])
             #expect(try mpd.command("lsinfo nowhere").end == "ACK [50@0] {lsinfo} No such directory")
             #expect(try mpd.command("lsinfo ../..").end.hasPrefix("ACK [2@0] {lsinfo}"))
+            #expect(try mpd.command("lsinfo /etc").end == "ACK [50@0] {lsinfo} No such directory",
+                    "only the music directory is listed")
+            #expect(try mpd.command("lsinfo " + music.path("sub")).values("file") == ["sub/b.flac"],
+                    "an absolute path inside it is")
             #expect(try mpd.command("listplaylists").values("playlist") == ["mix"])
             #expect(try mpd.command("listplaylist mix").values("file") == ["a.flac", "sub/b.flac"])
             #expect(try mpd.command("load mix").ok)

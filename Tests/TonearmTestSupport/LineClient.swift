@@ -65,6 +65,32 @@ public final class LineClient {
         }
     }
 
+    /// Sends pre-encoded MPD command bytes and waits for the reply's closing `OK` line without
+    /// parsing the rest (benchmarks).
+    public func mpdRoundTrip(_ request: Data) throws {
+        try send(raw: request)
+        while true {
+            if let end = Self.mpdReplyEnd(pending) {
+                pending.removeSubrange(pending.startIndex..<end)
+                return
+            }
+            let count = readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw Failure(description: "connection closed") }
+            pending.append(contentsOf: readBuffer[0..<count])
+        }
+    }
+
+    /// Where an MPD reply ends in `bytes`: after an `OK` or `ACK` line at a line start.
+    private static func mpdReplyEnd(_ bytes: Data) -> Data.Index? {
+        var lineStart = bytes.startIndex
+        while let newline = bytes[lineStart...].firstIndex(of: 0x0A) {
+            let line = bytes[lineStart..<newline]
+            if line.elementsEqual("OK".utf8) || line.starts(with: "ACK ".utf8) { return newline + 1 }
+            lineStart = newline + 1
+        }
+        return nil
+    }
+
     /// Sends pre-encoded request bytes and waits for one answer line without parsing it (benchmarks).
     public func roundTrip(_ request: Data) throws {
         try send(raw: request)

@@ -62,6 +62,12 @@ final class MPDLibrary: Sendable {
         return String(path.dropFirst(root == "/" ? 1 : root.count + 1))
     }
 
+    private func isInMusicDirectory(_ url: URL) -> Bool {
+        guard let root else { return false }
+        let path = MediaRoots.resolve(url.path)
+        return path == root || path.hasPrefix(root == "/" ? "/" : root + "/")
+    }
+
     static func isSong(_ name: String) -> Bool { suffixSet.contains(suffix(name)) }
     static func isPlaylist(_ name: String) -> Bool { playlistSuffixes.contains(suffix(name)) }
 
@@ -89,7 +95,9 @@ final class MPDLibrary: Sendable {
         if info.st_mode & S_IFMT == S_IFREG {
             return [.song(uri: self.uri(for: url), url: url, modified: Int(info.st_mtim.tv_sec))]
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw MPDError(.noExist, "No such directory") }
+        // Directories are listed only inside the music directory: a read-only client must not
+        // be able to walk the rest of the file system (MPD lists only the music directory too).
+        guard info.st_mode & S_IFMT == S_IFDIR, isInMusicDirectory(url) else { throw MPDError(.noExist, "No such directory") }
         let path = url.path
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
         var directories: [Entry] = [], songs: [Entry] = [], playlists: [Entry] = []
