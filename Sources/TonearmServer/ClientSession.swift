@@ -112,8 +112,10 @@ final class ClientSession: Sendable {
 enum RPCFraming {
     /// A message as one line on the wire.
     static func line(_ message: JSONValue) -> ByteBuffer {
-        var bytes = message.bytes
-        bytes.append(UInt8(ascii: "\n"))
-        return ByteBuffer(bytes: bytes)
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(512)
+        JSONCoding.serialize(message, into: &buffer)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return buffer
     }
 }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// A strict JSON reader and writer for `JSONValue`, working on bytes: the control socket parses
 /// and writes every message with these, without Foundation's coders (about ten times the cost).
 enum JSONCoding {
@@ -17,60 +19,89 @@ enum JSONCoding {
         return value
     }
 
-    static func serialize(_ value: JSONValue, into output: inout [UInt8]) {
+    /// Writes `value` as compact JSON, keys sorted, straight into `output` (no intermediate
+    /// array: a reply costs one buffer).
+    static func serialize(_ value: JSONValue, into output: inout ByteBuffer) {
         switch value {
-        case .null: output.append(contentsOf: "null".utf8)
-        case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .null: output.writeStaticString("null")
+        case .bool(let flag): output.writeStaticString(flag ? "true" : "false")
         case .number(let number): writeNumber(number, into: &output)
         case .string(let text): writeString(text, into: &output)
         case .array(let items):
-            output.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            output.writeInteger(UInt8(ascii: "["))
+            var first = true
+            for item in items {
+                if !first { output.writeInteger(UInt8(ascii: ",")) }
+                first = false
                 serialize(item, into: &output)
             }
-            output.append(UInt8(ascii: "]"))
+            output.writeInteger(UInt8(ascii: "]"))
         case .object(let object):
-            output.append(UInt8(ascii: "{"))
+            output.writeInteger(UInt8(ascii: "{"))
             // Sorted keys: the same value always serializes to the same bytes.
-            for (index, key) in object.keys.sorted().enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            var first = true
+            for (key, member) in object.sorted(by: { $0.key < $1.key }) {
+                if !first { output.writeInteger(UInt8(ascii: ",")) }
+                first = false
                 writeString(key, into: &output)
-                output.append(UInt8(ascii: ":"))
-                serialize(object[key]!, into: &output)
+                output.writeInteger(UInt8(ascii: ":"))
+                serialize(member, into: &output)
             }
-            output.append(UInt8(ascii: "}"))
+            output.writeInteger(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeNumber(_ number: Double, into output: inout [UInt8]) {
-        guard number.isFinite else { output.append(contentsOf: "null".utf8); return }
+    private static func writeNumber(_ number: Double, into output: inout ByteBuffer) {
+        guard number.isFinite else {
+            output.writeStaticString("null")
+            return
+        }
         if number == number.rounded(), abs(number) < 9e15 {
-            output.append(contentsOf: String(Int64(number)).utf8)
+            writeInteger(Int64(number), into: &output)
         } else {
             // Swift prints the shortest text that reads back as the same Double; JSON accepts it.
-            output.append(contentsOf: "\(number)".utf8)
+            output.writeString("\(number)")
         }
     }
 
-    private static func writeString(_ text: String, into output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): output.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: output.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: output.append(contentsOf: #"\r"#.utf8)
-            case 0x09: output.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: #"\u00"#.utf8)
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0xF)])
-            default: output.append(byte)
+    /// Decimal digits without building a String.
+    private static func writeInteger(_ value: Int64, into output: inout ByteBuffer) {
+        if value < 0 { output.writeInteger(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = digits.count
+            repeat {
+                index -= 1
+                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            output.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(digits)[index...]))
+        }
+    }
+
+    private static func writeString(_ text: String, into output: inout ByteBuffer) {
+        output.writeInteger(UInt8(ascii: "\""))
+        // Most strings need no escape: written in one go.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output.writeString(text)
+        } else {
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): output.writeStaticString(#"\""#)
+                case UInt8(ascii: "\\"): output.writeStaticString(#"\\"#)
+                case 0x0A: output.writeStaticString(#"\n"#)
+                case 0x0D: output.writeStaticString(#"\r"#)
+                case 0x09: output.writeStaticString(#"\t"#)
+                case 0..<0x20:
+                    let hex: StaticString = "0123456789abcdef"
+                    output.writeStaticString(#"\u00"#)
+                    output.writeInteger(hex.utf8Start[Int(byte >> 4)])
+                    output.writeInteger(hex.utf8Start[Int(byte & 0xF)])
+                default: output.writeInteger(byte)
+                }
             }
         }
-        output.append(UInt8(ascii: "\""))
+        output.writeInteger(UInt8(ascii: "\""))
     }
 
     private struct Reader {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// A JSON document as a Sendable value (read and written by `JSONCoding`).
 public enum JSONValue: Sendable, Equatable {
@@ -27,10 +28,9 @@ public enum JSONValue: Sendable, Equatable {
 
     /// The serialized bytes, with no trailing newline.
     public var bytes: [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(256)
+        var output = ByteBuffer()
         JSONCoding.serialize(self, into: &output)
-        return output
+        return Array(output.readableBytesView)
     }
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }
