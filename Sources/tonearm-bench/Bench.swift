@@ -256,11 +256,11 @@ struct Runner {
     }
 
     /// A `status` request on one protocol, and how its reply is read.
-    struct StatusProbe {
+    struct StatusProbe: Sendable {
         let name: String
         let socket: String
         let request: Data
-        let roundTrip: (LineClient, Data) throws -> Void
+        let roundTrip: @Sendable (LineClient, Data) throws -> Void
 
         static func json(_ socket: String) -> StatusProbe {
             StatusProbe(name: "status", socket: socket, request: Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A]),
@@ -334,7 +334,6 @@ struct Runner {
         let finished = DispatchGroup()
         let go = DispatchSemaphore(value: 0)
         let request = probe.request
-        nonisolated(unsafe) let probe = probe
         for _ in 0..<clients {
             connected.enter()
             finished.enter()
