@@ -57,12 +57,14 @@ extension DaemonTests {
             kill(daemon.process.processIdentifier, SIGKILL)
         }
 
-        /// Socket activation: systemd-socket-activate holds the socket and starts the daemon on
-        /// the first connection; the daemon serves the inherited socket and leaves it in place.
+        /// Socket activation: systemd-socket-activate holds the sockets and starts the daemon on
+        /// the first connection; the daemon serves the inherited sockets (the control socket and
+        /// MPD's, named by `--fdname`) and leaves them in place.
         @Test func socketActivationServesTheInheritedSocket() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
             let socketPath = dir.path("control.sock")
+            let mpdPath = dir.path("music.sock")
             let notify = try NotifyListener(path: dir.path("notify"))
             let activator = Process()
             activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
@@ -70,7 +72,7 @@ extension DaemonTests {
             // settings (LeakSanitizer's suppressions) must go through too.
             let passed = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"]
                 .filter { ProcessInfo.processInfo.environment[$0] != nil }.flatMap { ["-E", $0] }
-            activator.arguments = ["-l", socketPath, "--fdname=control", "-E", "NOTIFY_SOCKET=\(notify.path)",
+            activator.arguments = ["-l", socketPath, "-l", mpdPath, "--fdname=control:mpd", "-E", "NOTIFY_SOCKET=\(notify.path)",
                                    "-E", "STATE_DIRECTORY=\(dir.path("state"))"] + passed
                 + [DaemonProcess.binary(), "--device", "null"]
             let log = dir.path("daemon.log")
@@ -83,6 +85,10 @@ extension DaemonTests {
             let connected = try #require(LineClient.waitingForSocket(socketPath), "the activator never listened")
             #expect(try connected.call("ping")["result"] as? String == "pong")
             try notify.wait(for: "READY=1")
+            let mpd = try MPDTestClient(path: mpdPath)
+            #expect(mpd.greeting == "OK MPD 0.23.5")
+            #expect(try mpd.command("status")["state"] == "stop")
+            #expect(!FileManager.default.fileExists(atPath: dir.path("mpd.sock")), "MPD's socket came from systemd, not bound beside")
             let text = try String(contentsOfFile: log, encoding: .utf8)
             #expect(text.contains("socket activation"), "\(text)")
             kill(activator.processIdentifier, SIGTERM)
@@ -90,9 +96,11 @@ extension DaemonTests {
             let finalLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             #expect(activator.terminationStatus == 0, "\(finalLog)")
             #expect(Sanitizer.reports(in: finalLog).isEmpty, "\(finalLog)")
-            var info = stat()
-            #expect(lstat(socketPath, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
-                    "a socket the daemon did not create is left in place")
+            for path in [socketPath, mpdPath] {
+                var info = stat()
+                #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
+                        "a socket the daemon did not create is left in place: \(path)")
+            }
         }
     }
 }
