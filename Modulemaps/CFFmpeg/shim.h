@@ -18,6 +18,14 @@ static inline int tonearm_averror_eof(void) { return AVERROR_EOF; }
 static inline int tonearm_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline int tonearm_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }
 static inline int tonearm_averror_stream_not_found(void) { return AVERROR_STREAM_NOT_FOUND; }
+static inline int tonearm_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
+static inline int tonearm_averror_exit(void) { return AVERROR_EXIT; }
+static inline int tonearm_averror_http_unauthorized(void) { return AVERROR_HTTP_UNAUTHORIZED; }
+static inline int tonearm_averror_http_forbidden(void) { return AVERROR_HTTP_FORBIDDEN; }
+static inline int tonearm_averror_http_not_found(void) { return AVERROR_HTTP_NOT_FOUND; }
+static inline int tonearm_averror_http_bad_request(void) { return AVERROR_HTTP_BAD_REQUEST; }
+static inline int tonearm_averror_http_other_4xx(void) { return AVERROR_HTTP_OTHER_4XX; }
+static inline int tonearm_averror_http_server_error(void) { return AVERROR_HTTP_SERVER_ERROR; }
 static inline int tonearm_errno_enoent(void) { return ENOENT; }
 static inline int tonearm_errno_eacces(void) { return EACCES; }
 static inline int64_t tonearm_av_nopts_value(void) { return AV_NOPTS_VALUE; }

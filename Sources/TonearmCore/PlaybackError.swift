@@ -11,6 +11,8 @@ public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringC
         case deviceUnavailable = "device_unavailable"
         case deviceLost = "device_lost"
         case invalidRequest = "invalid_request"
+        /// A network source could not be reached, or was lost and not regained.
+        case network = "network"
         case `internal` = "internal"
     }
 
@@ -24,7 +26,7 @@ public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringC
 
     public var isRecoverable: Bool {
         switch kind {
-        case .fileNotFound, .permissionDenied, .ioError, .deviceUnavailable, .deviceLost: true
+        case .fileNotFound, .permissionDenied, .ioError, .deviceUnavailable, .deviceLost, .network: true
         case .unsupportedFormat, .noAudioStream, .decodeFailed, .invalidRequest, .internal: false
         }
     }

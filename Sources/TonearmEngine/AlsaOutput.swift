@@ -2,7 +2,7 @@ import CALSA
 
 /// Owns one open ALSA PCM. Not Sendable: it is opened on a helper thread (`DeviceOpenAttempt`)
 /// and handed, once, to the output thread under the engine lock; only one thread uses it at a time.
-final class AlsaOutput {
+final class AlsaOutput: OutputDevice {
     let device: String
     let format: PCMFormat
     let canPause: Bool
@@ -12,14 +12,6 @@ final class AlsaOutput {
     /// create its file): the likely cause of a later failure.
     let openingComplaint: String?
     private var pcm: OpaquePointer?
-
-    enum WriteOutcome {
-        case wrote(Int)
-        /// An underrun (or resume from suspend) was recovered; nothing was written this time.
-        case recovered
-        /// The device is gone (unplugged, powered off); the PCM must be reopened.
-        case lost(String)
-    }
 
     private init(device: String, pcm: OpaquePointer, format: PCMFormat, canPause: Bool,
                  periodFrames: Int, bufferFrames: Int, openingComplaint: String?) {
@@ -121,7 +113,7 @@ final class AlsaOutput {
     }
 
     /// Blocking write of up to `frames` interleaved frames. Recovers from xruns and suspend.
-    func write(_ data: UnsafeRawPointer, frames: Int) -> WriteOutcome {
+    func write(_ data: UnsafeRawPointer, frames: Int) -> OutputWriteOutcome {
         guard let pcm else { return .lost("device closed") }
         let result = snd_pcm_writei(pcm, data, snd_pcm_uframes_t(frames))
         if result >= 0 { return .wrote(Int(result)) }

@@ -44,6 +44,10 @@ final class PCMChunk {
     /// The item's ReplayGain tags, and whether `auto` takes its album gain (the output's gain stage).
     var replayGain: ReplayGainInfo?
     var prefersAlbumGain = false
+    /// The item is read over the network: the output prebuffers it, and refills it when it ran dry.
+    var isNetwork = false
+    /// A stream title that starts with this chunk's first frame (announced when that is heard).
+    var streamTitle: StreamTitle?
 
     init(index: Int) {
         self.index = index
@@ -56,7 +60,9 @@ final class PCMChunk {
     var remainingFrames: Int { frames - written }
 
     func reset(epoch: Int, itemID: Int, format: PCMFormat, position: Int64, runStart: RunStart?,
-               replayGain: ReplayGainInfo?, prefersAlbumGain: Bool) {
+               replayGain: ReplayGainInfo?, prefersAlbumGain: Bool, isNetwork: Bool) {
+        self.isNetwork = isNetwork
+        streamTitle = nil
         self.replayGain = replayGain
         self.prefersAlbumGain = prefersAlbumGain
         self.epoch = epoch

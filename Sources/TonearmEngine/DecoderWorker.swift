@@ -30,15 +30,52 @@ extension EngineControl {
         var endPending = false
         /// A `next` item that failed to open: not tried again for the same `next`.
         var failedNextID: Int?
+        /// Set while a network item's dropped connection is being regained.
+        var reconnect: Reconnect?
+        /// Added to a live stream's frame positions: a reconnect starts its count again at 0, and
+        /// the item's position goes on from where it stopped.
+        var positionBase: Int64 = 0
+        /// A stream title read with the pending frames: the chunk they start goes with it.
+        var streamTitle: StreamTitle?
+        /// Reading a network source is paused until then (see `networkReadPause`).
+        var readPausedUntil: Double?
     }
 
-    /// How far the decoder runs ahead of what is heard: enough to open the next item well before
-    /// the current one ends (gapless), little enough that a file changing on disk is noticed soon.
+    /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
+    struct Reconnect {
+        var attempt = 0
+        /// When the connection dropped.
+        let since: Double
+        /// The wait before the next attempt, and when it is due.
+        var delay: Double
+        var nextAt: Double
+        /// The track frame the item goes on from: a file resumes there (Range), a live stream
+        /// counts on from there.
+        let resumeFrame: Int64
+        let isLive: Bool
+        var lastError: String
+
+        static let firstDelay = 0.5
+        static let longestDelay = 30.0
+    }
+
+    /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
+    /// before the current one ends (gapless), little enough that a file changing on disk is noticed soon.
     static let decodeAheadSeconds = 2.0
 
+    /// The pipe level the decoder fills to: `decodeAheadSeconds` for a file; for a network
+    /// source its prebuffer (at least 1 s): more than that waits in the socket. Lock held.
+    var fillTarget: Double { decodingNetwork ? max(input.prebufferSeconds, 1) : decodeAheadSeconds }
+
     /// Lock held.
-    var pipeIsFull: Bool { pipe.freeCount == 0 || pipe.bufferedSeconds >= Self.decodeAheadSeconds }
-    var pipeIsHalfEmpty: Bool { pipe.freeCount >= pipe.capacity / 2 && pipe.bufferedSeconds <= Self.decodeAheadSeconds / 2 }
+    var pipeIsFull: Bool { pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget }
+    var pipeIsHalfEmpty: Bool { pipe.freeCount >= pipe.capacity / 2 && pipe.bufferedSeconds <= fillTarget / 2 }
+
+    /// A stream that arrives in real time would wake the decoder at every packet the network
+    /// brings (tens a second). Once a read had to wait for the network and the pipe holds three
+    /// quarters of its target, the decoder stops reading for a while (at most this long): what
+    /// arrives meanwhile waits in the socket and is read in one go.
+    static let longestNetworkReadPause = 1.0
 
     func startDecoderThread() {
         Self.startThread(named: "tonearm-decoder") { [self] in runDecoder() }
@@ -54,6 +91,15 @@ extension EngineControl {
                 leaveAbandoned(&state)
             } else if state.pendingFrames > 0 || state.endPending {
                 place(&state)
+            } else if state.reconnect != nil {
+                reconnectStep(&state)
+            } else if let until = state.readPausedUntil {
+                // Woken early by the output (the pipe ran low) or a prebuffer wait: read at once.
+                if EngineLock.now() < until, !outputAwaitsFill, pipe.bufferedSeconds > fillTarget / 4 {
+                    lock.waitDecoder(untilMonotonic: until)
+                } else {
+                    state.readPausedUntil = nil
+                }
             } else if state.decoder != nil, !state.finished {
                 decodeStep(&state)
             } else if state.finished, let item = state.item, let next, next.after == item.id,
@@ -82,6 +128,9 @@ extension EngineControl {
         state.endPending = false
         state.runStart = nil
         state.discardBefore = nil
+        state.reconnect = nil
+        state.positionBase = 0
+        state.readPausedUntil = nil
     }
 
     /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
@@ -113,7 +162,7 @@ extension EngineControl {
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
         lock.unlock()
         if let reuse, let format {
-            opened = Self.seek(reuse, format: format, seconds: target.startSeconds, path: target.item.path,
+            opened = seek(reuse, format: format, seconds: target.startSeconds, url: target.item.url,
                                cancellation: cancellation)
         } else {
             state.decoder = nil  // the previous item's FFmpeg state is freed here, off the lock
@@ -147,11 +196,12 @@ extension EngineControl {
     private func openDecoder(_ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
                              format: inout PCMFormat?) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
-            let decoder = try MediaDecoder(path: item.path, cancellation: cancellation)
+            let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
             let chosen = lock.withLock { chunkFormat(for: decoder.sourceFormat) }
             try decoder.configureOutput(chosen)
             format = chosen
-            guard startSeconds > 0 else { return .success((decoder, 0)) }
+            // A live stream starts where it is now, whatever position was asked (a restore).
+            guard startSeconds > 0, !decoder.isLive else { return .success((decoder, 0)) }
             let frame = Self.clampedFrame(decoder, seconds: startSeconds, rate: chosen.sampleRate)
             try decoder.seek(toFrame: frame)
             return .success((decoder, frame))
@@ -169,16 +219,22 @@ extension EngineControl {
 
     /// Seeks the open decoder. Some demuxers refuse to seek once they reached the end of the file
     /// (FLAC answers EPERM): then the file is opened again and the seek made on the fresh one.
-    private static func seek(_ decoder: MediaDecoder, format: PCMFormat, seconds: Double, path: String,
-                             cancellation: CancellationFlag) -> Result<(MediaDecoder, Int64), EngineFailure> {
+    private func seek(_ decoder: MediaDecoder, format: PCMFormat, seconds: Double, url: URL,
+                      cancellation: CancellationFlag) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
+            if decoder.isLive {
+                // A live stream does not seek: it is joined again, live (a play after a pause).
+                let fresh = try MediaDecoder(url: url, input: input, cancellation: cancellation)
+                try fresh.configureOutput(format)
+                return .success((fresh, 0))
+            }
             if decoder.outputFormat != format { try decoder.configureOutput(format) }
-            let frame = clampedFrame(decoder, seconds: seconds, rate: format.sampleRate)
+            let frame = Self.clampedFrame(decoder, seconds: seconds, rate: format.sampleRate)
             do {
                 try decoder.seek(toFrame: frame)
                 return .success((decoder, frame))
             } catch {
-                let fresh = try MediaDecoder(path: path, cancellation: cancellation)
+                let fresh = try MediaDecoder(url: url, input: input, cancellation: cancellation)
                 try fresh.configureOutput(format)
                 try fresh.seek(toFrame: frame)
                 return .success((fresh, frame))
@@ -190,12 +246,13 @@ extension EngineControl {
 
     /// Records an opened item's info and tells observers. Lock held.
     private func noteOpened(_ item: EngineItem, _ decoder: MediaDecoder) {
-        let info = MediaInfo(url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
+        var info = MediaInfo(url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
                              container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
                              channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
                              title: decoder.info.title, artist: decoder.info.artist, album: decoder.info.album,
                              outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain,
                              bitRate: decoder.info.bitRate)
+        info.isLive = decoder.isLive
         // Keep the infos of items still in play: the heard one and those after it.
         let heard = heardItemID
         infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
@@ -262,18 +319,27 @@ extension EngineControl {
         guard let decoder = state.decoder, let item = state.item else { return }
         let myEpoch = epoch
         lock.unlock()
+        let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
         lock.lock()
+        if decoder.isNetwork, EngineLock.now() - started > 0.01, pipe.bufferedSeconds >= fillTarget * 0.75 {
+            // That read waited for the network: the socket is drained. It fills while the pipe
+            // plays down to a quarter of its target (at most a second), then is read in one go.
+            let pause = min(Self.longestNetworkReadPause, pipe.bufferedSeconds - fillTarget / 4)
+            state.readPausedUntil = EngineLock.now() + pause
+        }
         guard epoch == myEpoch, !abandoned.contains(item.id) else { return }
         switch result {
-        case .success(.frames(let count, let position)):
+        case .success(.frames(let count, let decodedPosition)):
+            let position = decodedPosition + state.positionBase
             var skip = 0
             if let target = state.discardBefore {
                 if position + Int64(count) <= target { return }
                 skip = Int(max(0, target - position))
                 state.discardBefore = nil
             }
+            if let title = decoder.takeStreamTitle() { state.streamTitle = StreamTitle(streamTitle: title) }
             state.pendingFrames = count - skip
             state.pendingOffset = skip
             state.pendingPosition = position + Int64(skip)
@@ -285,8 +351,91 @@ extension EngineControl {
             }
             state.finished = true
             state.endPending = true
+        case .failure(let failure) where failure.kind == .network && decoder.isNetwork:
+            startReconnect(item, decoder, failure, &state)
         case .failure(let failure):
             fail(item, failure, &state)
+        }
+    }
+
+    // MARK: Reconnecting
+
+    /// The connection of a network item dropped: what is decoded is handed on (it plays out while
+    /// the connection is retried), and the first attempt is due after `Reconnect.firstDelay`.
+    private func startReconnect(_ item: EngineItem, _ decoder: MediaDecoder, _ failure: EngineFailure,
+                                _ state: inout DecoderState) {
+        if let fill = state.fill, fill.frames > 0 {
+            pipe.push(fill)
+            state.fill = nil
+            lock.wakeOutput()
+        }
+        let now = EngineLock.now()
+        state.reconnect = Reconnect(since: now, delay: Reconnect.firstDelay, nextAt: now + Reconnect.firstDelay,
+                                    resumeFrame: state.pendingPosition, isLive: decoder.isLive,
+                                    lastError: failure.message)
+        let closing = state.decoder
+        state.decoder = nil
+        lock.unlock()
+        _ = closing
+        lock.lock()
+    }
+
+    /// Sleeps until the next attempt is due (a command wakes it sooner), then tries: a file is
+    /// opened again at the frame where it stopped (HTTP Range) and goes on sample for sample; a
+    /// live stream is joined again, live. Gives up after `input.reconnectForSeconds` (0: never):
+    /// the item fails with `network`.
+    private func reconnectStep(_ state: inout DecoderState) {
+        guard var plan = state.reconnect, let item = state.item else {
+            state.reconnect = nil
+            return
+        }
+        let now = EngineLock.now()
+        if now < plan.nextAt {
+            lock.waitDecoder(untilMonotonic: plan.nextAt)
+            return
+        }
+        if input.reconnectForSeconds > 0 && now - plan.since >= input.reconnectForSeconds {
+            let failure = EngineFailure(.network, "\(item.path): the connection was lost and not regained in "
+                                        + "\(Int(now - plan.since)) s (\(plan.attempt) attempts); the last error: \(plan.lastError)")
+            fail(item, failure, &state)
+            return
+        }
+        plan.attempt += 1
+        state.reconnect = plan
+        post(.reconnecting(itemID: item.id, attempt: plan.attempt, delay: plan.delay))
+        let myEpoch = epoch
+        let format = state.format
+        let cancellation = CancellationFlag()
+        decoderCancellation = cancellation
+        lock.unlock()
+        let reopened: Result<MediaDecoder, EngineFailure>
+        do throws(EngineFailure) {
+            let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
+            try decoder.configureOutput(format)
+            if !plan.isLive { try decoder.seek(toFrame: plan.resumeFrame) }
+            reopened = .success(decoder)
+        } catch {
+            reopened = .failure(error)
+        }
+        lock.lock()
+        guard epoch == myEpoch, state.item?.id == item.id, state.reconnect != nil else { return }
+        switch reopened {
+        case .success(let decoder):
+            state.decoder = decoder
+            state.reconnect = nil
+            state.pendingPosition = plan.resumeFrame
+            if plan.isLive {
+                state.positionBase = plan.resumeFrame
+            } else {
+                state.discardBefore = plan.resumeFrame
+            }
+        case .failure(let failure):
+            // Anything may answer while a server comes back (Icecast says 404 for a mount whose
+            // source is away): every failure is retried until the time is up.
+            plan.lastError = failure.message
+            plan.delay = min(Reconnect.longestDelay, plan.delay * 2)
+            plan.nextAt = EngineLock.now() + plan.delay
+            state.reconnect = plan
         }
     }
 
@@ -305,6 +454,13 @@ extension EngineControl {
             dropWork(&state)
             return
         }
+        if state.streamTitle != nil, let fill = state.fill, fill.frames > 0 {
+            // A new title starts with a chunk of its own, so that it is heard at its first frame.
+            pipe.push(fill)
+            state.fill = nil
+            lock.wakeOutput()
+        }
+        decodingNetwork = decoder.isNetwork
         if state.fill == nil {
             guard !pipeIsFull, let chunk = pipe.takeFree() else {
                 // Full: sleep until it is half empty (hysteresis), so that the decoder wakes about
@@ -317,7 +473,9 @@ extension EngineControl {
             }
             chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: state.pendingPosition,
                         runStart: state.runStart, replayGain: decoder.info.replayGain,
-                        prefersAlbumGain: item.prefersAlbumGain)
+                        prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
+            chunk.streamTitle = state.streamTitle
+            state.streamTitle = nil
             state.runStart = nil
             state.fill = chunk
         }
@@ -350,7 +508,7 @@ extension EngineControl {
             }
             // The output needs waking only when it may be waiting for this chunk: it had nothing,
             // or the chunk starts a run. Otherwise it reaches the chunk in its own time.
-            if outputHasNothing || chunk.runStart != nil { lock.wakeOutput() }
+            if outputHasNothing || chunk.runStart != nil || outputAwaitsFill { lock.wakeOutput() }
         }
     }
 }

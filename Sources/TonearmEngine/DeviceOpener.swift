@@ -11,7 +11,7 @@ import Foundation
 /// that lock; an abandoned open's handle never leaves the helper thread.
 final class DeviceOpenAttempt: @unchecked Sendable {
     /// Set by the helper thread when the open returned (engine lock held).
-    var result: Result<AlsaOutput, EngineFailure>?
+    var result: Result<any OutputDevice, EngineFailure>?
     /// Set by the output thread when it stopped waiting (engine lock held).
     var abandoned = false
 }
@@ -23,7 +23,7 @@ extension EngineControl {
     /// timeout, and no longer once the engine shuts down. Output thread, lock held (released
     /// while waiting). While an abandoned open has not returned, no other is started: the device
     /// is known not to answer, and threads must not pile up behind it.
-    func openDevice(_ requested: PCMFormat) -> Result<AlsaOutput, EngineFailure> {
+    func openDevice(_ requested: PCMFormat) -> Result<any OutputDevice, EngineFailure> {
         let device = configuration.device
         if stuckOpen != nil {
             return .failure(EngineFailure(.deviceUnavailable,
@@ -32,11 +32,17 @@ extension EngineControl {
         }
         let attempt = DeviceOpenAttempt()
         let bufferMilliseconds = configuration.bufferMilliseconds
+        let sink = configuration.sink
         Self.startThread(named: "tonearm-open") { [self] in
-            let result: Result<AlsaOutput, EngineFailure>
+            let result: Result<any OutputDevice, EngineFailure>
             do throws(EngineFailure) {
-                result = .success(try AlsaOutput.open(device: device, requested: requested,
-                                                      bufferMilliseconds: bufferMilliseconds))
+                switch sink {
+                case .alsa:
+                    result = .success(try AlsaOutput.open(device: device, requested: requested,
+                                                          bufferMilliseconds: bufferMilliseconds))
+                case .snapcast(let host, let port, let format):
+                    result = .success(try SnapcastOutput.open(host: host, port: port, format: format))
+                }
             } catch {
                 result = .failure(error)
             }

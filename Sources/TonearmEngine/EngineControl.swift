@@ -43,6 +43,7 @@ struct DecodeTarget {
 /// immutable or Sendable; `pipe` is guarded by `lock` as a whole (see `ChunkPipe`).
 final class EngineControl: @unchecked Sendable {
     let configuration: OutputConfiguration
+    let input: InputConfiguration
     let lock = EngineLock()
     let observers = ObserverRegistry()
     /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
@@ -99,10 +100,18 @@ final class EngineControl: @unchecked Sendable {
     var decoderEpoch = -1
     /// The `next` item that failed to open; the decoder waits for another `next`.
     var decoderFailedNextID: Int?
+    /// The item the decoder fills the pipe with is read over the network (see `fillTarget`).
+    var decodingNetwork = false
     /// Media info of items opened and not yet left behind (the heard one and those decoded ahead).
     var infos: [(itemID: Int, info: MediaInfo)] = []
 
     // MARK: Written by the output thread.
+
+    /// The output waits for a network item's audio to fill up to `input.prebufferSeconds`: the
+    /// decoder wakes it at every chunk it pushes until then.
+    var outputAwaitsFill = false
+    /// When the clock last stopped consuming (a pause carried out, a run parked ready).
+    var stoppedConsumingAt = 0.0
 
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
@@ -135,8 +144,9 @@ final class EngineControl: @unchecked Sendable {
     /// output thread, cleared by the helper thread once the open returns.
     var stuckOpen: DeviceOpenAttempt?
 
-    init(configuration: OutputConfiguration) {
+    init(configuration: OutputConfiguration, input: InputConfiguration) {
         self.configuration = configuration
+        self.input = input
         clock = PlaybackClock(speed: configuration.pace ? max(configuration.speed, 0.001) : 1)
         abandoned.reserveCapacity(16)
         infos.reserveCapacity(8)
@@ -158,6 +168,17 @@ final class EngineControl: @unchecked Sendable {
     }
 
     // MARK: Helpers for code that holds the lock.
+
+    /// How far the decoder runs ahead of what is heard: enough to open the next item well before
+    /// the current one ends (gapless), and more than a network source's prebuffer.
+    var decodeAheadSeconds: Double { max(Self.decodeAheadSeconds, input.prebufferSeconds + 1) }
+
+    /// Whether a network item's audio in the pipe is enough to start (or go on) playing it: the
+    /// prebuffer is full, or no more of the item is coming, or the pipe can hold no more. Lock held.
+    func prebuffered(_ itemID: Int) -> Bool {
+        pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoderEpoch != epoch
+            || decoderItemID != itemID || pipe.contains { $0.itemID == itemID && $0.endsItem }
+    }
 
     /// Starts a new epoch: everything queued so far is void. Lock held.
     func beginEpoch() {

@@ -4,6 +4,8 @@ public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible
     public enum Kind: String, Sendable {
         case fileNotFound, permissionDenied, unsupportedFormat, noAudioStream, decodeFailed, ioError
         case deviceUnavailable, deviceLost
+        /// A network source could not be reached, or was lost and not regained.
+        case network
         /// A path no file system can hold (too long): trying again cannot help.
         case invalidPath
     }

@@ -43,17 +43,20 @@ final class EngineLock: @unchecked Sendable {
     func wakeOutput() { pthread_cond_broadcast(outputCondition) }
     func wakeAll() { wakeDecoder(); wakeOutput() }
 
-    /// Call with the lock held.
-    func waitDecoder() { pthread_cond_wait(decoderCondition, mutex) }
     /// Call with the lock held. Returns false on timeout.
     @discardableResult
-    func waitOutput(untilMonotonic deadline: Double? = nil) -> Bool {
+    func waitDecoder(untilMonotonic deadline: Double? = nil) -> Bool { wait(decoderCondition, until: deadline) }
+    /// Call with the lock held. Returns false on timeout.
+    @discardableResult
+    func waitOutput(untilMonotonic deadline: Double? = nil) -> Bool { wait(outputCondition, until: deadline) }
+
+    private func wait(_ condition: UnsafeMutablePointer<pthread_cond_t>, until deadline: Double?) -> Bool {
         guard let deadline else {
-            pthread_cond_wait(outputCondition, mutex)
+            pthread_cond_wait(condition, mutex)
             return true
         }
         var time = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))
-        return pthread_cond_timedwait(outputCondition, mutex, &time) == 0
+        return pthread_cond_timedwait(condition, mutex, &time) == 0
     }
 
     /// Seconds on the monotonic clock, the clock timed waits use.

@@ -32,6 +32,7 @@ public struct EngineSnapshot: Sendable, Equatable {
 /// What happened, in the order it happened, each about one named engine item. This is the one
 /// stream the player learns from; the snapshot is a summary of it.
 public enum EngineEvent: Sendable, Equatable {
+
     case loadStarted(itemID: Int, url: String)
     /// The decoder opened the item's file (a load, or the next item decoded ahead).
     case opened(itemID: Int, MediaInfo)
@@ -56,12 +57,18 @@ public enum EngineEvent: Sendable, Equatable {
     case deviceLost(itemID: Int, EngineFailure, intent: Int)
     /// The lost device is open again; `resumes` says whether playback goes on by itself.
     case deviceRestored(itemID: Int, resumes: Bool, intent: Int)
+    /// A network source's connection dropped: attempt `attempt` to reconnect starts now, `delay`
+    /// seconds after the previous one.
+    case reconnecting(itemID: Int, attempt: Int, delay: Double)
+    /// A network stream's title changed, announced when the audio it belongs to is heard.
+    case streamTitle(itemID: Int, StreamTitle)
 
     public var itemID: Int {
         switch self {
         case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
              .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
-             .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _):
+             .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
+             .reconnecting(let id, _, _), .streamTitle(let id, _):
             id
         }
     }

@@ -3,18 +3,41 @@ import Foundation
 import Synchronization
 
 /// Lets a decoder thread abandon blocking FFmpeg I/O (open, probe, read) when its item is replaced.
+/// Also bounds a network open: FFmpeg's read timeout stops a silent server, not one that talks
+/// without end (endless headers), so an open gives up at a deadline as well.
 final class CancellationFlag: Sendable {
     private let flag = Atomic<Bool>(false)
+    /// Monotonic nanoseconds after which blocking I/O gives up; 0: no deadline.
+    private let deadline = Atomic<UInt64>(0)
     func cancel() { flag.store(true, ordering: .relaxed) }
     /// Makes the flag usable again for the same decoder's next piece of work (a seek).
     func reset() { flag.store(false, ordering: .relaxed) }
     var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+    func setDeadline(secondsFromNow seconds: Double?) {
+        deadline.store(seconds.map { Self.nanosecondsNow() + UInt64(max(0, $0) * 1e9) } ?? 0, ordering: .relaxed)
+    }
+
+    /// Whether I/O must stop now: cancelled, or past the deadline.
+    var shouldInterrupt: Bool {
+        if isCancelled { return true }
+        let limit = deadline.load(ordering: .relaxed)
+        return limit != 0 && Self.nanosecondsNow() > limit
+    }
+
+    private static func nanosecondsNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
 }
 
 /// Demux + decode + convert of one media file. Owns every FFmpeg pointer of the item; not
 /// Sendable: it is created, used and freed on that item's decoder thread only.
 final class MediaDecoder {
     private var formatContext: UnsafeMutablePointer<AVFormatContext>?
+    /// A network source's connection, opened by us (FFmpeg does not close it with the context).
+    private var connection: UnsafeMutablePointer<AVIOContext>?
     private var codecContext: UnsafeMutablePointer<AVCodecContext>?
     private var resampler: OpaquePointer?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -35,6 +58,17 @@ final class MediaDecoder {
     let info: (duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
                title: String?, artist: String?, album: String?, replayGain: ReplayGainInfo?)
 
+    /// The latest ICY StreamTitle read, and whether `takeStreamTitle` has handed it on.
+    private var streamTitle: String?
+    private var streamTitleTaken = true
+
+    /// A changed stream title since the last call, once.
+    func takeStreamTitle() -> String? {
+        guard !streamTitleTaken else { return nil }
+        streamTitleTaken = true
+        return streamTitle
+    }
+
     /// Output-frame index of the first sample `decodeNext` will produce; nil until a timestamped frame says.
     private(set) var nextFramePosition: Int64 = 0
 
@@ -44,47 +78,71 @@ final class MediaDecoder {
         case endOfStream
     }
 
-    init(path: String, cancellation: CancellationFlag) throws(EngineFailure) {
+    /// A source read over the network (http, https): buffered, reconnected, never stat-checked.
+    let isNetwork: Bool
+    /// A network source with no end and no seeking (a radio stream): it is rejoined, not resumed.
+    private(set) var isLive = false
+
+    init(url: URL, input: InputConfiguration = InputConfiguration(), cancellation: CancellationFlag) throws(EngineFailure) {
         self.cancellation = cancellation
         FFmpegLog.install
+        let path = url.isFileURL ? url.path : url.absoluteString
+        let scheme = InputConfiguration.scheme(of: url)
+        guard input.allows(url) else {
+            throw EngineFailure(.permissionDenied, "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))")
+        }
+        isNetwork = InputConfiguration.isNetwork(url)
+        if isNetwork { Self.networkInit }
+        if url.isFileURL { try Self.checkRegularReadableFile(path) }
 
-        try Self.checkRegularReadableFile(path)
-
-        // Bound probing so a huge file of garbage cannot hold the decoder thread for long.
-        var context = avformat_alloc_context()
-        tonearm_set_interrupt(context, { opaque in
+        let interrupt = AVIOInterruptCB(callback: { opaque in
             guard let opaque else { return 0 }
-            return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().isCancelled ? 1 : 0
-        }, Unmanaged.passUnretained(cancellation).toOpaque())
+            return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().shouldInterrupt ? 1 : 0
+        }, opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+        if isNetwork { cancellation.setDeadline(secondsFromNow: input.timeoutSeconds) }
+        defer { cancellation.setDeadline(secondsFromNow: nil) }
+        // A network source's connection is opened first, on its own: its failures (refused,
+        // 404, a redirect it may not follow) are told apart from the content's, and where the
+        // redirects led is checked before a byte of the body is parsed.
+        var connection: UnsafeMutablePointer<AVIOContext>?
+        if isNetwork {
+            connection = try Self.connect(path, input: input, interrupt: interrupt, cancellation: cancellation)
+        }
+        var context = avformat_alloc_context()
+        context?.pointee.interrupt_callback = interrupt
+        context?.pointee.pb = connection
         var options: OpaquePointer?
-        av_dict_set(&options, "probesize", "5000000", 0)
-        av_dict_set(&options, "analyzeduration", "5000000", 0)
+        // Bound probing so a huge file of garbage cannot hold the decoder thread for long; a
+        // stream arrives in real time, so it is probed on less.
+        av_dict_set(&options, "probesize", isNetwork ? "262144" : "5000000", 0)
+        av_dict_set(&options, "analyzeduration", isNetwork ? "1000000" : "5000000", 0)
+        av_dict_set(&options, "protocol_whitelist", input.ffmpegWhitelist, 0)
         let openResult = avformat_open_input(&context, path, nil, &options)
         av_dict_free(&options)
         guard openResult >= 0, let context else {
-            if openResult == tonearm_averror(tonearm_errno_enoent()) {
-                throw EngineFailure(.fileNotFound, "no such file: \(path)")
+            // A context FFmpeg freed on failure leaves the connection to us.
+            avio_closep(&connection)
+            if isNetwork && !Self.isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
+                throw EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(openResult, cancellation))")
             }
-            if openResult == tonearm_averror(tonearm_errno_eacces()) {
-                throw EngineFailure(.permissionDenied, "permission denied: \(path)")
-            }
-            if openResult == tonearm_averror(EMFILE) || openResult == tonearm_averror(ENFILE) {
-                // Out of file descriptors: the file is fine, and a retry once some are free plays it.
-                throw EngineFailure(.ioError, "cannot open \(path): \(FFmpegError.describe(openResult))")
-            }
-            throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (\(FFmpegError.describe(openResult)))")
+            throw Self.openFailure(openResult, path: path, isNetwork: false, cancellation: cancellation)
         }
+        self.connection = connection
         // Until init completes, the handles live in locals and are freed here on failure.
         func failAndFree(_ failure: EngineFailure, codec: UnsafeMutablePointer<AVCodecContext>? = nil) -> EngineFailure {
             var codecToFree = codec
             if codecToFree != nil { avcodec_free_context(&codecToFree) }
             var ctx: UnsafeMutablePointer<AVFormatContext>? = context
             avformat_close_input(&ctx)
+            avio_closep(&connection)
             return failure
         }
 
         let infoResult = avformat_find_stream_info(context, nil)
         if infoResult < 0 {
+            if isNetwork && !Self.isContentError(infoResult) && infoResult != tonearm_averror(EINVAL) {
+                throw failAndFree(EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(infoResult, cancellation))"))
+            }
             throw failAndFree(EngineFailure(.unsupportedFormat, "cannot read stream info of \(path): \(FFmpegError.describe(infoResult))"))
         }
         var decoder: UnsafePointer<AVCodec>?
@@ -155,10 +213,91 @@ final class MediaDecoder {
         info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
                 rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
 
+        let seekable = (context.pointee.pb?.pointee.seekable ?? 0) & AVIO_SEEKABLE_NORMAL != 0
+        isLive = isNetwork && (duration == nil || !seekable)
         packet = av_packet_alloc()
         frame = av_frame_alloc()
         scratchCapacityFrames = 8192
         scratch = UnsafeMutableRawPointer.allocate(byteCount: scratchCapacityFrames * 8 * 8, alignment: 16)
+    }
+
+    /// FFmpeg's network layer (TLS libraries) is set up once, before the first network open.
+    private static let networkInit: Void = { avformat_network_init() }()
+
+    /// Opens a network source's connection: FFmpeg's http follows the redirects; where they led
+    /// must be an allowed protocol too.
+    private static func connect(_ path: String, input: InputConfiguration, interrupt: AVIOInterruptCB,
+                                cancellation: CancellationFlag) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
+        var options: OpaquePointer?
+        let micros = String(Int64(input.timeoutSeconds * 1_000_000))
+        av_dict_set(&options, "protocol_whitelist", input.ffmpegWhitelist, 0)
+        av_dict_set(&options, "rw_timeout", micros, 0)
+        av_dict_set(&options, "timeout", micros, 0)
+        av_dict_set(&options, "icy", "1", 0)
+        av_dict_set(&options, "user_agent", "Tonearm", 0)
+        var connection: UnsafeMutablePointer<AVIOContext>?
+        var callback = interrupt
+        let result = avio_open2(&connection, path, AVIO_FLAG_READ, &callback, &options)
+        av_dict_free(&options)
+        guard result >= 0, let opened = connection else {
+            throw openFailure(result, path: path, isNetwork: true, cancellation: cancellation)
+        }
+        if let final = finalLocation(opened), let finalURL = URL(string: final), !input.allows(finalURL) {
+            avio_closep(&connection)
+            throw EngineFailure(.permissionDenied, "\(path) redirects to \(final): the protocol '\(InputConfiguration.scheme(of: finalURL))' is not allowed")
+        }
+        return opened
+    }
+
+    /// Why an open failed, in the words a user needs: what the server said, or what the network did.
+    private static func openFailure(_ code: Int32, path: String, isNetwork: Bool, cancellation: CancellationFlag) -> EngineFailure {
+        if !isNetwork {
+            if code == tonearm_averror(tonearm_errno_enoent()) { return EngineFailure(.fileNotFound, "no such file: \(path)") }
+            if code == tonearm_averror(tonearm_errno_eacces()) { return EngineFailure(.permissionDenied, "permission denied: \(path)") }
+            if code == tonearm_averror(EMFILE) || code == tonearm_averror(ENFILE) {
+                // Out of file descriptors: the file is fine, and a retry once some are free plays it.
+                return EngineFailure(.ioError, "cannot open \(path): \(FFmpegError.describe(code))")
+            }
+            return EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (\(FFmpegError.describe(code)))")
+        }
+        switch code {
+        case tonearm_averror_http_not_found():
+            return EngineFailure(.fileNotFound, "\(path): the server answered 404 Not Found")
+        case tonearm_averror_http_unauthorized(), tonearm_averror_http_forbidden():
+            return EngineFailure(.permissionDenied, "\(path): the server refused access (\(FFmpegError.describe(code)))")
+        case tonearm_averror_http_bad_request(), tonearm_averror_http_other_4xx():
+            return EngineFailure(.unsupportedFormat, "\(path): the server refused the request (\(FFmpegError.describe(code)))")
+        case tonearm_averror(EINVAL):
+            // FFmpeg's http takes any redirect as http to the host it names, and opens nothing
+            // the whitelist leaves out: a redirect to a file, or to https where only http is
+            // allowed, ends here, as does a URL it cannot parse.
+            return EngineFailure(.permissionDenied, "\(path): the server redirects where it may not be followed (only to allowed protocols on a host), or the URL is malformed")
+        case _ where isContentError(code):
+            return EngineFailure(.unsupportedFormat, "\(path): not a media stream FFmpeg can read (\(FFmpegError.describe(code)))")
+        default:
+            return EngineFailure(.network, "\(path): \(describe(code, cancellation))")
+        }
+    }
+
+    /// An error about the bytes themselves (an HTML page, garbage), not the connection.
+    private static func isContentError(_ code: Int32) -> Bool {
+        code == tonearm_averror_invaliddata() || code == tonearm_averror_stream_not_found()
+            || code == tonearm_averror_decoder_not_found()
+    }
+
+    /// FFmpeg's words for an error; an interrupted wait is named as the timeout it was.
+    static func describe(_ code: Int32, _ cancellation: CancellationFlag) -> String {
+        if code == tonearm_averror_exit() && !cancellation.isCancelled { return "timed out" }
+        if code == tonearm_averror_eof() { return "the server closed the connection" }
+        return FFmpegError.describe(code)
+    }
+
+    /// Where the http protocol ended up after redirects.
+    private static func finalLocation(_ pb: UnsafeMutablePointer<AVIOContext>) -> String? {
+        var value: UnsafeMutablePointer<UInt8>?
+        guard av_opt_get(UnsafeMutableRawPointer(pb), "location", AV_OPT_SEARCH_CHILDREN, &value) >= 0, let value else { return nil }
+        defer { av_free(value) }
+        return String(cString: value)
     }
 
     /// Only regular files are opened: opening a FIFO blocks until a writer comes (no timeout or
@@ -190,6 +329,7 @@ final class MediaDecoder {
         if packet != nil { av_packet_free(&packet) }
         if codecContext != nil { avcodec_free_context(&codecContext) }
         if formatContext != nil { avformat_close_input(&formatContext) }
+        if connection != nil { avio_closep(&connection) }
     }
 
     /// Sets up conversion from the decoder's format to `format` (what the device granted).
@@ -275,17 +415,35 @@ final class MediaDecoder {
             if read < 0 {
                 if cancellation.isCancelled { return .endOfStream }
                 if read == tonearm_averror_eagain() { continue }
+                // A network source that stops before its end lost its connection (a live stream
+                // has no end; FFmpeg's http says EIO when a file's body ends short).
+                if isNetwork && (isLive || read != tonearm_averror_eof()) {
+                    throw EngineFailure(.network, "connection lost: \(Self.describe(read, cancellation))")
+                }
                 draining = true
                 avcodec_send_packet(codec, nil)
                 continue
             }
             defer { av_packet_unref(packet) }
+            if isNetwork { noteMetadataUpdate(context) }
             guard packet.pointee.stream_index == streamIndex else { continue }
             // A damaged packet is skipped; decoding goes on with the next one.
             let sent = avcodec_send_packet(codec, packet)
             if sent < 0 && sent != tonearm_averror_eagain() { try noteDamage(sent) }
         }
         return .endOfStream
+    }
+
+    /// FFmpeg copies a new ICY block into the context's metadata and raises a flag: the audio
+    /// read from here on is what the new title belongs to.
+    private func noteMetadataUpdate(_ context: UnsafeMutablePointer<AVFormatContext>) {
+        guard context.pointee.event_flags & AVFMT_EVENT_FLAG_METADATA_UPDATED != 0 else { return }
+        context.pointee.event_flags &= ~AVFMT_EVENT_FLAG_METADATA_UPDATED
+        guard let entry = av_dict_get(context.pointee.metadata, "StreamTitle", nil, 0) else { return }
+        let title = String(cString: entry.pointee.value)
+        guard title != streamTitle, !title.isEmpty else { return }
+        streamTitle = title
+        streamTitleTaken = false
     }
 
     /// Damaged packets since the last good frame, and how many make a stream that cannot go on.

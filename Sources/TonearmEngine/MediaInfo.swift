@@ -1,5 +1,25 @@
 import Foundation
 
+/// A network stream's title as it changes (ICY `StreamTitle`), split as stations send it,
+/// "Artist - Title". Immutable and shared: made once by the decoder thread, carried by a chunk
+/// to the output thread, which announces it when its first frame is heard.
+public final class StreamTitle: Sendable, Equatable {
+    public let title: String
+    public let artist: String?
+
+    public static func == (lhs: StreamTitle, rhs: StreamTitle) -> Bool { lhs.title == rhs.title && lhs.artist == rhs.artist }
+
+    public init(streamTitle: String) {
+        if let dash = streamTitle.range(of: " - ") {
+            artist = String(streamTitle[..<dash.lowerBound]).trimmingCharacters(in: .whitespaces)
+            title = String(streamTitle[dash.upperBound...]).trimmingCharacters(in: .whitespaces)
+        } else {
+            artist = nil
+            title = streamTitle.trimmingCharacters(in: .whitespaces)
+        }
+    }
+}
+
 /// What a loaded item is: read once by the decoder thread when the file opens.
 public struct MediaInfo: Sendable, Equatable {
     public var url: String
@@ -19,6 +39,8 @@ public struct MediaInfo: Sendable, Equatable {
     public var outputFormat: PCMFormat
     /// Loudness tags, when the file has them.
     public var replayGain: ReplayGainInfo?
+    /// A network stream with no end and no seeking (internet radio).
+    public var isLive = false
 
     public init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
                 channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,

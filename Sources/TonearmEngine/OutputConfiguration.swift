@@ -1,7 +1,18 @@
+/// Where the output thread sends the sound (`output.kind`).
+public enum OutputSink: Sendable, Equatable {
+    /// An ALSA PCM, `device`.
+    case alsa
+    /// A Snapcast server's TCP stream source (`source = tcp://…?mode=server` in snapserver.conf),
+    /// in the one format that source expects.
+    case snapcast(host: String, port: Int, format: PCMFormat)
+}
+
 /// How the engine opens and drives the output device (the config's `[output]` table).
 public struct OutputConfiguration: Sendable, Equatable {
-    /// ALSA PCM name: "default", "hw:0,0", "null", "file:'/tmp/x.raw',raw".
+    /// ALSA PCM name: "default", "hw:0,0", "null", "file:'/tmp/x.raw',raw"; for a Snapcast sink,
+    /// its name in messages ("snapcast:127.0.0.1:4953").
     public var device: String
+    public var sink: OutputSink = .alsa
     /// nil follows the source.
     public var sampleRate: Int?
     public var channels: Int?
@@ -42,7 +53,8 @@ public struct OutputConfiguration: Sendable, Equatable {
 
     /// The format to ask the device for, given what the source decodes to.
     func requestedFormat(forSource source: PCMFormat) -> PCMFormat {
-        PCMFormat(sampleType: sampleType ?? source.sampleType,
+        if case .snapcast(_, _, let format) = sink { return format }
+        return PCMFormat(sampleType: sampleType ?? source.sampleType,
                   sampleRate: sampleRate ?? source.sampleRate,
                   channels: channels ?? source.channels)
     }

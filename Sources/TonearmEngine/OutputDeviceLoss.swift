@@ -69,7 +69,7 @@ extension EngineControl {
             deviceLostReason = nil
             return
         }
-        var reopened: AlsaOutput?
+        var reopened: (any OutputDevice)?
         var failure = ""
         switch openDevice(format) {
         case .success(let output) where output.format == format:

@@ -16,7 +16,7 @@ extension EngineControl {
     /// What only the output thread sees; no lock needed.
     struct OutputState {
         /// The open device: owned by this thread alone.
-        var device: AlsaOutput?
+        var device: (any OutputDevice)?
         var devicePaused = false
         var waitingReported = false
         var lastPublishedSecond = -1
@@ -32,6 +32,17 @@ extension EngineControl {
         /// The last loss announced, and the play/pause intent then: the same loss again, before
         /// the device took a frame and with no play or pause since, is not announced again.
         var announcedLoss: (reason: String, intent: Int)?
+        /// A network item ran dry while playing: nothing more is written until it has
+        /// `input.prebufferSeconds` again (or its end) in the pipe.
+        var refilling = false
+        /// The last chunk written was of a network item.
+        var writingNetwork = false
+        /// At the end of playback, the device was told to hand on what it holds (`drain`);
+        /// cleared by every write.
+        var endHandedOn = false
+        /// A stream title written to the device and not yet heard: announced once the clock
+        /// reaches its first frame.
+        var titleToAnnounce: (itemID: Int, frame: Int64, title: StreamTitle)?
     }
 
     func startOutputThread() {
@@ -50,6 +61,10 @@ extension EngineControl {
             }
             dropVoidChunks()
             let head = pipe.first
+            if let head, head.isNetwork, head.runStart != nil && head.runStart != .advance || state.refilling,
+               awaitFill(head, &state) {
+                continue
+            }
             if let head, let run = head.runStart, run != .advance {
                 if let awaited = deviceAwaited, head.announcedReady, awaited.intent == intent,
                    EngineLock.now() < nextReopenAt {
@@ -109,6 +124,56 @@ extension EngineControl {
         }
     }
 
+    // MARK: Network items
+
+    /// Before a network item's run starts (a load, a seek, rejoining a live stream), and after it
+    /// ran dry: sleeps until the pipe holds `input.prebufferSeconds` of it (the decoder wakes this
+    /// thread at each chunk meanwhile). Returns true when it slept.
+    private func awaitFill(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
+        guard !prebuffered(head.itemID) else {
+            outputAwaitsFill = false
+            if state.refilling && head.runStart == nil {
+                // Going on after a refill: the pace counts from now, not from before the gap.
+                state.refilling = false
+                state.paceAnchor = EngineLock.now()
+                state.pacedFrames = 0
+            }
+            return false
+        }
+        if head.runStart == .seek(token: Self.internalSeekToken), playRequested, !state.waitingReported {
+            // Rejoining a live stream while playing: buffering until it is heard.
+            reportBuffering(itemID: head.itemID, &state)
+        }
+        outputAwaitsFill = true
+        lock.waitOutput()
+        return true
+    }
+
+    private func reportBuffering(itemID: Int, _ state: inout OutputState) {
+        state.waitingReported = true
+        publish {
+            $0.timeControlStatus = .waitingToPlay
+            $0.isPlaybackBufferEmpty = true
+            $0.isPlaybackLikelyToKeepUp = false
+        }
+        post(.bufferingStarted(itemID: itemID, intent: intent))
+    }
+
+    /// A network item ran dry while playing: the device plays out what it holds and stops
+    /// cleanly (no underrun), and playing goes on once the prebuffer is full again.
+    private func beginRefill(_ state: inout OutputState) {
+        state.refilling = true
+        guard let device = state.device else { return }
+        let myEpoch = epoch
+        lock.unlock()
+        device.drain()
+        lock.lock()
+        guard epoch == myEpoch else { return }
+        clock.heldFrames = 0
+        clock.heldAt = EngineLock.now()
+        announceTitleIfHeard(&state, now: clock.heldAt)
+    }
+
     // MARK: Chunks
 
     /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
@@ -143,7 +208,12 @@ extension EngineControl {
         }
         clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
         clock.consuming = false
-        state.waitingReported = false
+        stoppedConsumingAt = now
+        outputAwaitsFill = false
+        state.refilling = false
+        state.titleToAnnounce = nil
+        // A live stream rejoined while buffering was reported: its first write reports the end.
+        if run != .seek(token: Self.internalSeekToken) { state.waitingReported = false }
         // While the device is away a seek just moves the position; a load tries the device now.
         let needsDevice = deviceLostReason == nil || run == .opened
         if needsDevice && (deviceFormat != head.format || state.device == nil) {
@@ -261,6 +331,7 @@ extension EngineControl {
         clock.heldFrames = Int(clock.held(now: now).rounded(.up))
         clock.heldAt = now
         clock.consuming = false
+        stoppedConsumingAt = now
         lock.unlock()
         let inPlace = device.pauseNow()
         lock.lock()
@@ -310,7 +381,7 @@ extension EngineControl {
 
     /// What one write hands the device: a period, or with pacing a larger piece, since the clock
     /// (not the device) decides when to write and each write is a wake-up.
-    private func chunkFrames(_ device: AlsaOutput) -> Int {
+    private func chunkFrames(_ device: any OutputDevice) -> Int {
         configuration.pace ? max(device.periodFrames, device.format.sampleRate / 10) : device.periodFrames
     }
 
@@ -323,13 +394,18 @@ extension EngineControl {
         if let ended = lastEndedItem, !moreComing(after: ended) {
             if chainEndedAfter == ended { lock.waitOutput(); return }
             if let device = state.device {
-                if waitUntilPlayedOut(device, state, now: now) { return }
-                // Hands the device's last frames on (a `file:` device writes them only now).
-                let myEpoch = epoch
-                lock.unlock()
-                device.drain()
-                lock.lock()
-                if epoch != myEpoch || !playRequested || !pipe.isEmpty { return }
+                if !state.endHandedOn {
+                    // Hands the device's last frames on at once (a `file:` device writes them only
+                    // now; a Snapcast server is sent the silence that completes its last chunk
+                    // before a pause in the data could make it call the stream idle).
+                    state.endHandedOn = true
+                    let myEpoch = epoch
+                    lock.unlock()
+                    device.drain()
+                    lock.lock()
+                    if epoch != myEpoch || !playRequested || !pipe.isEmpty { return }
+                }
+                if waitUntilPlayedOut(device, state, now: EngineLock.now()) { return }
             }
             crossBorders(now: .infinity)
             let heard = clock.heard(now: .infinity)
@@ -350,20 +426,14 @@ extension EngineControl {
             lock.waitOutput()
         } else if !lock.waitOutput(untilMonotonic: now + Self.starvationGrace), pipe.isEmpty, playRequested,
                   decoderEpoch == epoch {
-            state.waitingReported = true
-            let item = heardItemID ?? 0
-            publish {
-                $0.timeControlStatus = .waitingToPlay
-                $0.isPlaybackBufferEmpty = true
-                $0.isPlaybackLikelyToKeepUp = false
-            }
-            post(.bufferingStarted(itemID: item, intent: intent))
+            reportBuffering(itemID: heardItemID ?? 0, &state)
+            if state.writingNetwork { beginRefill(&state) }
         }
     }
 
     /// With pacing, the device never blocks, so the clock says when what it holds has been
     /// heard: sleeps until then. Returns true when it slept (the caller goes round again).
-    private func waitUntilPlayedOut(_ device: AlsaOutput, _ state: OutputState, now: Double) -> Bool {
+    private func waitUntilPlayedOut(_ device: any OutputDevice, _ state: OutputState, now: Double) -> Bool {
         guard configuration.pace else { return false }
         let drainedAt = state.paceAnchor + Double(state.pacedFrames) / (Double(device.format.sampleRate) * speed)
         guard now < drainedAt else { return false }
@@ -397,6 +467,12 @@ extension EngineControl {
         let pointer = head.bytes + head.written * format.bytesPerFrame
         let gainTarget = volume * GainStage.factor(decibels: replayGain.gainDB(head.replayGain, prefersAlbum: head.prefersAlbumGain))
         lastWrittenItem = head.itemID
+        state.writingNetwork = head.isNetwork
+        state.endHandedOn = false
+        if let title = head.streamTitle {
+            head.streamTitle = nil
+            state.titleToAnnounce = (head.itemID, head.position, title)
+        }
         lock.unlock()
         let unscaled = head.written + frames - head.gained
         if unscaled > 0 {
@@ -433,6 +509,7 @@ extension EngineControl {
                 post(.firstAudioWritten(itemID: head.itemID, latency: writtenAt - requestedAt))
             }
             crossBorders(now: writtenAt)
+            announceTitleIfHeard(&state, now: writtenAt)
             let position = clock.position(now: writtenAt)
             let second = Int(position.seconds)
             if second != state.lastPublishedSecond {
@@ -444,6 +521,17 @@ extension EngineControl {
         case .lost(let reason):
             deviceWasLost(reason: reason, &state)
         }
+    }
+
+    /// Posts a stream title once the audio it belongs to is heard (checked at each write, so
+    /// within one write's worth of audio).
+    private func announceTitleIfHeard(_ state: inout OutputState, now: Double) {
+        guard let pending = state.titleToAnnounce else { return }
+        let heard = clock.heard(now: now)
+        // Item ids grow: an earlier item still heard means the title's item is yet to come.
+        guard heard.itemID > pending.itemID || heard.itemID == pending.itemID && heard.frame >= pending.frame else { return }
+        state.titleToAnnounce = nil
+        if heard.itemID == pending.itemID { post(.streamTitle(itemID: pending.itemID, pending.title)) }
     }
 
     /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).

@@ -11,11 +11,13 @@ import Foundation
 /// (delivers callbacks). The cooperative thread pool is never blocked.
 public final class PlayerEngine: Sendable {
     public let configuration: OutputConfiguration
+    public let input: InputConfiguration
     let control: EngineControl
 
-    public init(configuration: OutputConfiguration) {
+    public init(configuration: OutputConfiguration, input: InputConfiguration = InputConfiguration()) {
         self.configuration = configuration
-        control = EngineControl(configuration: configuration)
+        self.input = input
+        control = EngineControl(configuration: configuration, input: input)
         control.startDecoderThread()
         control.startOutputThread()
     }
@@ -65,6 +67,15 @@ public final class PlayerEngine: Sendable {
     /// The item being heard and the exact position in it, in seconds.
     public var heard: (itemID: Int, seconds: Double) {
         control.lock.withLock { control.clock.position(now: control.clockNow) }
+    }
+
+    /// `heard`, and the seconds of decoded audio waiting in the pipe (a network source's buffer),
+    /// read together under one lock.
+    public var heardAndBuffered: (itemID: Int, seconds: Double, buffered: Double) {
+        control.lock.withLock {
+            let position = control.clock.position(now: control.clockNow)
+            return (position.itemID, position.seconds, control.pipe.bufferedSeconds)
+        }
     }
 
     public var currentTime: Double { heard.seconds }
@@ -128,6 +139,7 @@ public final class PlayerEngine: Sendable {
             // A pause asked while the device is away is kept: the device's return must not undo it.
             if !playing { c.resumeOnRestore = false }
             if c.playRequested != playing {
+                if playing { rejoinIfLiveAndStale() }
                 c.playRequested = playing
                 if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
                 c.lock.wakeOutput()
@@ -135,6 +147,19 @@ public final class PlayerEngine: Sendable {
             return c.intent
         }
     }
+
+    /// A live stream left paused (or ready) longer than `liveRejoinAfter` is joined again, live,
+    /// when play is asked: what the pipe and the connection kept is minutes old (MPD#322). A
+    /// shorter pause goes on where it stopped. Lock held.
+    private func rejoinIfLiveAndStale() {
+        let c = control
+        guard let heard = c.heardItemID, c.info(for: heard)?.isLive == true, let item = c.knownItem(heard),
+              c.target != nil, !c.clock.consuming, EngineLock.now() - c.stoppedConsumingAt > Self.liveRejoinAfter else { return }
+        c.target = DecodeTarget(item: item, startSeconds: 0, runStart: .seek(token: EngineControl.internalSeekToken))
+        c.beginEpoch()
+    }
+
+    public static let liveRejoinAfter = EngineControl.decodeAheadSeconds
 
     /// Seeks the item being heard. Its `seekCompleted` event carries `token`. `playing` sets
     /// whether sound goes on after the landing. Returns the item's id, or nil when nothing is loaded.

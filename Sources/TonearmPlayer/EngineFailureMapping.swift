@@ -14,6 +14,7 @@ extension PlaybackError {
         case .deviceUnavailable: .deviceUnavailable
         case .deviceLost: .deviceLost
         case .invalidPath: .invalidRequest
+        case .network: .network
         }
         self.init(kind, failure.message)
     }

@@ -16,6 +16,9 @@ public enum PerformanceEvent: Sendable, Equatable {
     case deviceLost(reason: String)
     /// The device is back; `resumed` says whether playback went on by itself.
     case deviceRestored(resumed: Bool)
+    /// A network source's connection dropped; this attempt to reconnect starts `delay` seconds
+    /// after the previous one.
+    case reconnecting(attempt: Int, delay: Double)
 
     public var name: String {
         switch self {
@@ -27,6 +30,7 @@ public enum PerformanceEvent: Sendable, Equatable {
         case .resumed: "resumed"
         case .deviceLost: "device_lost"
         case .deviceRestored: "device_restored"
+        case .reconnecting: "reconnecting"
         }
     }
 }
@@ -61,6 +65,7 @@ public final class PerformanceObserver: Sendable {
         case .underrun: broadcaster.yield(.stall)
         case .deviceLost(_, let failure, _): broadcaster.yield(.deviceLost(reason: failure.message))
         case .deviceRestored(_, let resumes, _): broadcaster.yield(.deviceRestored(resumed: resumes))
+        case .reconnecting(_, let attempt, let delay): broadcaster.yield(.reconnecting(attempt: attempt, delay: delay))
         default: break
         }
     }

@@ -58,7 +58,7 @@ extension Player {
         do throws(PlayerError) {
             _ = try await jump(to: current, play: play, reason: .user, start: saved.position)
             // Ready at the position; a seek there makes it paused, as it was.
-            if !play, queue.currentID == current, state == .ready {
+            if !play, queue.currentID == current, state == .ready, engine.mediaInfo?.isLive != true {
                 _ = try await seek(to: saved.position)
             }
         } catch {

@@ -8,6 +8,8 @@ import TonearmSync
 public struct PlayerStatus: Sendable {
     public var state: PlaybackState
     public var position: Double
+    /// Seconds of decoded audio ahead of what is heard (a network source's buffer fill).
+    public var buffered: Double
     public var duration: Double?
     public var media: MediaInfo?
     public var output: OutputConfiguration
@@ -35,6 +37,8 @@ public enum QueueEvent: Sendable, Equatable {
     case queue(version: Int)
     case item(id: Int, url: URL, reason: ItemReason)
     case itemFailed(id: Int, kind: PlaybackError.Kind, message: String)
+    /// A stream's title changed, as it is heard (ICY StreamTitle).
+    case metadata(id: Int, title: String, artist: String?)
 }
 
 /// News about the player's settings (MPD's `mixer` and `options` subsystems).
@@ -138,13 +142,15 @@ public final class Player: Sendable {
             let state = machine.currentState
             let current = m.context.currentItem
             var position = 0.0
+            var buffered = 0.0
             var media: MediaInfo?
             if let current, state.isActive {
-                let heard = engine.heard
+                let heard = engine.heardAndBuffered
                 position = heard.itemID == current ? heard.seconds : 0
+                buffered = heard.buffered
                 media = m.media[current]
             }
-            return PlayerStatus(state: state, position: position, duration: media?.duration, media: media,
+            return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                                 output: engine.configuration,
                                 interruption: state == .paused ? m.interruption : nil,
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
@@ -410,6 +416,10 @@ public final class Player: Sendable {
                 target = max(0, target)
                 if let current, let duration = m.media[current]?.duration { target = min(target, duration) }
                 let from = machine.currentState
+                if let current, m.media[current]?.isLive == true {
+                    continuation.resume(returning: .rejected(.invalid("cannot seek in a live stream (state \(from.name))")))
+                    return
+                }
                 guard let transition = machine.send(.seek(to: target)) else {
                     continuation.resume(returning: .rejected(.rejected(state: from, action: .seek(to: target))))
                     return
@@ -644,7 +654,13 @@ public final class Player: Sendable {
                 if id == m.context.currentItem { m.interruption = nil }
             case .bufferingEnded(let id, _):
                 if id == m.context.currentItem, actions.isEmpty == false { m.interruption = nil }
-            case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun:
+            case .streamTitle(let id, let title):
+                m.media[id]?.title = title.title
+                m.media[id]?.artist = title.artist
+                if let queueID = m.queueIDs[id] {
+                    queueEvents.yield(.metadata(id: queueID, title: title.title, artist: title.artist))
+                }
+            case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting:
                 break
             }
         }
@@ -706,7 +722,10 @@ public final class Player: Sendable {
             // A queue skips what cannot play, and ends cleanly when nothing in it can.
             m.failuresInRow += 1
             let waiter = m.loadWaiters.removeValue(forKey: id)
-            let playing = m.playOnReady.contains(id)
+            // Failed on the way to playing, or while playing (a dropped stream, damage mid-file):
+            // the queue plays on.
+            let state = machine.currentState
+            let playing = m.playOnReady.contains(id) || state == .playing || state.isResumingPlaying
             if let failed = m.queueIDs[id], m.failuresInRow < m.queue.items.count,
                let next = m.queue.userNext(after: failed) {
                 open(&m, queueID: next, start: 0, skipsFailures: true, play: playing, reason: .end, waiter: waiter)

@@ -61,10 +61,13 @@ public final class ControlServer: Service, Sendable {
         try? await group.shutdownGracefully()
     }
 
+    /// What clients of either front-end may name as a source.
+    private var sources: SourcePolicy { SourcePolicy(roots: security.roots, input: player.engine.input) }
+
     /// The JSON-RPC control socket as a front-end.
     private func controlFrontEnd() -> FrontEnd {
         let maxLineLength = self.maxLineLength
-        let router = RequestRouter(player: player, roots: security.roots)
+        let router = RequestRouter(player: player, sources: sources)
         let player = self.player
         let logger = self.logger
         return FrontEnd(
@@ -93,7 +96,7 @@ public final class ControlServer: Service, Sendable {
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
         let mpd = mpd.flatMap { settings in
-            settings.enabled ? MPDServer(settings: settings, player: player, roots: security.roots,
+            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources,
                                          controlSocket: socketPath, logger: logger) : nil
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a

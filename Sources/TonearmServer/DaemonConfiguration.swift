@@ -9,6 +9,12 @@ import TonearmPlayer
 public struct DaemonConfiguration: Sendable, Equatable {
     public var socket: String?
     public var output = OutputConfiguration()
+    /// Where the sound goes (`output.kind`): ALSA's `output.device`, or a Snapcast server.
+    public var outputKind = OutputKind.alsa
+    /// The Snapcast server's stream source and its format (`[snapcast]`).
+    public var snapcast = SnapcastSettings()
+    /// Which protocols sources may use, and how network sources are buffered (`[input]`).
+    public var input = InputConfiguration()
     /// Software volume at start, 0–100 (`output.volume`).
     public var volume = 100
     /// ReplayGain at start (`[replay_gain]`).
@@ -53,7 +59,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -66,6 +72,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 let value = output[key]!
                 switch key {
                 case "device": config.output.device = try string(value, "output.device", source)
+                case "kind":
+                    let text = try string(value, "output.kind", source)
+                    guard let kind = OutputKind(rawValue: text) else {
+                        throw Invalid("\(source): output.kind must be \"alsa\" or \"snapcast\", not '\(text)'")
+                    }
+                    config.outputKind = kind
                 case "sample_rate": config.output.sampleRate = try zeroMeansSource(integer(value, "output.sample_rate", source, 0...768_000))
                 case "channels": config.output.channels = try zeroMeansSource(integer(value, "output.channels", source, 0...32))
                 case "format": config.output.sampleType = try Self.sampleType(string(value, "output.format", source), source)
@@ -82,6 +94,27 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
                 case "volume": config.volume = try integer(value, "output.volume", source, 0...100)
                 default: throw Invalid("\(source): unknown key 'output.\(key)'")
+                }
+            }
+        }
+        if let snapcast = table["snapcast"] {
+            guard let snapcast = snapcast.table else { throw Invalid("\(source): [snapcast] must be a table") }
+            for key in snapcast.keys {
+                let value = snapcast[key]!
+                switch key {
+                case "source":
+                    let text = try string(value, "snapcast.source", source)
+                    guard SnapcastSettings.hostAndPort(text) != nil else {
+                        throw Invalid("\(source): snapcast.source must be HOST:PORT (e.g. \"127.0.0.1:4953\"), not '\(text)'")
+                    }
+                    config.snapcast.source = text
+                case "format":
+                    let text = try string(value, "snapcast.format", source)
+                    guard SnapcastSettings.format(text) != nil else {
+                        throw Invalid("\(source): snapcast.format must be RATE:BITS:CHANNELS with 16 or 32 bits (e.g. \"48000:16:2\"), not '\(text)'")
+                    }
+                    config.snapcast.format = text
+                default: throw Invalid("\(source): unknown key 'snapcast.\(key)'")
                 }
             }
         }
@@ -134,15 +167,35 @@ public struct DaemonConfiguration: Sendable, Equatable {
         if let input = table["input"] {
             guard let input = input.table else { throw Invalid("\(source): [input] must be a table") }
             for key in input.keys {
-                guard key == "roots" else { throw Invalid("\(source): unknown key 'input.\(key)'") }
-                guard let array = input[key]!.array else { throw Invalid("\(source): input.roots must be an array of paths") }
-                let roots = try array.map { element -> String in
-                    guard let path = element.string, path.hasPrefix("/") else {
-                        throw Invalid("\(source): input.roots must hold absolute paths")
+                let value = input[key]!
+                switch key {
+                case "roots":
+                    guard let array = value.array else { throw Invalid("\(source): input.roots must be an array of paths") }
+                    let roots = try array.map { element -> String in
+                        guard let path = element.string, path.hasPrefix("/") else {
+                            throw Invalid("\(source): input.roots must hold absolute paths")
+                        }
+                        return path
                     }
-                    return path
+                    config.security.roots = MediaRoots(roots)
+                case "protocols":
+                    let supported = InputConfiguration.supportedProtocols
+                    guard let array = value.array else { throw Invalid("\(source): input.protocols must be an array of protocol names") }
+                    config.input.protocols = try array.map { element -> String in
+                        guard let name = element.string?.lowercased(), supported.contains(name) else {
+                            throw Invalid("\(source): input.protocols: '\(element.string ?? "\(element)")' is not a protocol Tonearm plays (\(supported.joined(separator: ", ")) are)")
+                        }
+                        return name
+                    }
+                case "prebuffer_ms":
+                    config.input.prebufferSeconds = Double(try integer(value, "input.prebuffer_ms", source, 0...30_000)) / 1000
+                case "timeout_ms":
+                    config.input.timeoutSeconds = Double(try integer(value, "input.timeout_ms", source, 100...600_000)) / 1000
+                case "reconnect_for_s":
+                    config.input.reconnectForSeconds = Double(try integer(value, "input.reconnect_for_s", source, 0...31_536_000))
+                default:
+                    throw Invalid("\(source): unknown key 'input.\(key)'")
                 }
-                config.security.roots = MediaRoots(roots)
             }
         }
         if let state = table["state"] {

@@ -10,6 +10,9 @@ let embeddedDefaultTOML = #"""
 # socket = "/run/tonearm/tonearm.sock"
 
 [output]
+# Where the sound goes: "alsa" (the device below) or "snapcast" (a Snapcast server's stream
+# source, see [snapcast]: every room of a multi-room system plays it in sync).
+kind = "alsa"
 # ALSA PCM name: "default", "hw:0,0", "plughw:1,0", "null" (discards), or
 # "file:'/tmp/x.raw',raw" (writes the exact PCM it receives). (--device, TONEARM_DEVICE)
 device = "default"
@@ -43,6 +46,16 @@ resume_after_interruption = true
 # it with the `volume` method; it survives stop and load.
 volume = 100
 
+[snapcast]
+# With output.kind = "snapcast": the server's TCP stream source, which snapserver.conf declares as
+# source = tcp://127.0.0.1:4953?name=Tonearm&mode=server (snapserver listens, Tonearm connects).
+source = "127.0.0.1:4953"
+# The format that source was given (snapserver's sampleformat, RATE:BITS:CHANNELS, 16 or 32 bits):
+# every item is converted to it. Pacing is always on for Snapcast: Tonearm keeps real time, so the
+# server's buffer never runs over or dry; while paused nothing is sent. A server that is not up yet,
+# or goes away, is a lost device: playback pauses and it is tried again every reopen_interval_ms.
+format = "48000:16:2"
+
 [replay_gain]
 # Level items from their ReplayGain tags (REPLAYGAIN_TRACK_GAIN/PEAK, REPLAYGAIN_ALBUM_GAIN/PEAK,
 # or R128_TRACK_GAIN/R128_ALBUM_GAIN in Opus files): off, track, album, or auto (album gain for
@@ -74,6 +87,18 @@ read_gids = []
 # and symbolic links are resolved, are refused with permission_denied before anything is opened.
 # Empty: everything the daemon can read, e.g. roots = ["/srv/music", "/media/usb"].
 roots = []
+# The protocols a source may use (load, add, playlist entries, redirects): any of "file", "http"
+# and "https". FFmpeg is told the same list (its protocol_whitelist), so a crafted playlist or a
+# redirect cannot make it open concat:, data:, tcp:, pipe: or anything else.
+protocols = ["file", "http", "https"]
+# Network sources (internet radio, files over HTTP): audio buffered before the first sound and
+# again after the network fell behind (the state is "buffering" meanwhile).
+prebuffer_ms = 1000
+# A connection that brings nothing for this long counts as dropped.
+timeout_ms = 10000
+# A dropped connection is retried (0.5 s, 1, 2, 4 ... 30 s apart) for this many seconds before
+# the item fails with "network" and the queue moves on; 0 retries for ever.
+reconnect_for_s = 300
 
 [state]
 # Where the queue, the position, play/pause, volume, ReplayGain and queue options are kept, so a

@@ -21,17 +21,11 @@ public struct MediaRoots: Sendable, Equatable {
         URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
+    /// Whether a local file lies inside a root; roots confine local files only.
     public func contains(_ url: URL) -> Bool {
-        guard !isOpen else { return true }
+        guard !isOpen, url.isFileURL else { return true }
         let resolved = Self.resolve(url.path)
         return paths.contains { root in resolved == root || resolved.hasPrefix(root == "/" ? "/" : root + "/") }
     }
 
-    /// Throws `permission_denied` for a path outside every root.
-    func check(_ url: URL) throws(PlayerError) {
-        guard contains(url) else {
-            throw .failed(PlaybackError(.permissionDenied,
-                                        "\(url.path) is outside input.roots (\(paths.joined(separator: ", ")))"))
-        }
-    }
 }

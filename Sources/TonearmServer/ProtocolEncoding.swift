@@ -47,6 +47,9 @@ enum ProtocolEncoding {
         case .bufferingEnded(let duration): object["duration"] = .number(duration)
         case .deviceLost(let reason): object["reason"] = .string(reason)
         case .deviceRestored(let resumed): object["resumed"] = .bool(resumed)
+        case .reconnecting(let attempt, let delay):
+            object["attempt"] = JSONValue(attempt)
+            object["delay"] = .number(delay)
         case .bufferingStarted, .stall, .resumed: break
         }
         return .object(object)
@@ -59,7 +62,7 @@ enum ProtocolEncoding {
             "container": .string(info.container), "sample_rate": JSONValue(info.sampleRate),
             "channels": JSONValue(info.channels), "bits_per_sample": JSONValue(info.bitsPerSample),
             "tags": ["title": JSONValue(info.title), "artist": JSONValue(info.artist), "album": JSONValue(info.album)],
-            "output_format": format(info.outputFormat),
+            "output_format": format(info.outputFormat), "live": .bool(info.isLive),
         ]
     }
 
@@ -71,7 +74,8 @@ enum ProtocolEncoding {
     static func status(_ status: PlayerStatus) -> JSONValue {
         let output = status.output
         var object: [String: JSONValue] = [
-            "state": state(status.state), "position": .number(status.position), "duration": JSONValue(status.duration),
+            "state": state(status.state), "position": .number(status.position), "buffer": .number(status.buffered),
+            "duration": JSONValue(status.duration),
             "media": media(status.media),
             "output": ["device": .string(output.device), "pace": .bool(output.pace), "speed": .number(output.speed),
                        "buffer_ms": JSONValue(output.bufferMilliseconds),
@@ -120,6 +124,8 @@ enum ProtocolEncoding {
             ["type": "item", "id": JSONValue(id), "url": url(itemURL), "reason": .string(reason.rawValue)]
         case .itemFailed(let id, let kind, let message):
             ["type": "item_failed", "id": JSONValue(id), "kind": .string(kind.rawValue), "message": .string(message)]
+        case .metadata(let id, let title, let artist):
+            ["type": "metadata", "id": JSONValue(id), "title": .string(title), "artist": JSONValue(artist)]
         }
     }
 

@@ -7,7 +7,7 @@ import TonearmPlayer
 /// field, a wrong type or an out-of-range number gets `invalidParams` naming it.
 struct RequestRouter: Sendable {
     let player: Player
-    var roots = MediaRoots([])
+    var sources = SourcePolicy()
     static let version = "0.1.0"
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
@@ -56,8 +56,8 @@ struct RequestRouter: Sendable {
         switch request.method {
         case "load":
             try params.allow(["url", "play", "start"])
-            let url = try Self.mediaURL(params.requiredString("url"))
-            try roots.check(url)
+            let url = try Self.mediaURL(params.requiredString("url"), sources.input)
+            try sources.check(url)
             let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
         case "seek":
@@ -208,11 +208,11 @@ struct RequestRouter: Sendable {
         }
         var entries: [(url: URL, title: String?)] = []
         for text in texts {
-            let url = try Self.mediaURL(text)
-            try roots.check(url)
-            if let kind = PlaylistFile.kind(forPath: url.path) {
+            let url = try Self.mediaURL(text, sources.input)
+            try sources.check(url)
+            if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
                 for entry in try Self.playlistEntries(url, kind: kind) {
-                    try roots.check(entry.url)
+                    try sources.check(entry.url)
                     entries.append(entry)
                 }
             } else {
@@ -225,7 +225,7 @@ struct RequestRouter: Sendable {
         return (added.items.map(\.id), ["items": .array(items), "version": JSONValue(added.version)])
     }
 
-    /// A playlist file's entries; entries that are not local files are refused by name.
+    /// A playlist file's entries (the caller checks each against the source policy).
     static func playlistEntries(_ url: URL, kind: PlaylistFile.Kind) throws -> [(url: URL, title: String?)] {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw RPC.Failure(.invalidParams, "invalid params: cannot read playlist \(url.path)")
@@ -237,21 +237,17 @@ struct RequestRouter: Sendable {
         } catch {
             throw RPC.Failure(.invalidParams, "invalid params: playlist \(url.path): \(error.message)")
         }
-        return try parsed.map { entry in
-            guard entry.url.isFileURL else {
-                throw RPC.Failure(.invalidParams, "invalid params: playlist \(url.path) names '\(entry.url.absoluteString)': only local files are supported")
-            }
-            return (entry.url, entry.title)
-        }
+        return parsed.map { ($0.url, $0.title) }
     }
 
     private func changed(_ transition: PlaybackTransition) -> JSONValue {
         ["changed": .bool(transition.didChangeState), "state": ProtocolEncoding.state(transition.to)]
     }
 
-    /// An absolute path or a file:// URL. Relative paths are refused: the daemon's working
-    /// directory is not the client's (tonearmctl makes paths absolute before sending).
-    static func mediaURL(_ text: String) throws -> URL {
+    /// An absolute path, a file:// URL, or an http(s):// URL. Relative paths are refused: the
+    /// daemon's working directory is not the client's (tonearmctl makes paths absolute before
+    /// sending). Any other protocol is refused by name, before anything is parsed further.
+    static func mediaURL(_ text: String, _ input: InputConfiguration) throws -> URL {
         if text.hasPrefix("/") { return try checkedFileURL(text) }
         // Schemes are case-insensitive (RFC 3986): FILE:///x is file:///x.
         if let url = URL(string: text), url.scheme?.lowercased() == "file" {
@@ -260,8 +256,14 @@ struct RequestRouter: Sendable {
             }
             return try checkedFileURL(url.path)
         }
-        if let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty {
-            throw RPC.Failure(.invalidParams, "invalid params: only local files are supported, not '\(scheme)' URLs")
+        if let scheme = SourcePolicy.scheme(of: text) {
+            guard scheme == "http" || scheme == "https", input.protocols.contains(scheme) else {
+                throw PlayerError.failed(PlaybackError(.permissionDenied, SourcePolicy.protocolRefusal(scheme, input)))
+            }
+            guard let url = URL(string: text), let host = url.host, !host.isEmpty else {
+                throw RPC.Failure(.invalidParams, "invalid params: '\(text.prefix(200))' is not a valid \(scheme) URL")
+            }
+            return url
         }
         throw RPC.Failure(.invalidParams, "invalid params: url must be an absolute path or a file:// URL, not '\(text)'")
     }

@@ -131,9 +131,9 @@ enum Summary {
 }
 
 struct Load: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Load a media file (and play it with --play).")
+    static let configuration = CommandConfiguration(abstract: "Load a media file or stream (and play it with --play).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Path or file:// URL; relative paths are taken from the current directory.") var path: String
+    @Argument(help: "Path, file:// URL, or http(s):// URL; relative paths are taken from the current directory.") var path: String
     @Flag(help: "Start playing once loaded.") var play = false
     @Option(help: "Start position in seconds.", transform: NumberArgument.nonNegativeSeconds) var start: Double?
 

@@ -128,7 +128,7 @@ struct Tonearmd: AsyncParsableCommand {
             logger.critical("\(refusal)")
             throw ExitCode.failure
         }
-        let output = settings.output
+        let output = settings.engineOutput
         logger.info("starting", metadata: [
             "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
             "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
@@ -137,7 +137,7 @@ struct Tonearmd: AsyncParsableCommand {
         // SIGHUP (a closed terminal, or a reload by habit) must not kill the daemon without
         // cleanup: it is ignored; there is no configuration reload yet.
         signal(SIGHUP, SIG_IGN)
-        let engine = PlayerEngine(configuration: output)
+        let engine = PlayerEngine(configuration: output, input: settings.input)
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
         let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
             environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))

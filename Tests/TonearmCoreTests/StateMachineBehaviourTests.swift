@@ -24,6 +24,7 @@ struct StateMachineBehaviourTests {
         #expect(PlaybackState.playing.canPause && !PlaybackState.ready.canPause && !PlaybackState.idle.canPause)
         #expect(PlaybackError(.deviceUnavailable, "").isRecoverable)
         #expect(!PlaybackError(.unsupportedFormat, "").isRecoverable)
+        #expect(PlaybackError(.network, "").isRecoverable, "a stream lost for good may come back: retry")
     }
 
     @Test func loadSwitchesTracksMidPlay() {

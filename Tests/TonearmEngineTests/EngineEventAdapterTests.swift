@@ -14,6 +14,7 @@ struct EngineEventAdapterTests {
     static let other = 3
     static let failure = EngineFailure(.deviceLost, "audio device 'x' lost: No such device")
     static let fileFailure = EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: /x.mp3")
+    static let networkFailure = EngineFailure(.network, "http://radio/x: the connection was lost and not regained")
     static let info = MediaInfo(url: "/a.wav", duration: 1, codec: "pcm_s16le", container: "wav", sampleRate: 44100,
                                 channels: 2, bitsPerSample: nil, title: nil, artist: nil, album: nil,
                                 outputFormat: PCMFormat(sampleType: .s16, sampleRate: 44100, channels: 2))
@@ -44,6 +45,10 @@ struct EngineEventAdapterTests {
             Row(name: "opened", event: .opened(itemID: current, info), actions: []),
             Row(name: "firstAudioWritten", event: .firstAudioWritten(itemID: current, latency: 0.01), actions: []),
             Row(name: "underrun", event: .underrun(itemID: current), actions: []),
+            // A dropped stream's retries and its titles are news for clients, not for the machine:
+            // the pipe running dry meanwhile is what makes it `buffering`.
+            Row(name: "reconnecting", event: .reconnecting(itemID: current, attempt: 2, delay: 1), actions: []),
+            Row(name: "streamTitle", event: .streamTitle(itemID: current, StreamTitle(streamTitle: "A - B")), actions: []),
             Row(name: "ready current", event: .ready(itemID: current), actions: [.didBecomeReady]),
             Row(name: "ready of a replaced item", event: .ready(itemID: other), actions: []),
             Row(name: "started: the item named next", event: .started(itemID: next), actions: [.didAdvance], after: advanced),
@@ -56,6 +61,10 @@ struct EngineEventAdapterTests {
                 actions: []),
             Row(name: "failed device in a queue that skips", event: .failed(itemID: current, f), skipsFailures: true,
                 actions: [.didFail(PlaybackError(f))]),
+            Row(name: "stream lost for good, loaded alone", event: .failed(itemID: current, networkFailure),
+                actions: [.didFail(PlaybackError(networkFailure))]),
+            Row(name: "stream lost for good in a queue that skips", event: .failed(itemID: current, networkFailure),
+                skipsFailures: true, actions: []),
             Row(name: "failed next (the player skips it)", event: .failed(itemID: next, f), actions: []),
             Row(name: "failed other", event: .failed(itemID: other, f), actions: []),
             Row(name: "seek landed: the latest", event: .seekCompleted(itemID: current, token: 5, position: 1),
@@ -96,7 +105,8 @@ struct EngineEventAdapterTests {
         func kind(_ event: EngineEvent) -> String { String(describing: event).prefix { $0 != "(" }.description }
         let covered = Set(Self.rows.map { kind($0.event) })
         #expect(covered == ["loadStarted", "opened", "firstAudioWritten", "underrun", "ready", "started", "didPlayToEnd",
-                            "failed", "seekCompleted", "bufferingStarted", "bufferingEnded", "deviceLost", "deviceRestored"])
+                            "failed", "seekCompleted", "bufferingStarted", "bufferingEnded", "deviceLost", "deviceRestored",
+                            "reconnecting", "streamTitle"])
     }
 
     /// A stale echo never moves the state machine: news of the play state from before the user's

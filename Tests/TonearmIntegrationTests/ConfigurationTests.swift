@@ -33,9 +33,31 @@ struct ConfigurationTests {
     }
 
     @Test(arguments: ["nonsense = 1", "[output]\nspeed = -1", "[output]\nformat = \"s24\"", "[log]\nlevel = \"loud\"",
-                      "[output]\nchannels = 99", "socket = 3", "[output\n"])
+                      "[output]\nchannels = 99", "socket = 3", "[output\n", "[output]\nkind = \"pulse\"",
+                      "[snapcast]\nsource = \"localhost\"", "[snapcast]\nformat = \"48000:24:2\"", "[snapcast]\nport = 1",
+                      "[input]\nprotocols = [\"ftp\"]", "[input]\nprebuffer_ms = -1", "[input]\ntimeout_ms = 0"])
     func invalidConfigIsRefusedWithAReason(_ text: String) {
         #expect(throws: DaemonConfiguration.Invalid.self) { try DaemonConfiguration().applying(toml: text, source: "t") }
+    }
+
+    @Test func snapcastOutputAndNetworkInput() throws {
+        let config = try DaemonConfiguration().applying(toml: """
+            [output]
+            kind = "snapcast"
+            [snapcast]
+            source = "127.0.0.1:4953"
+            format = "44100:32:2"
+            [input]
+            protocols = ["file", "HTTP"]
+            prebuffer_ms = 2500
+            reconnect_for_s = 0
+            """, source: "t")
+        let output = config.engineOutput
+        #expect(output.sink == .snapcast(host: "127.0.0.1", port: 4953, format: PCMFormat(sampleType: .s32, sampleRate: 44100, channels: 2)))
+        #expect(output.pace, "Tonearm keeps real time for Snapcast")
+        #expect(output.device == "snapcast:127.0.0.1:4953")
+        #expect(config.input.protocols == ["file", "http"] && config.input.prebufferSeconds == 2.5 && config.input.reconnectForSeconds == 0)
+        #expect(DaemonConfiguration.embeddedDefault().engineOutput.sink == .alsa)
     }
 
     @Test func socketPathRule() {

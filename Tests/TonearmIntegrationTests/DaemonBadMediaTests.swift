@@ -54,7 +54,7 @@ extension DaemonTests {
             // A name that is not UTF-8 cannot travel in JSON; its percent-encoded URL is refused clearly.
             let nonUTF8 = try client.call("load", ["url": "file://" + dir.path("caf%E9.wav")])
             #expect(nonUTF8.errorCode == -32602, "\(nonUTF8)")
-            for bad in ["relative/tone.wav", "", "http://example.com/a.mp3", "file://"] {
+            for bad in ["relative/tone.wav", "", "http:///a.mp3", "file://"] {
                 #expect(try client.call("load", ["url": bad]).errorCode == -32602, "\(bad)")
             }
             // A path no file system can hold is a bad request, never worth a retry.

@@ -26,7 +26,10 @@ extension DaemonTests {
             let received = try device.received()
             #expect(received.count == expected.count, "received \(received.count) bytes, expected \(expected.count)",
                     sourceLocation: sourceLocation)
-            #expect(received == expected, "the samples differ", sourceLocation: sourceLocation)
+            // Where they part says what went wrong: a repeated or a lost piece, and where.
+            let parted = zip(received, expected).enumerated().first { $0.element.0 != $0.element.1 }.map { $0.offset / Self.bytesPerFrame }
+            #expect(received == expected, "the samples differ from frame \(parted.map(String.init) ?? "(none: one is a prefix)")",
+                    sourceLocation: sourceLocation)
         }
 
         @Test func underrunIsRecoveredWithoutLosingSamples() throws {

@@ -282,23 +282,6 @@ extension DaemonTests {
     }
 }
 
-/// A TCP port free on the loopback interface right now.
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-        }
-    }
-    guard bound else { throw LineClient.Failure(description: "no free port: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 /// Runs Debian's mpc against `host` (a socket path, or password@address) and `port`, bounded in time.
 func mpc(_ arguments: [String], host: String, port: Int? = nil, timeout: Double = 20) throws -> (status: Int32?, output: String) {

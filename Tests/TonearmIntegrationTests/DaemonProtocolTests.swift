@@ -20,7 +20,7 @@ extension DaemonTests {
             #expect(try client.call("load", [:]).errorCode == -32602)
             #expect(try client.call("load", ["url": 42]).errorCode == -32602)
             #expect(try client.call("load", ["url": "relative/path.mp3"]).errorCode == -32602)
-            #expect(try client.call("load", ["url": "http://example.invalid/x.mp3"]).errorCode == -32602)
+            #expect(try client.call("load", ["url": "http:///x.mp3"]).errorCode == -32602, "an http URL without a host")
             #expect(try client.call("seek", ["position": "ten"]).errorCode == -32602)
             #expect(try client.call("status", ["verbose": true]).errorMessage?.contains("verbose") == true)
             #expect(try client.call("subscribe", ["events": ["gossip"]]).errorCode == -32602)

@@ -72,7 +72,7 @@ struct MPDProtocolTests {
 
     private static let environment: MPDEnvironment = {
         let player = Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null")), logger: Logger(label: "test"))
-        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, roots: MediaRoots([])), password: nil,
+        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), password: nil,
                               outputName: "null")
     }()
 

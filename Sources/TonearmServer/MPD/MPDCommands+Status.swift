@@ -23,7 +23,9 @@ extension MPDCommands {
             r.add("db_update", 0)
         }),
         MPDCommand("ping", .none, 0...0, .now { _, _ in }),
-        MPDCommand("urlhandlers", .read, 0...0, .now { _, r in r.add("handler", "file://") }),
+        MPDCommand("urlhandlers", .read, 0...0, .now { call, r in
+            for scheme in call.environment.library.sources.input.protocols { r.add("handler", "\(scheme)://") }
+        }),
         MPDCommand("decoders", .read, 0...0, .now { _, r in
             r.add("plugin", "ffmpeg")
             for suffix in MPDLibrary.suffixes { r.add("suffix", suffix) }

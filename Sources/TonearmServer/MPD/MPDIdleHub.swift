@@ -94,7 +94,7 @@ final class MPDIdleHub: Sendable {
                 for await event in queueEvents {
                     switch event {
                     case .queue: self?.post(.playlist)
-                    case .item, .itemFailed: self?.post(.player)
+                    case .item, .itemFailed, .metadata: self?.post(.player)
                     }
                 }
             },

@@ -10,7 +10,7 @@ import TonearmSync
 final class MPDLibrary: Sendable {
     /// The music directory, `..` and links resolved; nil: none configured.
     let root: String?
-    let roots: MediaRoots
+    let sources: SourcePolicy
     private let worker = BlockingWorker(name: "tonearm-library")
     private let cache = Locked<[String: (modified: Int, tags: MediaTags)]>([:])
 
@@ -21,9 +21,9 @@ final class MPDLibrary: Sendable {
     private static let suffixSet = Set(suffixes)
     static let playlistSuffixes: Set<String> = ["m3u", "m3u8", "pls"]
 
-    init(root: String?, roots: MediaRoots) {
+    init(root: String?, sources: SourcePolicy) {
         self.root = root.map { MediaRoots.resolve($0) }
-        self.roots = roots
+        self.sources = sources
     }
 
     func shutdown() { worker.shutdown() }
@@ -42,8 +42,13 @@ final class MPDLibrary: Sendable {
     /// file:// URL. A relative URI may not climb out of the music directory.
     func url(forURI uri: String) throws(MPDError) -> URL {
         if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
-        if let url = URL(string: uri), let scheme = url.scheme?.lowercased() {
-            guard scheme == "file" else { throw MPDError(.noExist, "Unsupported URI scheme") }
+        if let scheme = SourcePolicy.scheme(of: uri) {
+            if scheme == "http" || scheme == "https" {
+                guard sources.input.protocols.contains(scheme) else { throw MPDError(.noExist, "Unsupported URI scheme") }
+                guard let url = URL(string: uri), let host = url.host, !host.isEmpty else { throw MPDError(.noExist, "Malformed URI") }
+                return url
+            }
+            guard scheme == "file", let url = URL(string: uri) else { throw MPDError(.noExist, "Unsupported URI scheme") }
             guard !url.path.isEmpty else { throw MPDError(.noExist, "Malformed URI") }
             return URL(fileURLWithPath: url.path).standardizedFileURL
         }
@@ -89,7 +94,8 @@ final class MPDLibrary: Sendable {
     func list(_ uri: String) throws(MPDError) -> [Entry] {
         guard root != nil || uri.hasPrefix("/") || uri.hasPrefix("file:") else { throw MPDError(.noExist, "No database") }
         let url = try url(forURI: uri)
-        try checkRoots(url)
+        try checkSource(url)
+        guard url.isFileURL else { throw MPDError(.noExist, "No such directory") }
         var info = stat()
         guard stat(url.path, &info) == 0 else { throw MPDError(.noExist, "No such directory") }
         if info.st_mode & S_IFMT == S_IFREG {
@@ -147,7 +153,9 @@ final class MPDLibrary: Sendable {
     /// The songs `add` of a URI adds: the file itself, or every song under a directory, in order.
     func songs(_ uri: String) throws(MPDError) -> [URL] {
         let url = try url(forURI: uri)
-        try checkRoots(url)
+        try checkSource(url)
+        // A stream is added as it is, as MPD does; it is opened when it plays.
+        guard url.isFileURL else { return [url] }
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             throw MPDError(.noExist, uri.hasPrefix("/") || uri.hasPrefix("file:") ? "No such file" : "No such directory")
@@ -201,7 +209,7 @@ final class MPDLibrary: Sendable {
         guard let file = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0.path) }) else {
             throw MPDError(.noExist, "No such playlist")
         }
-        try checkRoots(file)
+        try checkSource(file)
         guard let kind = PlaylistFile.kind(forPath: file.path) else { throw MPDError(.noExist, "No such playlist") }
         let entries: [PlaylistEntry]
         guard let data = FileManager.default.contents(atPath: file.path) else {
@@ -214,14 +222,13 @@ final class MPDLibrary: Sendable {
             throw MPDError(.playlistLoad, "Failed to load playlist \(name): \(error.message)")
         }
         return try entries.map { entry throws(MPDError) in
-            guard entry.url.isFileURL else { throw MPDError(.playlistLoad, "\(name) names \(entry.url.absoluteString): only local files are supported") }
-            try checkRoots(entry.url)
+            try checkSource(entry.url)
             return (entry.url, entry.title)
         }
     }
 
-    /// `input.roots` confine MPD clients as they confine JSON-RPC clients.
-    func checkRoots(_ url: URL) throws(MPDError) {
-        guard roots.contains(url) else { throw MPDError(.permission, "\(url.path) is outside input.roots") }
+    /// `input.protocols` and `input.roots` confine MPD clients as they confine JSON-RPC clients.
+    func checkSource(_ url: URL) throws(MPDError) {
+        if let reason = sources.refusal(url) { throw MPDError(.permission, reason) }
     }
 }

@@ -13,11 +13,11 @@ final class MPDServer: Sendable {
     /// MPD's input buffer holds 8192 bytes with the newline; a longer line closes the connection.
     static let maxLineLength = 8191
 
-    init(settings: MPDSettings, player: Player, roots: MediaRoots, controlSocket: String, logger: Logger) {
+    init(settings: MPDSettings, player: Player, sources: SourcePolicy, controlSocket: String, logger: Logger) {
         self.settings = settings
         self.logger = logger
         self.controlSocket = controlSocket
-        let library = MPDLibrary(root: settings.musicDirectory ?? roots.paths.first, roots: roots)
+        let library = MPDLibrary(root: settings.musicDirectory ?? sources.roots.paths.first, sources: sources)
         environment = MPDEnvironment(player: player, library: library, password: settings.password,
                                      outputName: player.engine.configuration.device)
     }

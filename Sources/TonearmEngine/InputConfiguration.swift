@@ -1,0 +1,43 @@
+import Foundation
+
+/// How the engine reads its sources (the config's `[input]` table): which protocols FFmpeg may
+/// open, and how network sources are buffered, timed out and reconnected.
+public struct InputConfiguration: Sendable, Equatable {
+    /// The protocols a source may use, by URL scheme. Only these three have the behaviour the
+    /// engine builds on (files are stat-checked; http and https are buffered and reconnected).
+    public static let supportedProtocols = ["file", "http", "https"]
+
+    public var protocols: [String]
+    /// Audio buffered before a network source is heard, and again after it ran dry.
+    public var prebufferSeconds: Double
+    /// A network read or connect that gets nothing for this long fails (and is retried).
+    public var timeoutSeconds: Double
+    /// How long a dropped network source is retried; 0 retries for ever.
+    public var reconnectForSeconds: Double
+
+    public init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
+                timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300) {
+        self.protocols = protocols
+        self.prebufferSeconds = prebufferSeconds
+        self.timeoutSeconds = timeoutSeconds
+        self.reconnectForSeconds = reconnectForSeconds
+    }
+
+    /// The URL's protocol ("file" for a file URL), lower-cased.
+    public static func scheme(of url: URL) -> String { url.isFileURL ? "file" : (url.scheme ?? "").lowercased() }
+
+    public static func isNetwork(_ url: URL) -> Bool { ["http", "https"].contains(scheme(of: url)) }
+
+    public func allows(_ url: URL) -> Bool { protocols.contains(Self.scheme(of: url)) }
+
+    /// FFmpeg's `protocol_whitelist`: the allowed protocols and the transports they run on (http
+    /// on tcp, https on tls on tcp). A URL given to the engine is checked against `protocols`
+    /// itself first, so `tcp:` or `tls:` named directly never reaches FFmpeg; FFmpeg's http
+    /// follows redirects only to http and https, and the whitelist stops the one it must not take.
+    var ffmpegWhitelist: String {
+        var names = protocols
+        if protocols.contains("http") || protocols.contains("https") { names.append("tcp") }
+        if protocols.contains("https") { names.append("tls") }
+        return names.joined(separator: ",")
+    }
+}

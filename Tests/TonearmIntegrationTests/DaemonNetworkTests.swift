@@ -1,0 +1,260 @@
+import Foundation
+import Testing
+import TonearmTestSupport
+
+extension DaemonTests {
+    /// Sources over HTTP, served by `TestHTTPServer` on loopback, played by the real daemon into
+    /// ALSA's `file` device: the same samples as the local file, seeks included; and every bad
+    /// server or forbidden protocol gets a clear error while the daemon goes on serving.
+    @Suite("Daemon plays files and streams over HTTP", .serialized, .timeLimit(.minutes(3)))
+    struct DaemonNetworkTests {
+        /// A daemon writing to `out.raw`, with `[input]` settings of its own.
+        private func start(_ dir: TemporaryDirectory, input: String = "", extra: [String] = []) throws -> (DaemonProcess, LineClient) {
+            let config = dir.path("tonearmd.toml")
+            try "[input]\n\(input)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--config", config, "--device", dir.fileDevice("out.raw")] + extra)
+            return (daemon, try daemon.connect())
+        }
+
+        @Test(arguments: ["tone.wav", "tone.flac"])
+        func aFileOverHTTPPlaysTheSameSamplesAsTheLocalFile(_ fixture: String) throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/music/\(fixture)", .file(path: Fixtures.path(fixture), contentType: "audio/x-test"))
+            let (daemon, client) = try start(dir)
+            _ = daemon
+            let load = try client.call("load", ["url": server.url("/music/\(fixture)")])
+            #expect(load.stateName == "ready", "\(load)")
+            let media = try #require(load.result?["media"] as? [String: Any])
+            #expect(media["url"] as? String == server.url("/music/\(fixture)"))
+            #expect(abs((media["duration"] as? Double ?? 0) - 3) < 0.01, "a file over HTTP has its duration: \(media)")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == (try Fixtures.wavPCM("tone.wav")))
+        }
+
+        @Test func aSeekOverHTTPLandsOnTheExactSampleWithARangeRequest() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/tone.wav", .file(path: Fixtures.path("tone.wav"), contentType: "audio/wav"))
+            let (daemon, client) = try start(dir)
+            _ = daemon
+            #expect(try client.call("load", ["url": server.url("/tone.wav")]).stateName == "ready")
+            let seek = try client.call("seek", ["position": 1.75])
+            #expect(seek.stateName == "paused", "\(seek)")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
+            let sample = Int((1.75 * 44100).rounded())
+            let reference = try Fixtures.wavPCM("tone.wav")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == reference.subdata(in: sample * 4..<reference.count))
+            #expect(server.requests.contains { $0.path == "/tone.wav" && $0.range != nil && $0.range != "bytes=0-" },
+                    "the seek asked the server for a range: \(server.requests)")
+        }
+
+        /// Each bad answer fails the load with a clear kind and reason; the daemon keeps serving.
+        @Test func badServersGetClearErrorsAndTheDaemonKeepsServing() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/loop", .redirect(location: "/loop"))
+            server.route("/to-file", .redirect(location: "file://" + Fixtures.path("tone.wav")))
+            server.route("/to-tcp", .redirect(location: "tcp://127.0.0.1:\(server.port)/tone.wav"))
+            server.route("/tone.wav", .file(path: Fixtures.path("tone.wav"), contentType: "audio/wav"))
+            server.route("/page.mp3", .html)
+            server.route("/headers", .endlessHeaders)
+            server.route("/error", .status(code: 503, reason: "Service Unavailable"))
+            server.route("/forbidden", .status(code: 403, reason: "Forbidden"))
+            let (daemon, client) = try start(dir, input: "timeout_ms = 1500")
+            let cases: [(path: String, kind: String, says: String)] = [
+                ("/missing.mp3", "file_not_found", "404"),
+                ("/loop", "network", "/loop"),
+                ("/to-file", "permission_denied", "redirect"),
+                ("/to-tcp", "permission_denied", "redirect"),
+                ("/page.mp3", "unsupported_format", "not a media"),
+                ("/headers", "network", "timed out"),
+                ("/error", "network", "/error"),
+                ("/forbidden", "permission_denied", "refused access"),
+            ]
+            for bad in cases {
+                let started = Date()
+                let load = try client.call("load", ["url": server.url(bad.path)], timeout: 15)
+                #expect(load.errorData?["kind"] as? String == bad.kind, "\(bad.path): \(load)")
+                #expect(load.errorMessage?.contains(bad.says) == true, "\(bad.path): the reason says what happened: \(load)")
+                #expect(Date().timeIntervalSince(started) < 5 * Sanitizer.timeScale, "\(bad.path) is bounded in time")
+                #expect(try client.call("status").result != nil, "the daemon keeps serving after \(bad.path)")
+            }
+            // The file the forbidden redirect named was never played.
+            #expect(readWholeFile(dir.path("out.raw")).isEmpty)
+            #expect(daemon.process.isRunning)
+        }
+
+        @Test func onlyTheAllowedProtocolsAreOpenedAndTheRefusalNamesTheProtocol() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/tone.wav", .file(path: Fixtures.path("tone.wav"), contentType: "audio/wav"))
+            let (daemon, client) = try start(dir, input: #"protocols = ["file"]"#)
+            _ = daemon
+            let refused: [(url: String, scheme: String)] = [
+                (server.url("/tone.wav"), "http"),
+                ("https://127.0.0.1:\(server.port)/tone.wav", "https"),
+                ("concat:\(Fixtures.path("tone.wav"))|\(Fixtures.path("tone.wav"))", "concat"),
+                ("subfile,,start,0,end,100,,:\(Fixtures.path("tone.wav"))", "subfile,,start,0,end,100,,"),
+                ("data:audio/wav;base64,UklGRg==", "data"),
+                ("tcp://127.0.0.1:\(server.port)", "tcp"),
+                ("udp://127.0.0.1:9", "udp"),
+                ("pipe:0", "pipe"),
+                ("ftp://127.0.0.1/x.mp3", "ftp"),
+            ]
+            for (url, scheme) in refused {
+                for method in ["load", "add"] {
+                    let params: [String: Any] = method == "load" ? ["url": url] : ["urls": [url]]
+                    let answer = try client.call(method, params)
+                    let kind = answer.errorData?["kind"] as? String
+                    #expect(kind == "permission_denied" || answer.errorCode == -32602, "\(method) \(url): \(answer)")
+                    if kind == "permission_denied" {
+                        #expect(answer.errorMessage?.contains("'\(scheme)'") == true, "the refusal names the protocol: \(answer)")
+                    }
+                }
+            }
+            // A playlist naming a stream is refused by the stream's protocol too.
+            let playlist = dir.path("radio.m3u")
+            try "\(Fixtures.path("tone.wav"))\n\(server.url("/tone.wav"))\n".write(toFile: playlist, atomically: true, encoding: .utf8)
+            let add = try client.call("add", ["urls": [playlist]])
+            #expect(add.errorData?["kind"] as? String == "permission_denied" && add.errorMessage?.contains("'http'") == true, "\(add)")
+            #expect(server.requests.isEmpty, "nothing was asked of the server: \(server.requests)")
+            #expect((try client.call("queue").result?["items"] as? [Any])?.isEmpty == true, "nothing was queued")
+        }
+    }
+}
+
+extension DaemonTests.DaemonNetworkTests {
+    /// tone.mp3 is 128 kb/s: the live route sends it at that rate, in a loop, as a radio does.
+    static let mp3BytesPerSecond = 16_000
+
+    /// A server whose `/radio` is tone.mp3 sent live, in a loop, at its bit rate.
+    static func radioServer() throws -> TestHTTPServer {
+        let server = try TestHTTPServer()
+        server.route("/radio", .live(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg", bytesPerSecond: mp3BytesPerSecond))
+        return server
+    }
+
+    @Test func aLiveStreamPlaysWithoutDurationAndRefusesToSeek() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try Self.radioServer()
+        defer { server.stop() }
+        let (daemon, client) = try start(dir, extra: ["--pace"])
+        _ = daemon
+        let load = try client.call("load", ["url": server.url("/radio"), "play": true], timeout: 15)
+        #expect(load.stateName == "playing", "\(load)")
+        let media = try #require(load.result?["media"] as? [String: Any])
+        #expect(media["live"] as? Bool == true && media["duration"] is NSNull, "\(media)")
+        let seek = try client.call("seek", ["position": 1.0])
+        #expect(seek.errorMessage?.contains("live stream") == true && seek.errorMessage?.contains("playing") == true, "\(seek)")
+        let status = try waitForStatus(client, timeout: 10) { ($0["position"] as? Double ?? 0) > 1.5 }
+        #expect(status.name == "playing", "\(status)")
+        let started = Date()
+        #expect(try client.call("stop").stateName == "idle")
+        #expect(Date().timeIntervalSince(started) < 0.5 * Sanitizer.timeScale)
+    }
+
+    /// A server that stops sending without closing: `stop` and other clients are answered at once.
+    @Test func aStalledConnectionNeverBlocksStopOrOtherClients() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try Self.radioServer()
+        defer { server.stop() }
+        server.stallNext("/radio", after: 100)
+        let (daemon, client) = try start(dir, extra: ["--pace"])
+        let loader = try daemon.connect()
+        try loader.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(server.url("/radio"))","play":true}}"#)
+        usleep(500_000)
+        var started = Date()
+        let loading = try client.call("status")
+        #expect(loading.result?.name == "loading", "\(loading)")
+        #expect(Date().timeIntervalSince(started) < 0.5 * Sanitizer.timeScale, "another client is answered while the connection stalls")
+        started = Date()
+        #expect(try client.call("stop").stateName == "idle")
+        #expect(Date().timeIntervalSince(started) < 0.2 * Sanitizer.timeScale, "stop answers at once")
+        let superseded = try loader.readJSON(timeout: 5)
+        #expect(superseded.errorCode != nil, "the waiting load is told it was superseded: \(superseded)")
+        // SIGTERM while a connection stalls: the daemon leaves at once, cleanly.
+        server.stallNext("/radio", after: 100)
+        try loader.send(line: #"{"jsonrpc":"2.0","id":2,"method":"load","params":{"url":"\#(server.url("/radio"))"}}"#)
+        usleep(300_000)
+        started = Date()
+        #expect(daemon.terminate() == 0)
+        #expect(Date().timeIntervalSince(started) < 2 * Sanitizer.timeScale, "SIGTERM is not held up by the network")
+    }
+}
+
+extension DaemonTests.DaemonNetworkTests {
+    /// ICY titles travel with the audio: each is announced when the audio after it is heard, not
+    /// when it was read (which is `decode ahead` seconds earlier), and becomes `media.tags`.
+    @Test func streamTitlesAreAnnouncedWhenTheirAudioIsHeard() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        // A block after every second of audio: "First Song" from 1 s on (read while the stream is
+        // probed, so it is the title the stream starts with), "Second Song" from 5 s on and
+        // "Third Song" from 7 s on, read 2 s (the decoder's lead) before they are heard.
+        server.route("/icy", .liveICY(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg",
+                                      bytesPerSecond: Self.mp3BytesPerSecond, metaint: Self.mp3BytesPerSecond,
+                                      titles: [0: "Tonearm - First Song", 4: "Tonearm - Second Song", 6: "Tonearm - Third Song"]))
+        let (daemon, client) = try start(dir, extra: ["--pace"])
+        let watcher = try daemon.connect()
+        #expect(try watcher.call("subscribe", ["events": ["item"]]).result != nil)
+        #expect(try client.call("load", ["url": server.url("/icy"), "play": true], timeout: 15).stateName == "playing")
+        for (title, second) in [("First Song", 0.0), ("Second Song", 5.0), ("Third Song", 7.0)] {
+            let events = try readEvents(watcher, timeout: 15) { $0["type"] as? String == "metadata" && $0["title"] as? String == title }
+            let position = try client.call("status").result?["position"] as? Double ?? -1
+            let event = try #require(events.last)
+            #expect(event["artist"] as? String == "Tonearm", "\(event)")
+            #expect(position > second - 0.15 && position < second + (second == 0 ? 1.5 : 0.45),
+                    "'\(title)' starts at \(second) s of the stream and was announced at \(position) s")
+            let tags = (try client.call("status").result?["media"] as? [String: Any])?["tags"] as? [String: Any]
+            #expect(tags?["title"] as? String == title && tags?["artist"] as? String == "Tonearm", "\(String(describing: tags))")
+        }
+        // MPD clients see the stream and its title too.
+        let mpd = try daemon.connectMPD()
+        let song = try mpd.command("currentsong")
+        #expect(song.values("file") == [server.url("/icy")] && song.values("Title") == ["Third Song"]
+                && song.values("Artist") == ["Tonearm"], "\(song)")
+        #expect(try mpd.command("urlhandlers").values("handler") == ["file://", "http://", "https://"])
+    }
+}
+
+extension DaemonTests.DaemonNetworkTests {
+    /// A live stream whose format changes mid-way (44.1 kHz stereo MP3, then 48 kHz mono MP3, as
+    /// when a station switches its source): the decoder converts the new format to the one the
+    /// device is open in, and the stream plays on.
+    @Test func aStreamWhoseFormatChangesMidwayPlaysOn() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let second = dir.path("second.mp3")
+        let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", Fixtures.path("mono48k.wav"),
+                                                   "-c:a", "libmp3lame", "-b:a", "128k", second])
+        #expect(made.status == 0, "\(made.output)")
+        let joined = dir.path("joined.mp3")
+        try (try Data(contentsOf: Fixtures.url("tone.mp3")) + (try Data(contentsOf: URL(fileURLWithPath: second))))
+            .write(to: URL(fileURLWithPath: joined))
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        // Four times the bit rate: the switch comes within a second of play.
+        server.route("/switch", .live(path: joined, contentType: "audio/mpeg", bytesPerSecond: 4 * Self.mp3BytesPerSecond))
+        let (daemon, client) = try start(dir, extra: ["--pace"])
+        let load = try client.call("load", ["url": server.url("/switch"), "play": true], timeout: 15)
+        #expect(load.stateName == "playing", "\(load)")
+        let status = try waitForStatus(client, timeout: 15) { ($0["position"] as? Double ?? 0) > 4.5 }
+        #expect(status.name == "playing", "\(status)")
+        #expect(daemon.process.isRunning)
+    }
+}

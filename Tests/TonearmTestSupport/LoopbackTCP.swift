@@ -1,0 +1,63 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Binds a TCP socket to 127.0.0.1:`port` (0: a free one); returns the port, or nil (errno says why).
+public func bindLoopback(_ fd: Int32, port: Int = 0) -> Int? {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+}
+
+/// A TCP port free on the loopback interface right now.
+public func freeTCPPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    guard let port = bindLoopback(fd) else { throw LineClient.Failure(description: "no free port: errno \(errno)") }
+    return port
+}
+
+/// A TCP socket listening on 127.0.0.1:`port` (0: a free one), with SO_REUSEADDR so that a port
+/// just closed can be listened on again: its descriptor and port.
+public func listenOnLoopback(port: Int = 0, backlog: Int32 = 64) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw LineClient.Failure(description: "socket() failed: errno \(errno)") }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    guard let bound = bindLoopback(fd, port: port), listen(fd, backlog) == 0 else {
+        let code = errno
+        close(fd)
+        throw LineClient.Failure(description: "cannot listen on 127.0.0.1:\(port): errno \(code)")
+    }
+    return (fd, bound)
+}
+
+/// A TCP connection to 127.0.0.1:`port`, reads timing out after `timeout` seconds; nil when
+/// nothing accepts there. The caller closes it.
+public func connectLoopback(port: Int, timeout: Int = 5) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var readTimeout = timeval(tv_sec: timeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &readTimeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    guard connected else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
