@@ -2,11 +2,16 @@
 # Installs the C libraries Tonearm builds against (Debian 12). Safe to run again.
 # With --tests, also what the tests drive for real: systemd's tools (systemd-socket-activate,
 # systemd-analyze), strace (the unit's system-call filter), util-linux's prlimit, mpc (the MPD
-# client) and python3-venv (the tests install python-mpd2 from PyPI into a virtualenv).
+# client), python3-venv (the tests install python-mpd2 from PyPI into a virtualenv), icecast2 and
+# ffmpeg (a real Icecast server fed by ffmpeg, for the network-stream tests), snapserver and
+# snapclient (a real Snapcast system Tonearm plays into), and what snapserver's MPD plug-in
+# (meta_mpd.py, which drives Tonearm's MPD side in the tests) imports: python3-mpd, python3-dbus,
+# python3-gi, python3-musicbrainzngs.
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
-    packages+=(systemd strace util-linux mpc python3-venv)
+    packages+=(systemd strace util-linux mpc python3-venv icecast2 ffmpeg snapserver snapclient
+               python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -117,6 +117,163 @@ extension DaemonTests {
             #expect(resumed.contains { abs(Int($0.0)) > 1000 }, "sound again after play")
         }
 
+        /// What a room heard, as runs of 100 ms windows of one pitch (the left channel's zero
+        /// crossings, to the nearest of the fixtures' 440, 500 and 1000 Hz; 0 for silence, -1 for
+        /// a window that is none, such as one across a change) and one level (the peak; a run
+        /// ends where it moves by more than a quarter).
+        private struct Heard: CustomStringConvertible {
+            var pitch: Int
+            var seconds: Double
+            var peak: Int
+            var description: String { "\(pitch) Hz ×\(String(format: "%.1f", seconds)) s @\(peak)" }
+        }
+
+        private func heard(_ frames: [(Int16, Int16)]) -> [Heard] {
+            let window = 4800
+            var runs: [Heard] = []
+            var start = 0
+            while start + window <= frames.count {
+                let slice = frames[start..<(start + window)]
+                let peak = slice.map { abs(Int($0.0)) }.max() ?? 0
+                var pitch = 0
+                if peak >= 8 {
+                    var crossings = 0
+                    var last = 0
+                    for frame in slice where frame.0 != 0 {
+                        let sign = frame.0 > 0 ? 1 : -1
+                        if last != 0 && sign != last { crossings += 1 }
+                        last = sign
+                    }
+                    let hertz = Double(crossings) / 2 / 0.1
+                    pitch = [440, 500, 1000].first { abs(hertz - Double($0)) <= Double($0) * 0.04 } ?? -1
+                }
+                if var run = runs.last, run.pitch == pitch,
+                   pitch <= 0 || Double(max(peak, run.peak)) <= 1.25 * Double(min(peak, run.peak)) {
+                    run.seconds += 0.1
+                    runs[runs.count - 1] = run
+                } else {
+                    runs.append(Heard(pitch: pitch, seconds: 0.1, peak: peak))
+                }
+                start += window
+            }
+            // Leading silence is the time before the first item; a lone window of its own is a
+            // change from one sound to the next: the runs on either side are joined if alike.
+            var joined: [Heard] = []
+            for run in runs.drop(while: { $0.pitch == 0 }) where run.pitch == 0 || run.seconds > 0.15 {
+                if var last = joined.last, last.pitch == run.pitch,
+                   run.pitch == 0 || Double(max(run.peak, last.peak)) <= 1.25 * Double(min(run.peak, last.peak)) {
+                    last.seconds += run.seconds
+                    joined[joined.count - 1] = last
+                } else {
+                    joined.append(run)
+                }
+            }
+            return joined
+        }
+
+        /// Seek, next, stop, volume and ReplayGain asked of Tonearm are what the room hears next:
+        /// the seek shortens the first item, next cuts the second, stop is silence, and the
+        /// gains scale the samples as they do on ALSA.
+        @Test func whatTonearmIsAskedIsWhatTheRoomHears() throws {
+            let rig = try SnapcastRig()
+            defer { rig.stop(); rig.directory.remove() }
+            let room = try rig.startClient("room.raw")
+            let (daemon, client) = try startDaemon(rig)
+            _ = daemon
+            // 440 Hz, 1000 Hz, 440 Hz.
+            let urls = ["tone.flac", "mono48k.wav", "tone.flac"].map { Fixtures.path($0) }
+            #expect(try client.call("add", ["urls": urls, "play": true], timeout: 15).stateName == "playing")
+            let beforeSeek = try waitForStatus(client) { $0["position"] as? Double ?? 0 >= 1.0 }
+            #expect(try client.call("seek", ["position": 2.5]).stateName == "playing")
+            let beforeNext = try waitForStatus(client) { $0["current"] as? Int == 1 && $0["position"] as? Double ?? 0 >= 0.7 }
+            #expect(try client.call("next").stateName == "playing")
+            let beforeStop = try waitForStatus(client) { $0["current"] as? Int == 2 && $0["position"] as? Double ?? 0 >= 1.0 }
+            #expect(try client.call("stop").stateName == "idle")
+            sleep(2)
+
+            // The same 440 Hz at half the amplitude (ReplayGain), then at volume 50 (a factor of 0.125).
+            #expect(try client.call("replay_gain", ["mode": "track"]).result != nil)
+            #expect(try client.call("load", ["url": Fixtures.path("replaygain.flac"), "play": true], timeout: 15).stateName == "playing")
+            _ = try waitForStatus(client) { $0["position"] as? Double ?? 0 >= 1.0 }
+            #expect(try client.call("volume", ["level": 50]).result != nil)
+            _ = try waitForStatus(client) { $0.name == "ended" }
+            sleep(2)
+
+            let runs = heard(stereoFrames(readWholeFile(room)))
+            let sounds = runs.filter { $0.pitch != 0 || $0.seconds >= 0.5 }
+            try #require(sounds.count >= 6, "440, 1000, 440, silence, 440 at two levels: \(runs)")
+            func near(_ run: Heard, _ pitch: Int, _ seconds: Double) -> Bool {
+                run.pitch == pitch && abs(run.seconds - seconds) <= 0.35
+            }
+            // The seek came at the position read just before it; the item's end follows 0.5 s after.
+            let first = (beforeSeek["position"] as? Double ?? 1) + 0.5
+            #expect(near(sounds[0], 440, first), "the seek shortened the first item to \(first) s: \(runs)")
+            #expect(near(sounds[1], 1000, beforeNext["position"] as? Double ?? 0.7), "next cut the second: \(runs)")
+            #expect(near(sounds[2], 440, beforeStop["position"] as? Double ?? 1), "stop cut the third: \(runs)")
+            #expect(sounds[3].pitch == 0 && sounds[3].seconds >= 1.5, "silence after stop: \(runs)")
+            let full = Double(sounds[0].peak)
+            #expect(sounds[4].pitch == 440 && abs(Double(sounds[4].peak) / full - 0.5) < 0.05, "ReplayGain: half: \(runs)")
+            #expect(sounds[5].pitch == 440 && abs(Double(sounds[5].peak) / full - 0.0625) < 0.01, "and volume 50: \(runs)")
+        }
+
+        /// snapserver's own MPD plug-in (meta_mpd.py, unchanged) pointed at Tonearm's MPD socket:
+        /// Stream.Control through snapserver's JSON-RPC drives Tonearm, and what Tonearm plays is
+        /// what snapserver shows.
+        @Test func snapserversControlDrivesTonearmThroughItsMPDPlugin() throws {
+            let rig = try SnapcastRig(sourceQuery: SnapcastRig.metaMPDQuery, start: false)
+            defer { rig.stop(); rig.directory.remove() }
+            let (daemon, client) = try startDaemon(rig)
+            let urls = ["tone.flac", "mono48k.wav", "tone.flac"].map { Fixtures.path($0) }
+            #expect(try client.call("add", ["urls": urls]).result != nil)
+            rig.serverEnvironment = ["MPD_HOST": daemon.directory.path("mpd.sock")]
+            try rig.startServer()
+            _ = try rig.startClient("room.raw")
+
+            func stream() throws -> [String: Any] {
+                let status = try rig.call("Server.GetStatus")
+                let streams = (status["server"] as? [String: Any])?["streams"] as? [[String: Any]] ?? []
+                return streams.first { $0["id"] as? String == "Tonearm" }?["properties"] as? [String: Any] ?? [:]
+            }
+            func waitForStream(_ what: String, _ predicate: ([String: Any]) -> Bool) throws -> [String: Any] {
+                let deadline = Date().addingTimeInterval(10 * Sanitizer.timeScale)
+                while true {
+                    let properties = try stream()
+                    if predicate(properties) { return properties }
+                    if Date() > deadline { throw LineClient.Failure(description: "snapserver never showed \(what): \(properties)\n\(rig.log)") }
+                    usleep(100_000)
+                }
+            }
+            /// Sends `command` through snapserver and waits until Tonearm's status shows `done`.
+            func control(_ command: String, _ params: [String: Any] = [:], until done: ([String: Any]) -> Bool) throws {
+                var request: [String: Any] = ["id": "Tonearm", "command": command]
+                if !params.isEmpty { request["params"] = params }
+                _ = try rig.call("Stream.Control", request)
+                do { _ = try waitForStatus(client, done) } catch {
+                    throw LineClient.Failure(description: "\(command): \(error)\nsnapserver's log:\n\(rig.log.suffix(6000))")
+                }
+            }
+            _ = try waitForStream("the plug-in connected") { $0["canControl"] as? Bool == true }
+
+            try control("play") { $0.name == "playing" && $0["current"] as? Int == 0 }
+            let shown = try waitForStream("the song") { ($0["metadata"] as? [String: Any])?["title"] as? String == "Test Tone" }
+            let metadata = shown["metadata"] as? [String: Any] ?? [:]
+            #expect(metadata["artist"] as? [String] == ["Tonearm"], "\(shown)")
+            #expect(metadata["url"] as? String == urls[0], "\(shown)")
+            #expect(shown["playbackStatus"] as? String == "playing", "\(shown)")
+
+            try control("pause") { $0.name == "paused" }
+            _ = try waitForStream("paused") { $0["playbackStatus"] as? String == "paused" }
+            try control("play") { $0.name == "playing" }
+
+            try control("setPosition", ["position": 2.0]) { $0["current"] as? Int == 0 && $0["position"] as? Double ?? 0 >= 2.0 }
+            try control("next") { $0["current"] as? Int == 1 }
+            _ = try waitForStream("the next song") { ($0["metadata"] as? [String: Any])?["url"] as? String == urls[1] }
+            try control("seek", ["offset": 1.0]) { $0["current"] as? Int == 1 && $0["position"] as? Double ?? 0 >= 1.0 }
+            try control("previous") { $0["current"] as? Int == 0 }
+            try control("stop") { $0.name == "idle" }
+            _ = try waitForStream("stopped") { $0["playbackStatus"] as? String == "stopped" }
+        }
+
         @Test func aSnapserverThatGoesAwayIsALostDeviceAndPlaybackResumesIntoItsReturn() throws {
             let rig = try SnapcastRig()
             defer { rig.stop(); rig.directory.remove() }

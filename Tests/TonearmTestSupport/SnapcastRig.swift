@@ -17,16 +17,26 @@ public final class SnapcastRig {
     private var server: Process?
     private var clients: [Process] = []
     private let extraSourceQuery: String
+    /// Added to snapserver's environment (and so its control script's) at each start.
+    public var serverEnvironment: [String: String] = [:]
 
-    /// `sourceQuery` is added to the source URI (e.g. a `controlscript`).
-    public init(sourceQuery: String = "") throws {
+    /// `sourceQuery` is added to the source URI (e.g. a `controlscript`); with `start` false the
+    /// server is started by `startServer` (once what its control script needs is up).
+    public init(sourceQuery: String = "", start: Bool = true) throws {
         directory = try TemporaryDirectory()
         sourcePort = try freeTCPPort()
         streamPort = try freeTCPPort()
         controlPort = try freeTCPPort()
         extraSourceQuery = sourceQuery
         try FileManager.default.createDirectory(atPath: directory.path("data"), withIntermediateDirectories: true)
-        try startServer()
+        if start { try startServer() }
+    }
+
+    /// snapserver's own MPD plug-in, unchanged, as the source's control script (through
+    /// Tests/Scripts/snapcast_meta_mpd.py, which only keeps its cover-art lookups on loopback).
+    public static var metaMPDQuery: String {
+        let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("Scripts/snapcast_meta_mpd.py").path
+        return "&controlscript=" + (script.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? script)
     }
 
     deinit { stop() }
@@ -34,7 +44,7 @@ public final class SnapcastRig {
     public var configPath: String { directory.path("snapserver.conf") }
     public var log: String { (try? String(contentsOfFile: directory.path("snapserver.log"), encoding: .utf8)) ?? "" }
 
-    /// Starts snapserver (again, after `killServer`), and waits until its source port accepts.
+    /// Starts snapserver (again, after `killServer`), and waits until its control port accepts.
     public func startServer() throws {
         try """
         [server]
@@ -59,6 +69,7 @@ public final class SnapcastRig {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/snapserver")
         process.arguments = ["-c", configPath]
+        process.environment = ProcessInfo.processInfo.environment.merging(serverEnvironment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
