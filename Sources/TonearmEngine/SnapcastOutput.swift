@@ -28,7 +28,12 @@ final class SnapcastOutput: OutputDevice {
         self.socket = socket
         self.address = address
         self.format = format
-        periodFrames = 1024
+        // The pacing clock hands a paced device one piece of at least this much at a time. Each
+        // send to a loopback server costs the sender the receiver's side too (the kernel delivers
+        // it in the sender's context, and wakes snapserver): 200 ms pieces halve that against
+        // ALSA's 100 ms. What has been sent is snapserver's anyway (it buffers a second or more),
+        // so a larger piece delays no command: pause, seek and stop are heard after what was sent.
+        periodFrames = format.sampleRate / 5
         bufferFrames = format.sampleRate / 5
         silenceFrames = format.sampleRate / 4
         silence = UnsafeMutableRawPointer.allocate(byteCount: silenceFrames * format.bytesPerFrame, alignment: 16)

@@ -68,9 +68,10 @@ extension Runner {
         _ = running.stop()
     }
 
-    /// CPU share of a core of a daemon playing `url` paced at 1×, over one window after a second.
-    private func playingCPU(_ url: String) throws -> Double {
-        let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+    /// CPU share of a core of a daemon playing `url` paced at 1× (on ALSA's `null` device unless
+    /// `arguments` say otherwise), over one window after a second.
+    func playingCPU(_ url: String, _ arguments: [String] = ["--device", "null", "--pace"]) throws -> Double {
+        let running = try RunningDaemon(daemon, arguments)
         defer { _ = running.stop() }
         let control = try running.client()
         guard try control.call("load", ["url": url, "play": true], timeout: 15)["result"] != nil else {

@@ -3,9 +3,10 @@
 
 /usr/share/snapserver/plug-ins/meta_mpd.py (Snapcast 0.26) connects to an MPD server (here
 Tonearm's MPD front-end), forwards snapserver's Stream.Control to it and reports its status and current song.
-For every song with an artist and an album it asks MusicBrainz for cover art, and it exits when
-that lookup fails for any reason but a MusicBrainz error answer; the tests have no internet, so
-this wrapper points musicbrainzngs at a stub on loopback that knows no release. Nothing else of
+For every song with an artist and an album it asks MusicBrainz for cover art; without a network
+the lookup raises inside the plug-in's MPD socket callback (a traceback, in the middle of its
+idle bookkeeping), so the tests, which have no internet, point musicbrainzngs at a stub on
+loopback that knows no release: what they check does not hang on that failure. Nothing else of
 the plug-in is touched: it runs as `__main__` with the arguments snapserver passed, and the MPD
 server named as mpc takes it, by MPD_HOST (a Unix socket's path, or a host) and MPD_PORT in the
 environment (snapserver 0.26 passes a control script no arguments of the source's).

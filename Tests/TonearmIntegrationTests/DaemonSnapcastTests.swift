@@ -202,18 +202,40 @@ extension DaemonTests {
             let runs = heard(stereoFrames(readWholeFile(room)))
             let sounds = runs.filter { $0.pitch != 0 || $0.seconds >= 0.5 }
             try #require(sounds.count >= 6, "440, 1000, 440, silence, 440 at two levels: \(runs)")
+            // A cut item is heard a little longer than the position read before the command: by
+            // the call's own time, and by what was already sent (snapserver's, not recallable:
+            // Tonearm keeps one or two 200 ms pieces ahead of its clock).
             func near(_ run: Heard, _ pitch: Int, _ seconds: Double) -> Bool {
-                run.pitch == pitch && abs(run.seconds - seconds) <= 0.35
+                run.pitch == pitch && (-0.2...(0.6 + (Sanitizer.timeScale - 1) * 0.1)).contains(run.seconds - seconds)
             }
             // The seek came at the position read just before it; the item's end follows 0.5 s after.
             let first = (beforeSeek["position"] as? Double ?? 1) + 0.5
             #expect(near(sounds[0], 440, first), "the seek shortened the first item to \(first) s: \(runs)")
             #expect(near(sounds[1], 1000, beforeNext["position"] as? Double ?? 0.7), "next cut the second: \(runs)")
             #expect(near(sounds[2], 440, beforeStop["position"] as? Double ?? 1), "stop cut the third: \(runs)")
-            #expect(sounds[3].pitch == 0 && sounds[3].seconds >= 1.5, "silence after stop: \(runs)")
+            #expect(sounds[3].pitch == 0 && sounds[3].seconds >= 0.5, "silence after stop: \(runs)")
             let full = Double(sounds[0].peak)
             #expect(sounds[4].pitch == 440 && abs(Double(sounds[4].peak) / full - 0.5) < 0.05, "ReplayGain: half: \(runs)")
             #expect(sounds[5].pitch == 440 && abs(Double(sounds[5].peak) / full - 0.0625) < 0.01, "and volume 50: \(runs)")
+        }
+
+        /// A radio stream (the tone as a live MP3, sent at its bit rate) plays into Snapcast as a
+        /// file does: the room hears it.
+        @Test func aRadioStreamPlaysIntoTheRooms() throws {
+            let rig = try SnapcastRig()
+            defer { rig.stop(); rig.directory.remove() }
+            let room = try rig.startClient("room.raw")
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/radio", .live(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg", bytesPerSecond: 16_000))
+            let (daemon, client) = try startDaemon(rig)
+            _ = daemon
+            let loaded = try client.call("load", ["url": "http://127.0.0.1:\(server.port)/radio", "play": true], timeout: 15)
+            #expect(loaded.stateName == "playing", "\(loaded)")
+            _ = try waitForStatus(client) { $0["position"] as? Double ?? 0 >= 2 }
+            sleep(2)
+            let runs = heard(stereoFrames(readWholeFile(room)))
+            #expect(runs.contains { $0.pitch == 440 && $0.seconds >= 1.5 }, "the room hears the stream's 440 Hz: \(runs)")
         }
 
         /// snapserver's own MPD plug-in (meta_mpd.py, unchanged) pointed at Tonearm's MPD socket:

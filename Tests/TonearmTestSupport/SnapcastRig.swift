@@ -13,7 +13,10 @@ public final class SnapcastRig {
     public let streamPort: Int
     /// snapserver's JSON-RPC over TCP.
     public let controlPort: Int
+    /// The tests' format, and snapserver's default.
     public static let format = "48000:16:2"
+    /// The source's `sampleformat`.
+    public let sampleFormat: String
     private var server: Process?
     private var clients: [Process] = []
     private let extraSourceQuery: String
@@ -22,7 +25,8 @@ public final class SnapcastRig {
 
     /// `sourceQuery` is added to the source URI (e.g. a `controlscript`); with `start` false the
     /// server is started by `startServer` (once what its control script needs is up).
-    public init(sourceQuery: String = "", start: Bool = true) throws {
+    public init(sourceQuery: String = "", format: String = SnapcastRig.format, start: Bool = true) throws {
+        sampleFormat = format
         directory = try TemporaryDirectory()
         sourcePort = try freeTCPPort()
         streamPort = try freeTCPPort()
@@ -59,7 +63,7 @@ public final class SnapcastRig {
         bind_to_address = 127.0.0.1
         port = \(streamPort)
         source = tcp://127.0.0.1:\(sourcePort)?name=Tonearm&mode=server\(extraSourceQuery)
-        sampleformat = \(Self.format)
+        sampleformat = \(sampleFormat)
         codec = pcm
         buffer = 1000
         [logging]
