@@ -51,6 +51,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ], swiftSettings: [
+            // The daemon's own concurrency executors (DaemonExecutors.swift) are installed by the
+            // compiler only with availability checking off: Swift 6.3's experimental SPI.
+            .unsafeFlags(["-Xfrontend", "-disable-availability-checking"]),
         ]),
         // The benchmark (docs/performance.md); run through `make bench`.
         .executableTarget(name: "tonearm-bench", dependencies: [

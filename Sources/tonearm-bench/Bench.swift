@@ -216,14 +216,14 @@ struct Runner {
         let idleMemory = memory(pid: running.child.pid)
         report.add("idle: RSS", "MiB", [idleMemory.rss])
         report.add("idle: private dirty", "MiB", [idleMemory.privateDirty])
-        report.add("idle: wake-ups", "/s", windows(running, count: 3, length: window / 3), budget: .atMost(0))
+        report.add("idle: wake-ups", "/s", windows(running, count: 3, length: window * 2), budget: .atMost(0))
 
         let control = try running.client()
         _ = try control.call("load", ["url": file(60, "flac"), "play": true])
         sleep(seconds: 0.3)
         _ = try control.call("pause")
         sleep(seconds: 0.3)
-        report.add("paused: wake-ups", "/s", windows(running, count: 3, length: window / 3), budget: .atMost(0))
+        report.add("paused: wake-ups", "/s", windows(running, count: 3, length: window * 2), budget: .atMost(0))
         _ = try control.call("stop")
 
         // Warm up once per format the cycles use, then 200 cycles of load + play + stop. A codec's
