@@ -124,7 +124,11 @@ extension DaemonTests {
         private struct Heard: CustomStringConvertible {
             var pitch: Int
             var seconds: Double
-            var peak: Int
+            /// Each window's peak.
+            var peaks: [Int]
+            /// The run's level: its windows' median peak (a gain's 5 ms ramp at its start, or the
+            /// window across a change, does not make it).
+            var peak: Int { peaks.sorted()[peaks.count / 2] }
             var description: String { "\(pitch) Hz ×\(String(format: "%.1f", seconds)) s @\(peak)" }
         }
 
@@ -150,9 +154,10 @@ extension DaemonTests {
                 if var run = runs.last, run.pitch == pitch,
                    pitch <= 0 || Double(max(peak, run.peak)) <= 1.25 * Double(min(peak, run.peak)) {
                     run.seconds += 0.1
+                    run.peaks.append(peak)
                     runs[runs.count - 1] = run
                 } else {
-                    runs.append(Heard(pitch: pitch, seconds: 0.1, peak: peak))
+                    runs.append(Heard(pitch: pitch, seconds: 0.1, peaks: [peak]))
                 }
                 start += window
             }
@@ -163,6 +168,7 @@ extension DaemonTests {
                 if var last = joined.last, last.pitch == run.pitch,
                    run.pitch == 0 || Double(max(run.peak, last.peak)) <= 1.25 * Double(min(run.peak, last.peak)) {
                     last.seconds += run.seconds
+                    last.peaks += run.peaks
                     joined[joined.count - 1] = last
                 } else {
                     joined.append(run)
