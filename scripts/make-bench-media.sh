@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the benchmark's media (60 s and 1 s of music-like stereo 44.1 kHz audio per format) in
+# Makes the benchmark's media (600 s, 60 s and 1 s of music-like stereo 44.1 kHz audio per format) in
 # .build/bench/media, once. Needs the `ffmpeg` package (installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ if ! command -v ffmpeg >/dev/null; then
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ffmpeg
 fi
 ff() { ffmpeg -hide_banner -loglevel error -y "$@"; }
-for seconds in 60 1; do
+for seconds in 600 60 1; do
     wav="$out/src-$seconds.wav"
     # Two detuned chords with tremolo and a little noise: denser than a sine, so the encoders and
     # decoders do real work, as with music.

@@ -39,6 +39,9 @@ extension EngineControl {
         var streamTitle: StreamTitle?
         /// Reading a network source is paused until then (see `networkReadPause`).
         var readPausedUntil: Double?
+        /// Frames of the last chunk pushed: an output that has nothing gets the next partial chunk
+        /// once it holds twice as many (see `place`).
+        var lastPushedFrames = 0
     }
 
     /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
@@ -495,14 +498,19 @@ extension EngineControl {
         }
         let ending = state.endPending && state.pendingFrames == 0
         // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
-        // the output has nothing, a half-full one, so a slow source does not starve it, while a
-        // fast one is not handed over frame by frame (each hand-off wakes the output thread).
+        // the output has nothing, a partial one holding twice what the last push held: a run
+        // starts with a small chunk, then 2, 4, 8 times as much, so a slow source does not starve
+        // the device, while a fast one settles on full chunks (each hand-off wakes the output
+        // thread: a consumer that never waits, the `null` device unpaced, would otherwise get
+        // twice as many wake-ups).
         let outputHasNothing = pipe.isEmpty
+        let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))
         if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
-            || (outputHasNothing && chunk.frames >= chunk.capacityFrames / 2) {
+            || (outputHasNothing && chunk.frames >= starvedHandOff) {
             chunk.endsItem = ending
             pipe.push(chunk)
             state.fill = nil
+            state.lastPushedFrames = chunk.frames
             if ending {
                 state.endPending = false
             }

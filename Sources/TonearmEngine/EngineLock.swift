@@ -4,15 +4,28 @@ import Glibc
 /// the pipe, a new command, a `next` item) and the output thread on `outputCondition` (chunks,
 /// play/pause, a command), so that neither wakes the other needlessly. Timed waits use CLOCK_MONOTONIC.
 ///
+/// A wake-up asked with the lock held is sent when the lock is released (or before the asking
+/// thread sleeps): woken while the mutex is still held, the other thread would preempt its waker
+/// (they often share a CPU), find the mutex taken, sleep again, and be woken once more by the
+/// unlock: three context switches where one will do.
+///
 /// `@unchecked Sendable`: the pthread objects are designed to be shared between threads; their
-/// storage is allocated once and never moved.
+/// storage is allocated once and never moved. `pendingWakes` is read and written only with the
+/// mutex held.
 final class EngineLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let decoderCondition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let outputCondition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     init() {
-        pthread_mutex_init(mutex, nil)
+        // Adaptive: a thread that finds the mutex taken spins a little before it sleeps. Both
+        // threads hold it only for bookkeeping (never across I/O or decoding), so the holder is
+        // nearly always about to let go, and sleeping would cost two context switches instead.
+        var mutexAttributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&mutexAttributes)
+        pthread_mutexattr_settype(&mutexAttributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &mutexAttributes)
+        pthread_mutexattr_destroy(&mutexAttributes)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
@@ -30,8 +43,17 @@ final class EngineLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Wake-ups asked since the lock was taken (mutex held): decoder, output.
+    private var pendingWakes: (decoder: Bool, output: Bool) = (false, false)
+
     func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+
+    func unlock() {
+        let wakes = pendingWakes
+        pendingWakes = (false, false)
+        pthread_mutex_unlock(mutex)
+        send(wakes)
+    }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock()
@@ -39,8 +61,10 @@ final class EngineLock: @unchecked Sendable {
         return try body()
     }
 
-    func wakeDecoder() { pthread_cond_broadcast(decoderCondition) }
-    func wakeOutput() { pthread_cond_broadcast(outputCondition) }
+    /// Call with the lock held: the decoder is woken when the lock is released.
+    func wakeDecoder() { pendingWakes.decoder = true }
+    /// Call with the lock held: the output is woken when the lock is released.
+    func wakeOutput() { pendingWakes.output = true }
     func wakeAll() { wakeDecoder(); wakeOutput() }
 
     /// Call with the lock held. Returns false on timeout.
@@ -50,7 +74,15 @@ final class EngineLock: @unchecked Sendable {
     @discardableResult
     func waitOutput(untilMonotonic deadline: Double? = nil) -> Bool { wait(outputCondition, until: deadline) }
 
+    private func send(_ wakes: (decoder: Bool, output: Bool)) {
+        if wakes.decoder { pthread_cond_broadcast(decoderCondition) }
+        if wakes.output { pthread_cond_broadcast(outputCondition) }
+    }
+
     private func wait(_ condition: UnsafeMutablePointer<pthread_cond_t>, until deadline: Double?) -> Bool {
+        // What this thread asked for goes out before it sleeps (the wait releases the mutex only inside).
+        send(pendingWakes)
+        pendingWakes = (false, false)
         guard let deadline else {
             pthread_cond_wait(condition, mutex)
             return true

@@ -379,10 +379,13 @@ extension EngineControl {
         return true
     }
 
-    /// What one write hands the device: a period, or with pacing a larger piece, since the clock
-    /// (not the device) decides when to write and each write is a wake-up.
+    /// What one write hands the device: a period, or with pacing a piece of at least 200 ms, since
+    /// the clock (not the device) decides when to write and each write is a wake-up (on this
+    /// class of VM a wake-up costs the output thread ~85 µs, most of its work while playing).
+    /// A paced device never blocks and nothing of it is heard before the clock says so, so a
+    /// larger piece delays no command.
     private func chunkFrames(_ device: any OutputDevice) -> Int {
-        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 10) : device.periodFrames
+        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 5) : device.periodFrames
     }
 
     // MARK: The end, and starvation

@@ -47,6 +47,8 @@ struct Child {
 struct ProcessSample {
     var cpuNanoseconds: Double = 0
     var switchesByThread: [String: Double] = [:]
+    /// On-CPU nanoseconds by thread name (threads of one name summed).
+    var cpuByThreadName: [String: Double] = [:]
     var threads = 0
 
     /// Context switches since `earlier`: threads alive in both, plus threads that started since.
@@ -62,6 +64,8 @@ struct ProcessSample {
             if let schedstat = try? String(contentsOfFile: "\(taskDirectory)/\(task)/schedstat", encoding: .utf8),
                let onCPU = schedstat.split(separator: " ").first.flatMap({ Double($0) }) {
                 cpuNanoseconds += onCPU
+                let name = (try? String(contentsOfFile: "\(taskDirectory)/\(task)/comm", encoding: .utf8)) ?? task
+                cpuByThreadName[name.trimmingCharacters(in: .whitespacesAndNewlines), default: 0] += onCPU
             }
             if let status = try? String(contentsOfFile: "\(taskDirectory)/\(task)/status", encoding: .utf8) {
                 for line in status.split(separator: "\n")
