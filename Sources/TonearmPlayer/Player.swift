@@ -5,7 +5,7 @@ import TonearmEngine
 import TonearmSync
 
 /// Everything `status` reports.
-public struct PlayerStatus: Sendable {
+public struct PlayerStatus: Sendable, Equatable {
     public var state: PlaybackState
     public var position: Double
     /// Seconds of decoded audio ahead of what is heard (a network source's buffer fill).

@@ -48,6 +48,9 @@ enum JSONCoding {
                 serialize(member, into: &output)
             }
             output.writeInteger(UInt8(ascii: "}"))
+        case .encoded(let bytes):
+            var bytes = bytes
+            output.writeBuffer(&bytes)
         }
     }
 

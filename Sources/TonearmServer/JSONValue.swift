@@ -9,6 +9,9 @@ public enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+    /// A value already written by `JSONCoding.serialize`, copied to the wire as it is (an
+    /// answer encoded once and sent many times: `StatusEncoding`). Never produced by parsing.
+    case encoded(ByteBuffer)
 
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }

@@ -79,7 +79,8 @@ final class RPCConnectionHandler: ChannelInboundHandler {
                                context: ChannelHandlerContext) {
         guard let id = request.id else { return }  // a notification gets no answer
         switch answer {
-        case .success(let result): write(RPC.response(id: id, result: result), context: context)
+        case .success(let result):
+            context.writeAndFlush(wrapOutboundOut(RPCFraming.resultLine(id: id, result: result)), promise: nil)
         case .failure(let failure): write(RPC.response(id: id, error: failure), context: context)
         }
     }

@@ -8,6 +8,7 @@ import TonearmPlayer
 struct RequestRouter: Sendable {
     let player: Player
     var sources = SourcePolicy()
+    let statusEncoding = StatusEncoding()
     static let version = "0.1.0"
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
@@ -110,7 +111,7 @@ struct RequestRouter: Sendable {
             return ["version": .string(Self.version), "libraries": .object(PlayerEngine.libraryVersions.mapValues(JSONValue.string))]
         case "status":
             try params.allow([])
-            return ProtocolEncoding.status(player.status)
+            return statusEncoding.encoded(player.status)
         case "play":
             try params.allow(["id"])
             return changed(try player.play())

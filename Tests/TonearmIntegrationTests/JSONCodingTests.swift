@@ -1,5 +1,8 @@
 import Foundation
+import NIOCore
 import Testing
+import TonearmEngine
+@testable import TonearmPlayer
 @testable import TonearmServer
 
 @Suite("JSON reader and writer", .timeLimit(.minutes(1)))
@@ -37,6 +40,43 @@ struct JSONCodingTests {
                       "{\"a\":1} x", "[1 2]", "\"a\u{01}b\"", "{1:2}", "NaN", "+1"])
     func refusesInvalidJSON(_ text: String) {
         #expect(throws: (any Error).self, "\(text.debugDescription)") { try parse(text) }
+    }
+
+    @Test func encodedValuesAreCopiedAsWritten() {
+        let inner: JSONValue = ["b": [1, "two"], "a": nil]
+        var bytes = ByteBuffer()
+        JSONCoding.serialize(inner, into: &bytes)
+        #expect(JSONValue.object(["x": .encoded(bytes), "w": 1]).text == JSONValue.object(["x": inner, "w": 1]).text)
+    }
+
+    @Test func aResultLineIsTheResponseLine() {
+        for id: JSONValue in [1, "req-7", nil, 2.5] {
+            for result: JSONValue in ["pong", ["state": ["state": "idle"], "volume": 80], [1, 2], nil] {
+                let line = RPCFraming.resultLine(id: id, result: result)
+                #expect(line == RPCFraming.line(RPC.response(id: id, result: result)), "\(id) \(result)")
+            }
+        }
+    }
+
+    @Test func aStatusIsEncodedOncePerChange() {
+        let encoding = StatusEncoding()
+        var status = PlayerStatus(state: .paused, position: 12.5, buffered: 0, duration: 60, media: nil,
+                                  output: OutputConfiguration(device: "null"), interruption: nil, current: 3, next: 4,
+                                  queueVersion: 9, volume: 80, replayGain: ReplayGainSettings())
+        let first = encoding.encoded(status)
+        guard case .encoded(let bytes) = first else {
+            Issue.record("status not encoded: \(first)")
+            return
+        }
+        #expect(first.text == ProtocolEncoding.status(status).text)
+        // The same status again: the very same storage, not a new encoding.
+        guard case .encoded(let again) = encoding.encoded(status) else { return }
+        #expect(again.withUnsafeReadableBytes { $0.baseAddress } == bytes.withUnsafeReadableBytes { $0.baseAddress })
+        status.position = 13
+        status.volume = 70
+        let changed = encoding.encoded(status)
+        #expect(changed.text == ProtocolEncoding.status(status).text)
+        #expect(changed.text.contains(#""position":13"#) && changed.text.contains(#""volume":70"#))
     }
 
     @Test func refusesInvalidUTF8() {
