@@ -2,7 +2,7 @@ import Foundation
 
 /// What ALSA said first on the current thread since `clear()`, kept by the C error handler
 /// (`tonearm_alsa_keep_message` in the CALSA shim). Per thread, in the thread's dictionary: the
-/// output thread and an open's helper thread each read their own. Only errors write it, so the
+/// output thread and the opener thread each read their own. Only errors write it, so the
 /// audio path pays nothing while all goes well.
 enum AlsaMessages {
     private static let key = "tonearm.alsa.message"

@@ -1,6 +1,6 @@
 import CALSA
 
-/// Owns one open ALSA PCM. Not Sendable: it is opened on a helper thread (`DeviceOpenAttempt`)
+/// Owns one open ALSA PCM. Not Sendable: it is opened on the opener thread (`DeviceOpenAttempt`)
 /// and handed, once, to the output thread under the engine lock; only one thread uses it at a time.
 final class AlsaOutput: OutputDevice {
     let device: String

@@ -1,16 +1,18 @@
 import Foundation
 
-/// One device open carried out on a helper thread. A device open can block for good (a `file:`
-/// device on a FIFO nobody reads, a network sink that does not answer, a wedged driver), and
-/// the output thread must stay free to take later loads, stops and shutdown. So the output
-/// thread waits for the helper at most `output.open_timeout_ms`; past that the open is
-/// *abandoned*: the helper keeps the handle it may still get and closes it itself.
+/// One device open carried out on the opener thread (`tonearm-open`, one for the engine's life).
+/// A device open can block for good (a `file:` device on a FIFO nobody reads, a network sink
+/// that does not answer, a wedged driver), and the output thread must stay free to take later
+/// loads, stops and shutdown. So the output thread waits for the opener at most
+/// `output.open_timeout_ms`; past that the open is *abandoned*: the opener keeps the handle it
+/// may still get and closes it itself. No other open is asked while one is stuck, so one
+/// opener thread is enough.
 ///
 /// `@unchecked Sendable`: both fields are read and written only with the engine lock held. The
-/// handle inside `result` crosses from the helper thread to the output thread once, through
-/// that lock; an abandoned open's handle never leaves the helper thread.
+/// handle inside `result` crosses from the opener thread to the output thread once, through
+/// that lock; an abandoned open's handle never leaves the opener thread.
 final class DeviceOpenAttempt: @unchecked Sendable {
-    /// Set by the helper thread when the open returned (engine lock held).
+    /// Set by the opener thread when the open returned (engine lock held).
     var result: Result<any OutputDevice, EngineFailure>?
     /// Set by the output thread when it stopped waiting (engine lock held).
     var abandoned = false
@@ -19,7 +21,7 @@ final class DeviceOpenAttempt: @unchecked Sendable {
 extension EngineControl {
     var openTimeout: Double { Double(max(configuration.openTimeoutMilliseconds, 100)) / 1000 }
 
-    /// Opens the device for `requested` on a helper thread and waits for it, at most the open
+    /// Opens the device for `requested` on the opener thread and waits for it, at most the open
     /// timeout, and no longer once the engine shuts down. Output thread, lock held (released
     /// while waiting). While an abandoned open has not returned, no other is started: the device
     /// is known not to answer, and threads must not pile up behind it.
@@ -33,7 +35,7 @@ extension EngineControl {
         let attempt = DeviceOpenAttempt()
         let bufferMilliseconds = configuration.bufferMilliseconds
         let sink = configuration.sink
-        Self.startThread(named: "tonearm-open") { [self] in
+        deviceOpener.async { [self] in
             let result: Result<any OutputDevice, EngineFailure>
             do throws(EngineFailure) {
                 switch sink {

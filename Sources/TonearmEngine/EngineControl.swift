@@ -46,6 +46,8 @@ final class EngineControl: @unchecked Sendable {
     let input: InputConfiguration
     let lock = EngineLock()
     let observers = ObserverRegistry()
+    /// Opens devices off the output thread (`openDevice`), one at a time, for the engine's life.
+    let deviceOpener = JobThread(name: "tonearm-open")
     /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
     /// at most `decodeAheadSeconds` in it.
     let pipe = ChunkPipe(chunkCount: 64)
@@ -141,7 +143,7 @@ final class EngineControl: @unchecked Sendable {
     /// tries again at once; otherwise every `reopenInterval`, at `nextReopenAt`).
     var deviceAwaited: (reason: String, intent: Int)?
     /// A device open that timed out and has not returned yet (see `DeviceOpenAttempt`): set by the
-    /// output thread, cleared by the helper thread once the open returns.
+    /// output thread, cleared by the opener thread once the open returns.
     var stuckOpen: DeviceOpenAttempt?
 
     init(configuration: OutputConfiguration, input: InputConfiguration) {

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import TonearmSync
 
@@ -107,13 +106,16 @@ public final class ObservationToken: Sendable {
     deinit { invalidate() }
 }
 
-/// Registry and delivery of observations. Every callback runs on `queue`, one serial queue per
-/// engine, in the order the changes happened; callbacks must not block it.
+/// Registry and delivery of observations. Every callback runs on `queue`, one delivery thread
+/// per engine (`tonearm-events`), in the order the changes happened; callbacks must not block it.
 final class ObserverRegistry: Sendable {
     typealias SnapshotHandler = @Sendable (_ old: EngineSnapshot?, _ new: EngineSnapshot) -> Void
     typealias EventHandler = @Sendable (EngineEvent) -> Void
 
-    let queue = DispatchQueue(label: "tonearm.engine.observers")
+    let queue = JobThread(name: "tonearm-events")
+
+    /// The engine is gone: what was queued is delivered, then the thread ends.
+    deinit { queue.finish() }
     private struct State {
         var snapshot = EngineSnapshot()
         var next = 0

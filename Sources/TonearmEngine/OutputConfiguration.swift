@@ -26,7 +26,7 @@ public struct OutputConfiguration: Sendable, Equatable {
     /// While the device is gone (unplugged, powered off), how often to try opening it again.
     public var reopenIntervalMilliseconds: Int
     /// How long a device open may take before the load fails with `deviceUnavailable` (the open
-    /// is abandoned on its helper thread, never waited for).
+    /// is abandoned on the opener thread, never waited for).
     public var openTimeoutMilliseconds: Int
     /// A device missing or busy when an item is loaded: the item is ready and waits, interrupted,
     /// and plays when the device appears (true); or the load fails with `deviceUnavailable` (false).

@@ -1,5 +1,5 @@
-/// What the output thread drives: an open sound sink, owned by that thread alone (opened on a
-/// helper thread and handed over once, see `DeviceOpenAttempt`). ALSA's PCM is one; a Snapcast
+/// What the output thread drives: an open sound sink, owned by that thread alone (opened on the
+/// opener thread and handed over once, see `DeviceOpenAttempt`). ALSA's PCM is one; a Snapcast
 /// server's TCP stream source is the other. Not Sendable, like the handles behind it.
 protocol OutputDevice: AnyObject {
     /// The format it plays (what was granted, which may differ from what was asked).

@@ -7,8 +7,8 @@ import Foundation
 /// the item it is about (see `observeEvents`), and as snapshot changes (see `observe`).
 ///
 /// Threads: callers (any thread or task) · the decoder thread (FFmpeg: opens, decodes, seeks) ·
-/// the output thread (the device: opens, writes, pauses, recovers, closes) · the observer queue
-/// (delivers callbacks). The cooperative thread pool is never blocked.
+/// the output thread (the device: opens, writes, pauses, recovers, closes) · the delivery thread
+/// `tonearm-events` (delivers callbacks). The cooperative thread pool is never blocked.
 public final class PlayerEngine: Sendable {
     public let configuration: OutputConfiguration
     public let input: InputConfiguration
@@ -31,7 +31,7 @@ public final class PlayerEngine: Sendable {
 
     // MARK: Observation
 
-    /// Observes one property. Callbacks run on the engine's serial observer queue, in the order
+    /// Observes one property. Callbacks run on the engine's delivery thread, in the order
     /// of the changes; `.initial` delivers the current value first. Each change names the item
     /// it is about. Keep the token alive.
     public func observe<Value: Equatable & Sendable>(

@@ -7,7 +7,7 @@ import Glibc
 /// buffer never runs over or dry. While paused nothing is sent, and Snapcast marks the stream idle.
 ///
 /// Written by hand on a plain blocking socket: it is driven by the output thread, which owns it
-/// as it owns an ALSA PCM (opened on a helper thread, handed over once), and an event loop would
+/// as it owns an ALSA PCM (opened on the opener thread, handed over once), and an event loop would
 /// only add a hop on the audio path. Not Sendable.
 final class SnapcastOutput: OutputDevice {
     let format: PCMFormat
