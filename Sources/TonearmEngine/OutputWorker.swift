@@ -379,13 +379,14 @@ extension EngineControl {
         return true
     }
 
-    /// What one write hands the device: a period, or with pacing a piece of at least 200 ms, since
-    /// the clock (not the device) decides when to write and each write is a wake-up (on this
-    /// class of VM a wake-up costs the output thread ~85 µs, most of its work while playing).
-    /// A paced device never blocks and nothing of it is heard before the clock says so, so a
-    /// larger piece delays no command.
+    /// What one write hands the device: a period, or with pacing a larger piece (100 ms), since
+    /// the clock (not the device) decides when to write and each write is a wake-up. Not more:
+    /// with 200 ms pieces a live stream cost 2.5x the CPU of the same local file instead of
+    /// 1.2x (tonearm-bench --only network), most likely because the piece ahead of the clock is
+    /// audio the pipe no longer holds, and a live stream's reads pause only while the pipe
+    /// holds three quarters of its target (`DecoderWorker.decodeStep`).
     private func chunkFrames(_ device: any OutputDevice) -> Int {
-        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 5) : device.periodFrames
+        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 10) : device.periodFrames
     }
 
     // MARK: The end, and starvation
