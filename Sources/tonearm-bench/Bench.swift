@@ -432,9 +432,12 @@ extension Runner {
         // `next` while playing → the next item's first frames reach the device.
         let paced = try RunningDaemon(daemon, ["--device", "null", "--pace"])
         let client = try paced.client()
+        var latencies: [Double] = []
+        // The subscriber is closed before the cycles below: one that stops reading makes the
+        // daemon hold its events (up to the backlog limit, ClientSession), which is not growth.
+        do {
         let events = try paced.client()
         _ = try events.call("subscribe", ["events": ["performance"]])
-        var latencies: [Double] = []
         for index in 0..<Swift.max(repeats * 4, 10) {
             _ = try client.call("clear")
             let format = index % 2 == 0 ? "flac" : "mp3"
@@ -446,12 +449,20 @@ extension Runner {
             try waitForEvent(events) { $0["event"] as? String == "first_audio" }
             latencies.append((monotonic() - start) * 1000)
         }
+        }
         report.add("next → first audio of the next item", "ms", latencies, budget: .atMost(5))
 
-        // 1,000 cycles of add, play, next and clear: threads and RSS must stay flat.
-        for _ in 0..<20 { try queueCycle(client) }
+        // 1,000 cycles of add, play, next and clear: threads and RSS must stay flat. The first
+        // cycles take a step (codec tables, the allocator's arenas of each thread that decodes,
+        // opens or answers): measured by hand it settles within ~100 cycles and then holds
+        // within a few hundred KiB over 2,000. The step is reported on its own, after 200
+        // warm-up cycles, and the budget holds the 1,000 cycles after it.
+        sleep(seconds: 0.3)
+        let start = memory(pid: paced.child.pid).rss
+        for _ in 0..<200 { try queueCycle(client) }
         sleep(seconds: 0.3)
         let before = (paced.sample.threads, memory(pid: paced.child.pid).rss)
+        report.add("RSS step over the first 200 add/clear/next cycles", "MiB", [before.1 - start])
         for _ in 0..<1000 { try queueCycle(client) }
         sleep(seconds: 0.5)
         let after = (paced.sample.threads, memory(pid: paced.child.pid).rss)
