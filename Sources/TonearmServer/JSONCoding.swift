@@ -187,6 +187,18 @@ enum JSONCoding {
 
         mutating func string() throws(SyntaxError) -> String {
             index += 1
+            // Most strings (every key, every method name) are plain ASCII without escapes: made
+            // straight from the input, with no buffer and no validation to do.
+            var end = index
+            while end < bytes.count, case let byte = bytes[end], byte != UInt8(ascii: "\""),
+                  byte != UInt8(ascii: "\\"), byte >= 0x20, byte < 0x80 {
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[index..<end]), as: UTF8.self)
+                index = end + 1
+                return text
+            }
             var utf8: [UInt8] = []
             while true {
                 guard let byte = current else { throw error("unterminated string") }

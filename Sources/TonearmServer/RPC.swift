@@ -45,6 +45,8 @@ public enum RPC {
         public var failure: Failure
     }
 
+    private static let requestMembers = ["jsonrpc", "id", "method", "params"]
+
     /// Parses one line.
     public static func parseRequest(_ line: UnsafeRawBufferPointer) -> Result<Request, BadRequest> {
         let json: JSONValue
@@ -73,7 +75,7 @@ public enum RPC {
         guard case .string(let method)? = object["method"] else {
             return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: \"method\" must be a string")))
         }
-        if let unknown = object.keys.first(where: { !["jsonrpc", "id", "method", "params"].contains($0) }) {
+        if let unknown = object.keys.first(where: { !requestMembers.contains($0) }) {
             return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: unknown member \"\(unknown.prefix(64))\"")))
         }
         let params = object["params"] ?? .object([:])
