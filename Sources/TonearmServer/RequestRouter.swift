@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import TonearmCore
 import TonearmEngine
 import TonearmPlayer
@@ -8,7 +9,8 @@ import TonearmPlayer
 struct RequestRouter: Sendable {
     let player: Player
     var sources = SourcePolicy()
-    let statusEncoding = StatusEncoding()
+    /// `status`, encoded once per change of the player's status.
+    let statusEncoding = EncodedOnce<PlayerStatus>()
     static let version = "0.1.0"
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
@@ -111,7 +113,11 @@ struct RequestRouter: Sendable {
             return ["version": .string(Self.version), "libraries": .object(PlayerEngine.libraryVersions.mapValues(JSONValue.string))]
         case "status":
             try params.allow([])
-            return statusEncoding.encoded(player.status)
+            return .encoded(statusEncoding.bytes(for: player.status) { status in
+                var bytes = ByteBuffer()
+                JSONCoding.serialize(ProtocolEncoding.status(status), into: &bytes)
+                return bytes
+            })
         case "play":
             try params.allow(["id"])
             return changed(try player.play())

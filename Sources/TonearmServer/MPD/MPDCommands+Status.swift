@@ -45,11 +45,18 @@ extension MPDCommands {
         }),
     ]
 
-    /// `status`, in MPD 0.23's order (src/command/PlayerCommands.cxx).
+    /// `status`, in MPD 0.23's order (src/command/PlayerCommands.cxx): encoded once per change.
     static func writeStatus(_ environment: MPDEnvironment, into r: inout MPDResponse) {
-        let player = environment.player
-        let status = player.status
-        let queue = player.queue
+        let source = MPDEnvironment.StatusSource(status: environment.player.status, queue: environment.player.queue)
+        var lines = environment.statusLines.bytes(for: source) { source in
+            var lines = MPDResponse()
+            writeStatusLines(source.status, source.queue, into: &lines)
+            return lines.buffer
+        }
+        r.buffer.writeBuffer(&lines)
+    }
+
+    private static func writeStatusLines(_ status: PlayerStatus, _ queue: PlayQueue, into r: inout MPDResponse) {
         let options = queue.options
         r.add("volume", status.volume)
         r.add("repeat", options.repeat)

@@ -13,6 +13,12 @@ final class MPDEnvironment: Sendable {
     let outputName: String
     /// Tells every connection what changed (idle).
     let hub = MPDIdleHub()
+    /// `status`'s lines, encoded once per change of the player's status or queue.
+    let statusLines = EncodedOnce<StatusSource>()
+    struct StatusSource: Equatable, Sendable {
+        var status: PlayerStatus
+        var queue: PlayQueue
+    }
     private let updateJobs = Locked<Int>(0)
     private let started = ContinuousClock.now
     /// Seconds spent playing, for `stats` (`playtime`): the total so far and, while playing,
