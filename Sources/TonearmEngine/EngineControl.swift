@@ -155,6 +155,10 @@ final class EngineControl: @unchecked Sendable {
         knownItems.reserveCapacity(8)
     }
 
+    /// The decoder and output threads have left (they hold the control until then): the opener
+    /// thread ends too. An open still stuck keeps its job, and so its thread, until it returns.
+    deinit { deviceOpener.finish() }
+
     /// Track time advances this many seconds per wall-clock second.
     var speed: Double { clock.speed }
 
