@@ -503,7 +503,9 @@ extension EngineControl {
         // the device, while a fast one settles on full chunks (each hand-off wakes the output
         // thread: a consumer that never waits, the `null` device unpaced, would otherwise get
         // twice as many wake-ups).
-        let outputHasNothing = pipe.isEmpty
+        // A device without a clock (see `outputTakesBatches`) is never short of audio: it gets
+        // full chunks, and is woken once half the pipe's target is there, or at an item's end.
+        let outputHasNothing = pipe.isEmpty && !outputTakesBatches
         let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))
         if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
             || (outputHasNothing && chunk.frames >= starvedHandOff) {
@@ -514,9 +516,11 @@ extension EngineControl {
             if ending {
                 state.endPending = false
             }
+            let batchReady = outputTakesBatches
+                && (ending || pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget / 2)
             // The output needs waking only when it may be waiting for this chunk: it had nothing,
             // or the chunk starts a run. Otherwise it reaches the chunk in its own time.
-            if outputHasNothing || chunk.runStart != nil || outputAwaitsFill { lock.wakeOutput() }
+            if outputHasNothing || chunk.runStart != nil || outputAwaitsFill || batchReady { lock.wakeOutput() }
         }
     }
 }

@@ -112,6 +112,12 @@ final class EngineControl: @unchecked Sendable {
     /// The output waits for a network item's audio to fill up to `input.prebufferSeconds`: the
     /// decoder wakes it at every chunk it pushes until then.
     var outputAwaitsFill = false
+    /// The open device is not clocked: it took writes and held none of them (ALSA's `null` and
+    /// `file` plugins, unpaced), so it can never run short. Waking the output for each chunk
+    /// would only cost (two context switches a chunk: a quarter of a Vorbis decode's CPU on a
+    /// 2-vCPU VM), so the decoder hands it audio half a pipe at a time (see `place`). Cleared
+    /// when the device closes; a write the device holds part of clears it too.
+    var outputTakesBatches = false
     /// When the clock last stopped consuming (a pause carried out, a run parked ready).
     var stoppedConsumingAt = 0.0
 

@@ -43,6 +43,9 @@ extension EngineControl {
         /// A stream title written to the device and not yet heard: announced once the clock
         /// reaches its first frame.
         var titleToAnnounce: (itemID: Int, frame: Int64, title: StreamTitle)?
+        /// Writes in a row that the device held none of, unpaced (see `outputTakesBatches`):
+        /// one could be a real device that underran at once; two are a sink without a clock.
+        var unheldWrites = 0
     }
 
     func startOutputThread() {
@@ -384,9 +387,12 @@ extension EngineControl {
     /// with 200 ms pieces a live stream cost 2.5x the CPU of the same local file instead of
     /// 1.2x (tonearm-bench --only network), most likely because the piece ahead of the clock is
     /// audio the pipe no longer holds, and a live stream's reads pause only while the pipe
-    /// holds three quarters of its target (`DecoderWorker.decodeStep`).
+    /// holds three quarters of its target (`DecoderWorker.decodeStep`). A device without a
+    /// clock (`outputTakesBatches`) takes a whole chunk at once: nothing is heard from it, so
+    /// the clock's steps may be coarse.
     private func chunkFrames(_ device: any OutputDevice) -> Int {
-        configuration.pace ? max(device.periodFrames, device.format.sampleRate / 10) : device.periodFrames
+        if configuration.pace { return max(device.periodFrames, device.format.sampleRate / 10) }
+        return outputTakesBatches ? PCMChunk.byteCapacity : device.periodFrames
     }
 
     // MARK: The end, and starvation
@@ -505,6 +511,8 @@ extension EngineControl {
                                                 * Double(format.sampleRate) * speed))
             } else {
                 clock.heldFrames = deviceDelay
+                state.unheldWrites = count > 0 && deviceDelay == 0 ? state.unheldWrites + 1 : 0
+                outputTakesBatches = state.unheldWrites >= 2
             }
             clock.heldAt = writtenAt
             if head.remainingFrames == 0 { finishChunk(head, &state) }
@@ -549,6 +557,8 @@ extension EngineControl {
         guard let device = state.device else { return }
         state.device = nil
         state.devicePaused = false
+        state.unheldWrites = 0
+        outputTakesBatches = false
         deviceOpen = false
         if deviceLostReason == nil { deviceFormat = nil }
         lock.unlock()
