@@ -106,26 +106,57 @@ public final class ObservationToken: Sendable {
     deinit { invalidate() }
 }
 
-/// Registry and delivery of observations. Every callback runs on `queue`, one delivery thread
-/// per engine (`tonearm-events`), in the order the changes happened; callbacks must not block it.
+/// Registry and delivery of observations. Every callback runs on one delivery thread per engine
+/// (`tonearm-events`), in the order the changes happened; callbacks must not block it.
+///
+/// The output thread publishes and posts (a position each second, every change it makes), so
+/// neither allocates: a delivery is a value (the change and the handlers registered then, an
+/// array shared, not copied) appended to the delivery thread's queue, whose arrays keep their
+/// capacity.
 final class ObserverRegistry: Sendable {
     typealias SnapshotHandler = @Sendable (_ old: EngineSnapshot?, _ new: EngineSnapshot) -> Void
     typealias EventHandler = @Sendable (EngineEvent) -> Void
 
-    let queue = JobThread(name: "tonearm-events")
+    private enum Delivery: Sendable {
+        case snapshot(old: EngineSnapshot?, new: EngineSnapshot, to: [SnapshotHandler])
+        case event(EngineEvent, to: [EventHandler])
+    }
+
+    private let queue = WorkerThread<Delivery>(name: "tonearm-events") { delivery in
+        switch delivery {
+        case .snapshot(let old, let new, let handlers):
+            for handler in handlers { handler(old, new) }
+        case .event(let event, let handlers):
+            for handler in handlers { handler(event) }
+        }
+    }
 
     /// The engine is gone: what was queued is delivered, then the thread ends.
     deinit { queue.finish() }
+
+    /// Handlers in registration order, beside their ids: the adapter (registered first) has
+    /// updated the player's state before any later observer passes the same change on to clients.
+    private struct Handlers<Handler: Sendable>: Sendable {
+        var ids: [Int] = []
+        var list: [Handler] = []
+
+        mutating func add(_ id: Int, _ handler: Handler) {
+            ids.append(id)
+            list.append(handler)
+        }
+
+        mutating func remove(_ id: Int) {
+            guard let index = ids.firstIndex(of: id) else { return }
+            ids.remove(at: index)
+            list.remove(at: index)
+        }
+    }
+
     private struct State {
         var snapshot = EngineSnapshot()
         var next = 0
-        var snapshotHandlers: [Int: SnapshotHandler] = [:]
-        var eventHandlers: [Int: EventHandler] = [:]
-
-        // In registration order: the adapter (registered first) has updated the player's state
-        // before any later observer passes the same change on to clients.
-        var orderedSnapshotHandlers: [SnapshotHandler] { snapshotHandlers.sorted { $0.key < $1.key }.map(\.value) }
-        var orderedEventHandlers: [EventHandler] { eventHandlers.sorted { $0.key < $1.key }.map(\.value) }
+        var snapshotHandlers = Handlers<SnapshotHandler>()
+        var eventHandlers = Handlers<EventHandler>()
     }
     private let state = Locked(State())
 
@@ -136,40 +167,35 @@ final class ObserverRegistry: Sendable {
             let old = state.snapshot
             change(&state.snapshot)
             let new = state.snapshot
-            guard new != old, !state.snapshotHandlers.isEmpty else { return }
-            let handlers = state.orderedSnapshotHandlers
+            guard new != old, !state.snapshotHandlers.list.isEmpty else { return }
             // Enqueued under the lock so deliveries keep the order of updates.
-            queue.async { for handler in handlers { handler(old, new) } }
+            queue.enqueue(.snapshot(old: old, new: new, to: state.snapshotHandlers.list))
         }
     }
 
     func post(_ event: EngineEvent) {
         state.withLock { state in
-            guard !state.eventHandlers.isEmpty else { return }
-            let handlers = state.orderedEventHandlers
-            queue.async { for handler in handlers { handler(event) } }
+            guard !state.eventHandlers.list.isEmpty else { return }
+            queue.enqueue(.event(event, to: state.eventHandlers.list))
         }
     }
 
     func addSnapshotHandler(initial: Bool, _ handler: @escaping SnapshotHandler) -> ObservationToken {
         let id = state.withLock { state in
             state.next += 1
-            state.snapshotHandlers[state.next] = handler
-            if initial {
-                let current = state.snapshot
-                queue.async { handler(nil, current) }
-            }
+            state.snapshotHandlers.add(state.next, handler)
+            if initial { queue.enqueue(.snapshot(old: nil, new: state.snapshot, to: [handler])) }
             return state.next
         }
-        return ObservationToken { [weak self] in self?.state.withLock { _ = $0.snapshotHandlers.removeValue(forKey: id) } }
+        return ObservationToken { [weak self] in self?.state.withLock { $0.snapshotHandlers.remove(id) } }
     }
 
     func addEventHandler(_ handler: @escaping EventHandler) -> ObservationToken {
         let id = state.withLock { state in
             state.next += 1
-            state.eventHandlers[state.next] = handler
+            state.eventHandlers.add(state.next, handler)
             return state.next
         }
-        return ObservationToken { [weak self] in self?.state.withLock { _ = $0.eventHandlers.removeValue(forKey: id) } }
+        return ObservationToken { [weak self] in self?.state.withLock { $0.eventHandlers.remove(id) } }
     }
 }

@@ -1,39 +1,44 @@
 import Foundation
 
-/// A serial queue on a thread of its own: jobs run one at a time in the order they were given,
-/// and the thread sleeps on its condition (no timeout) when there is nothing to run. The engine
-/// has two: `tonearm-events` delivers observer callbacks, `tonearm-open` opens devices; the MPD
-/// front-end's `BlockingWorker` reads directories and tags on one. A
-/// `DispatchQueue` did the first on libdispatch's worker threads, which come and go with the
-/// load, and a thread was started for every device open; these live as long as the engine, so
-/// the daemon's thread count holds still over any number of loads.
+/// A serial queue of work items on a thread of its own: items are performed one at a time in the
+/// order they were given, and the thread sleeps on its condition (no timeout) when there is
+/// nothing to do. The queue's two arrays keep the capacity they grew to, so giving an item
+/// allocates nothing once the queue has been as long before: the engine's observer deliveries
+/// (`tonearm-events`) are typed values given from the output thread, where nothing may allocate.
+/// `JobThread` is the closure form: `tonearm-open` opens devices on one, and the MPD front-end's
+/// `BlockingWorker` reads directories and tags on one. A `DispatchQueue` did the deliveries on
+/// libdispatch's worker threads, which come and go with the load, and a thread was started for
+/// every device open; these live as long as their owner, so the daemon's thread count holds
+/// still over any number of loads.
 ///
 /// `@unchecked Sendable`: `pending` and `finishing` are touched only with `condition` locked;
-/// `batch` belongs to the job thread alone.
-public final class JobThread: @unchecked Sendable {
+/// `batch` belongs to the worker thread alone; `perform` is immutable and Sendable.
+public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var pending: [@Sendable () -> Void] = []
+    private var pending: [Item] = []
     private var finishing = false
+    private let perform: @Sendable (Item) -> Void
 
-    public init(name: String) {
+    public init(name: String, perform: @escaping @Sendable (Item) -> Void) {
+        self.perform = perform
         EngineControl.startThread(named: name) { [self] in run() }
     }
 
-    /// Queues `job` behind every job queued before it (any thread). After `finish` nobody would
-    /// run it, so it runs here, on the caller's thread: no caller waits for ever.
-    public func async(_ job: @escaping @Sendable () -> Void) {
+    /// Queues `item` behind every item queued before it (any thread). After `finish` nobody
+    /// would perform it, so it is performed here, on the caller's thread: no caller waits for ever.
+    public func enqueue(_ item: Item) {
         condition.lock()
         guard !finishing else {
             condition.unlock()
-            job()
+            perform(item)
             return
         }
-        pending.append(job)
+        pending.append(item)
         condition.signal()
         condition.unlock()
     }
 
-    /// Runs what is queued, then ends the thread; later jobs run on their caller's thread.
+    /// Performs what is queued, then ends the thread; later items are performed on their caller's thread.
     public func finish() {
         condition.lock()
         finishing = true
@@ -43,17 +48,28 @@ public final class JobThread: @unchecked Sendable {
 
     private func run() {
         // Swapped with `pending` so that neither array is reallocated once both have grown.
-        var batch: [@Sendable () -> Void] = []
+        var batch: [Item] = []
         condition.lock()
         while true {
             while pending.isEmpty && !finishing { condition.wait() }
             if pending.isEmpty { break }
             swap(&batch, &pending)
             condition.unlock()
-            for job in batch { job() }
+            for item in batch { perform(item) }
             batch.removeAll(keepingCapacity: true)
             condition.lock()
         }
         condition.unlock()
     }
+}
+
+/// A `WorkerThread` of closures: each job is run as it comes.
+public typealias JobThread = WorkerThread<@Sendable () -> Void>
+
+extension WorkerThread where Item == @Sendable () -> Void {
+    public convenience init(name: String) {
+        self.init(name: name) { job in job() }
+    }
+
+    public func async(_ job: @escaping @Sendable () -> Void) { enqueue(job) }
 }
