@@ -75,10 +75,19 @@ extension EngineControl {
     var pipeIsHalfEmpty: Bool { pipe.freeCount >= pipe.capacity / 2 && pipe.bufferedSeconds <= fillTarget / 2 }
 
     /// A stream that arrives in real time would wake the decoder at every packet the network
-    /// brings (tens a second). Once a read had to wait for the network and the pipe holds three
-    /// quarters of its target, the decoder stops reading for a while (at most this long): what
+    /// brings (tens a second). Once a read had to wait for the network and three quarters of the
+    /// target are decoded and not yet heard, the decoder stops reading for a while (at most this long): what
     /// arrives meanwhile waits in the socket and is read in one go.
     static let longestNetworkReadPause = 1.0
+    /// Shorter pauses than this are not worth a wake-up of their own.
+    static let shortestNetworkReadPause = 0.05
+
+    /// Decoded audio not yet heard below which a paused network read goes on: what the output
+    /// may hold ahead of the clock (it cannot be in the pipe then) and a tenth of the target,
+    /// time enough to read and decode what waited in the socket (it is there already: pausing
+    /// moves audio from the pipe to the socket, the total ahead stays the same).
+    /// Lock held.
+    var readResumeLevel: Double { outputLeadSeconds + fillTarget / 10 }
 
     func startDecoderThread() {
         Self.startThread(named: "tonearm-decoder") { [self] in runDecoder() }
@@ -98,7 +107,8 @@ extension EngineControl {
                 reconnectStep(&state)
             } else if let until = state.readPausedUntil {
                 // Woken early by the output (the pipe ran low) or a prebuffer wait: read at once.
-                if EngineLock.now() < until, !outputAwaitsFill, pipe.bufferedSeconds > fillTarget / 4 {
+                let ahead = state.item.flatMap { item in state.decoder.map { secondsAheadOfHeard(item, $0, state) } }
+                if EngineLock.now() < until, !outputAwaitsFill, (ahead ?? pipe.bufferedSeconds) > readResumeLevel {
                     lock.waitDecoder(untilMonotonic: until)
                 } else {
                     state.readPausedUntil = nil
@@ -326,11 +336,14 @@ extension EngineControl {
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
         lock.lock()
-        if decoder.isNetwork, EngineLock.now() - started > 0.01, pipe.bufferedSeconds >= fillTarget * 0.75 {
-            // That read waited for the network: the socket is drained. It fills while the pipe
-            // plays down to a quarter of its target (at most a second), then is read in one go.
-            let pause = min(Self.longestNetworkReadPause, pipe.bufferedSeconds - fillTarget / 4)
-            state.readPausedUntil = EngineLock.now() + pause
+        if decoder.isNetwork, EngineLock.now() - started > 0.01 {
+            // That read waited for the network: the socket is drained. It fills while what is
+            // decoded plays down to `readResumeLevel` (at most a second), then is read in one go.
+            let ahead = secondsAheadOfHeard(item, decoder, state)
+            let pause = min(Self.longestNetworkReadPause, ahead - readResumeLevel)
+            if ahead >= fillTarget * 0.75 && pause >= Self.shortestNetworkReadPause {
+                state.readPausedUntil = EngineLock.now() + pause
+            }
         }
         guard epoch == myEpoch, !abandoned.contains(item.id) else { return }
         switch result {
@@ -359,6 +372,18 @@ extension EngineControl {
         case .failure(let failure):
             fail(item, failure, &state)
         }
+    }
+
+    /// How much of `item` is decoded and not yet heard: from the frame heard now to the decoder's
+    /// next frame, so the pipe, the decoder's partial chunk and what the output wrote ahead of
+    /// the clock all count (the pipe alone misses what the output took, which grows with the
+    /// size of its writes). While another item is heard (this one decoded ahead), the pipe.
+    /// Lock held.
+    private func secondsAheadOfHeard(_ item: EngineItem, _ decoder: MediaDecoder, _ state: DecoderState) -> Double {
+        let heard = clock.heard(now: EngineLock.now())
+        guard heard.itemID == item.id, heard.sampleRate > 0 else { return pipe.bufferedSeconds }
+        let decodedTo = decoder.nextFramePosition + state.positionBase
+        return max(0, Double(decodedTo - heard.frame) / Double(heard.sampleRate))
     }
 
     // MARK: Reconnecting

@@ -118,6 +118,10 @@ final class EngineControl: @unchecked Sendable {
     /// 2-vCPU VM), so the decoder hands it audio half a pipe at a time (see `place`). Cleared
     /// when the device closes; a write the device holds part of clears it too.
     var outputTakesBatches = false
+    /// The most audio the open device may hold ahead of what is heard, in track seconds: a
+    /// paced write beyond the pace's lead, or the device's buffer (see `adoptDevice`). A network source's reads pause
+    /// only while more than this is decoded (`DecoderWorker.decodeStep`). 0 when closed.
+    var outputLeadSeconds = 0.0
     /// When the clock last stopped consuming (a pause carried out, a run parked ready).
     var stoppedConsumingAt = 0.0
 

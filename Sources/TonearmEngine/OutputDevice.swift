@@ -6,6 +6,9 @@ protocol OutputDevice: AnyObject {
     var format: PCMFormat { get }
     /// Frames one write hands over when the device, not the pace, sets the rhythm.
     var periodFrames: Int { get }
+    /// Frames one write hands over with pacing, where the clock sets the rhythm and every
+    /// write is a wake-up (see the default).
+    var pacedWriteFrames: Int { get }
     /// Frames it holds when full: a restored device must take this many before it counts as back.
     var bufferFrames: Int { get }
     /// Blocking write of up to `frames` interleaved frames.
@@ -21,6 +24,12 @@ protocol OutputDevice: AnyObject {
     /// Plays out what it holds, then is ready for the next stream.
     func drain()
     func close()
+}
+
+extension OutputDevice {
+    /// A quarter of a second, or a period if that is longer: 100 ms pieces cost FLAC at 1x
+    /// 0.22 % of a core, 250 ms 0.18 % (ALSA's `null` device, on a 2-vCPU VM).
+    var pacedWriteFrames: Int { max(periodFrames, format.sampleRate / 4) }
 }
 
 enum OutputWriteOutcome {

@@ -83,9 +83,7 @@ extension EngineControl {
         }
         let itemID = heardItemID ?? 0
         if let reopened {
-            state.device = reopened
-            state.devicePaused = false
-            deviceOpen = true
+            adoptDevice(reopened, &state)
             deviceLostReason = nil
             let resume = resumeOnRestore || playRequested
             resumeOnRestore = false

@@ -277,8 +277,7 @@ extension EngineControl {
             }
             return false
         case .success(let device):
-            state.device = device
-            deviceOpen = true
+            adoptDevice(device, &state)
             deviceFormat = device.format
             state.devicePaused = false
             if deviceLostReason != nil {
@@ -371,28 +370,30 @@ extension EngineControl {
         }
     }
 
-    /// With pacing, sleeps while more than one chunk is ahead of the clock. Returns true when it slept.
+    /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
     private func waitForPace(_ state: inout OutputState) -> Bool {
         guard configuration.pace, let device = state.device else { return false }
         let rate = Double(device.format.sampleRate) * speed
         let ahead = Double(state.pacedFrames) - (EngineLock.now() - state.paceAnchor) * rate
-        let lead = Double(chunkFrames(device))
+        let lead = Double(paceLeadFrames(device))
         guard ahead > lead else { return false }
         lock.waitOutput(untilMonotonic: state.paceAnchor + (Double(state.pacedFrames) - lead) / rate)
         return true
     }
 
-    /// What one write hands the device: a period, or with pacing a larger piece (100 ms), since
-    /// the clock (not the device) decides when to write and each write is a wake-up. Not more:
-    /// with 200 ms pieces a live stream cost 2.5x the CPU of the same local file instead of
-    /// 1.2x (tonearm-bench --only network), most likely because the piece ahead of the clock is
-    /// audio the pipe no longer holds, and a live stream's reads pause only while the pipe
-    /// holds three quarters of its target (`DecoderWorker.decodeStep`). A device without a
-    /// clock (`outputTakesBatches`) takes a whole chunk at once: nothing is heard from it, so
-    /// the clock's steps may be coarse.
+    /// What one write hands the device: a period; with pacing a larger piece (the device's
+    /// `pacedWriteFrames`), since the clock (not the device) decides when to write and each
+    /// write is a wake-up. A device without a clock (`outputTakesBatches`) takes a whole chunk
+    /// at once: nothing is heard from it, so the clock's steps may be coarse.
     private func chunkFrames(_ device: any OutputDevice) -> Int {
-        if configuration.pace { return max(device.periodFrames, device.format.sampleRate / 10) }
+        if configuration.pace { return device.pacedWriteFrames }
         return outputTakesBatches ? PCMChunk.byteCapacity : device.periodFrames
+    }
+
+    /// With pacing, how far ahead of the clock the output stays at least (a period, at least
+    /// 100 ms): a wake-up a little late still finds the device holding audio.
+    private func paceLeadFrames(_ device: any OutputDevice) -> Int {
+        max(device.periodFrames, device.format.sampleRate / 10)
     }
 
     // MARK: The end, and starvation
@@ -553,12 +554,23 @@ extension EngineControl {
         post(.started(itemID: itemID))
     }
 
+    /// Makes a freshly opened device the one this thread writes to.
+    func adoptDevice(_ device: any OutputDevice, _ state: inout OutputState) {
+        state.device = device
+        state.devicePaused = false
+        deviceOpen = true
+        let rate = Double(device.format.sampleRate)
+        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + chunkFrames(device)) / rate
+            : Double(device.bufferFrames) / rate
+    }
+
     func closeDevice(_ state: inout OutputState) {
         guard let device = state.device else { return }
         state.device = nil
         state.devicePaused = false
         state.unheldWrites = 0
         outputTakesBatches = false
+        outputLeadSeconds = 0
         deviceOpen = false
         if deviceLostReason == nil { deviceFormat = nil }
         lock.unlock()

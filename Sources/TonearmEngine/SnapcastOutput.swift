@@ -13,6 +13,9 @@ final class SnapcastOutput: OutputDevice {
     let format: PCMFormat
     let periodFrames: Int
     let bufferFrames: Int
+    /// Its period: snapserver reads what it is sent as it comes, and pieces of 250 ms, sent
+    /// while the whole test suite ran, made its clients add or drop samples (200 ms did not).
+    var pacedWriteFrames: Int { periodFrames }
     private let address: String
     private var socket: Int32
 
