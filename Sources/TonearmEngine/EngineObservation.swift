@@ -19,8 +19,8 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var itemID: Int = 0
     public var status: EngineStatus = .unknown
     public var timeControlStatus: TimeControlStatus = .paused
-    /// Updated at discontinuities (load, seek, pause, end, item change) and about once a second
-    /// while playing; `PlayerEngine.currentTime` reads the exact position at any time.
+    /// Updated at discontinuities (load, seek, pause, end, item change) and, while playing, at
+    /// each new second of the track, at most twice a second of wall time; `PlayerEngine.currentTime` reads the exact position at any time.
     public var currentTime: Double = 0
     public var duration: Double?
     public var mediaInfo: MediaInfo?

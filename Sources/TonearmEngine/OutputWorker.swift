@@ -20,6 +20,10 @@ extension EngineControl {
         var devicePaused = false
         var waitingReported = false
         var lastPublishedSecond = -1
+        /// When the position was last published: a device without a clock plays minutes in a
+        /// second, and a publication each track second would keep the delivery thread busy
+        /// for nothing (`engine.currentTime` reads the exact position at any time).
+        var lastPublishedAt = -Double.infinity
         /// Pacing clock: frames counted from `paceAnchor`, consumed at rate × speed.
         var paceAnchor = 0.0
         var pacedFrames = 0
@@ -525,8 +529,9 @@ extension EngineControl {
             announceTitleIfHeard(&state, now: writtenAt)
             let position = clock.position(now: writtenAt)
             let second = Int(position.seconds)
-            if second != state.lastPublishedSecond {
+            if second != state.lastPublishedSecond, writtenAt - state.lastPublishedAt >= 0.5 {
                 state.lastPublishedSecond = second
+                state.lastPublishedAt = writtenAt
                 publish { $0.currentTime = Double(second) }
             }
         case .recovered:
