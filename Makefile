@@ -12,7 +12,7 @@ bench: bench-build
 	.build/release/tonearm-bench
 
 bench-build: floor
-	scripts/setup-debian.sh
+	scripts/setup-debian.sh --bench
 	swift build -c release --product tonearmd
 	swift build -c release --product tonearm-bench
 

@@ -7,11 +7,15 @@
 # snapclient (a real Snapcast system Tonearm plays into), and what snapserver's MPD plug-in
 # (meta_mpd.py, which drives Tonearm's MPD side in the tests) imports: python3-mpd, python3-dbus,
 # python3-gi, python3-musicbrainzngs.
+# With --bench, also ffmpeg (the benchmark's media) and Debian's mpd (the peer the benchmark's
+# control figures are measured beside; its own service is not started).
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
     packages+=(systemd strace util-linux mpc python3-venv icecast2 ffmpeg snapserver snapclient
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
+elif [ "${1:-}" = "--bench" ]; then
+    packages+=(ffmpeg mpd)
 fi
 missing=()
 for p in "${packages[@]}"; do
