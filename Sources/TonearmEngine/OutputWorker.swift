@@ -391,7 +391,7 @@ extension EngineControl {
     /// at once: nothing is heard from it, so the clock's steps may be coarse.
     private func chunkFrames(_ device: any OutputDevice) -> Int {
         if configuration.pace { return device.pacedWriteFrames }
-        return outputTakesBatches ? PCMChunk.byteCapacity : device.periodFrames
+        return outputTakesBatches ? .max : device.periodFrames
     }
 
     /// With pacing, how far ahead of the clock the output stays at least (a period, at least
