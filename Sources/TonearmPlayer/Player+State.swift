@@ -21,10 +21,21 @@ extension Player {
     public var savedState: SavedPlayerState {
         model.withLock { m in
             let state = machine.currentState
+            var queue = m.queue
             var position = 0.0
             if let current = m.context.currentItem, state.isActive {
                 let heard = engine.heard
-                position = heard.itemID == current ? heard.seconds : 0
+                if heard.itemID == current {
+                    position = heard.seconds
+                } else if heard.itemID == m.context.pendingNext, let next = m.queueIDs[heard.itemID] {
+                    // The engine already hears the item queued after the current one (a gapless
+                    // join whose news the player has not taken up yet): saved as the player is
+                    // about to have it, not as the current item back at its start.
+                    do throws(QueueError) {
+                        try queue.advance(from: m.queue.currentID, to: next)
+                        position = heard.seconds
+                    } catch {}
+                }
             }
             let playback: SavedPlayerState.Playback = switch state {
             case .playing, .seeking(_, .playing), .buffering(.playing): .playing
@@ -32,7 +43,7 @@ extension Player {
             case .ready, .paused, .seeking, .buffering: .paused
             case .idle, .ended, .failed: .stopped
             }
-            return SavedPlayerState(queue: m.queue, playback: playback, position: position, volume: m.volume,
+            return SavedPlayerState(queue: queue, playback: playback, position: position, volume: m.volume,
                                     replayGain: m.replayGain)
         }
     }
