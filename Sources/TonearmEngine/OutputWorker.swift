@@ -375,13 +375,20 @@ extension EngineControl {
     }
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
+    /// A border heard meanwhile wakes it: a write holds 250 ms, and `started` is due at the
+    /// border's sample, not at the next write.
     private func waitForPace(_ state: inout OutputState) -> Bool {
         guard configuration.pace, let device = state.device else { return false }
+        let now = EngineLock.now()
         let rate = Double(device.format.sampleRate) * speed
-        let ahead = Double(state.pacedFrames) - (EngineLock.now() - state.paceAnchor) * rate
+        let ahead = Double(state.pacedFrames) - (now - state.paceAnchor) * rate
         let lead = Double(paceLeadFrames(device))
         guard ahead > lead else { return false }
-        lock.waitOutput(untilMonotonic: state.paceAnchor + (Double(state.pacedFrames) - lead) / rate)
+        crossBorders(now: now)
+        let paceAt = state.paceAnchor + (Double(state.pacedFrames) - lead) / rate
+        // A border not after `now` is one `crossBorders` just missed by a rounding: the pace wakes it.
+        let borderAt = clock.nextSegmentHeardAt.flatMap { $0 > now ? $0 : nil } ?? paceAt
+        lock.waitOutput(untilMonotonic: min(paceAt, borderAt))
         return true
     }
 

@@ -89,6 +89,14 @@ struct PlaybackClock {
         deviceWritten += Int64(frames)
     }
 
+    /// When the first segment not yet heard starts being heard (while consuming): a border, or
+    /// the start of a discontinuity. nil when none is pending or the device is not consuming.
+    var nextSegmentHeardAt: Double? {
+        guard consuming, count > 0 else { return nil }
+        let heldFromSegment = Double(deviceWritten - ring[first].deviceStart)
+        return heldAt + (Double(heldFrames) - heldFromSegment) / (Double(rest.sampleRate) * speed)
+    }
+
     /// Drops segments wholly heard by `now` (keeping the one being heard as `rest`), and returns
     /// the item being heard when that differs from the one before: the border was crossed.
     mutating func advance(now: Double) -> Int? {

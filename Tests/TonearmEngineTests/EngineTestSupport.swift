@@ -40,16 +40,24 @@ final class EngineRecorder: Sendable {
 
 private let testItemIDs = Locked(0)
 
-extension PlayerEngine {
-    /// Opens `url` as a new item with a fresh id (what the player does for a load).
-    @discardableResult
-    func load(url: URL, startAt: Double = 0) -> Int {
+extension EngineItem {
+    /// An item with a fresh id, greater than every one before it (as the player's queue gives).
+    static func fresh(_ url: URL) -> EngineItem {
         let id = testItemIDs.withLock { id in
             id += 1
             return id
         }
-        open(EngineItem(id: id, url: url), startAt: startAt)
-        return id
+        return EngineItem(id: id, url: url)
+    }
+}
+
+extension PlayerEngine {
+    /// Opens `url` as a new item with a fresh id (what the player does for a load).
+    @discardableResult
+    func load(url: URL, startAt: Double = 0) -> Int {
+        let item = EngineItem.fresh(url)
+        open(item, startAt: startAt)
+        return item.id
     }
 }
 
