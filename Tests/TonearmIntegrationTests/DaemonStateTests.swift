@@ -170,61 +170,71 @@ extension DaemonTests {
             var positionsChecked = 0
             for round in 0..<rounds {
                 let (daemon, client) = try start(state, ["--config", configPath])
-                let status = try #require(client.call("status").result, "round \(round): \(daemon.log)")
-                let queueIDs = try ids(client)
-                #expect(Set(queueIDs).count == queueIDs.count, "round \(round): ids repeat")
-                #expect(Set(queueIDs).isSubset(of: everAdded), "round \(round): \(queueIDs) not all added")
-                if let expected, status["current"] as? Int == expected.current, let restored = status["position"] as? Double {
-                    positionsChecked += 1
-                    #expect(restored >= expected.position - interval - 0.25, "round \(round): \(restored) < \(expected.position)")
-                    #expect(restored <= expected.position + 0.25 || expected.playing, "round \(round): \(restored) > \(expected.position)")
-                }
-                expected = nil
+                // A request left unanswered names its round, its call and what the daemon logged.
+                do {
+                    let status = try #require(client.call("status").result, "round \(round): \(daemon.log)")
+                    let queueIDs = try ids(client)
+                    #expect(Set(queueIDs).count == queueIDs.count, "round \(round): ids repeat")
+                    #expect(Set(queueIDs).isSubset(of: everAdded), "round \(round): \(queueIDs) not all added")
+                    if let expected, status["current"] as? Int == expected.current, let restored = status["position"] as? Double {
+                        positionsChecked += 1
+                        #expect(restored >= expected.position - interval - 0.25, "round \(round): \(restored) < \(expected.position)")
+                        #expect(restored <= expected.position + 0.25 || expected.playing, "round \(round): \(restored) > \(expected.position)")
+                    }
+                    expected = nil
 
-                // Some changes, then maybe a quiet moment, then kill -9.
-                for _ in 0..<Int.random(in: 1...6, using: &random) {
-                    switch Int.random(in: 0..<7, using: &random) {
-                    case 0, 1:
-                        let urls = (0..<Int.random(in: 1...3, using: &random)).map { _ in files.randomElement(using: &random)! }
-                        let added = try client.call("add", ["urls": urls])
-                        for item in added.result?["items"] as? [[String: Any]] ?? [] { everAdded.insert(item["id"] as? Int ?? -1) }
-                    case 2:
-                        if let id = try ids(client).randomElement(using: &random) { _ = try client.call("play", ["id": id]) }
-                    case 3:
-                        _ = try client.call("seek", ["position": Double.random(in: 0...2.5, using: &random)])
-                    case 4:
-                        _ = try client.call(Bool.random(using: &random) ? "pause" : "play")
-                    case 5:
-                        let queue = try ids(client)
-                        if queue.count > 4, let id = queue.randomElement(using: &random) { _ = try client.call("remove", ["ids": [id]]) }
-                    default:
-                        let queue = try ids(client)
-                        if let id = queue.randomElement(using: &random) {
-                            _ = try client.call("move", ["id": id, "position": Int.random(in: 0..<queue.count, using: &random)])
+                    // Some changes, then maybe a quiet moment, then kill -9.
+                    for _ in 0..<Int.random(in: 1...6, using: &random) {
+                        switch Int.random(in: 0..<7, using: &random) {
+                        case 0, 1:
+                            let urls = (0..<Int.random(in: 1...3, using: &random)).map { _ in files.randomElement(using: &random)! }
+                            let added = try client.call("add", ["urls": urls])
+                            for item in added.result?["items"] as? [[String: Any]] ?? [] { everAdded.insert(item["id"] as? Int ?? -1) }
+                        case 2:
+                            if let id = try ids(client).randomElement(using: &random) { _ = try client.call("play", ["id": id]) }
+                        case 3:
+                            _ = try client.call("seek", ["position": Double.random(in: 0...2.5, using: &random)])
+                        case 4:
+                            _ = try client.call(Bool.random(using: &random) ? "pause" : "play")
+                        case 5:
+                            let queue = try ids(client)
+                            if queue.count > 4, let id = queue.randomElement(using: &random) { _ = try client.call("remove", ["ids": [id]]) }
+                        default:
+                            let queue = try ids(client)
+                            if let id = queue.randomElement(using: &random) {
+                                _ = try client.call("move", ["id": id, "position": Int.random(in: 0..<queue.count, using: &random)])
+                            }
                         }
                     }
-                }
-                if Bool.random(using: &random) {
-                    // Quiet: the last change is saved; the position is known.
-                    usleep(UInt32.random(in: 50_000...400_000, using: &random))
-                    let now = try #require(client.call("status").result)
-                    if let current = now["current"] as? Int, let position = now["position"] as? Double,
-                       ["playing", "paused", "ready"].contains(now.name ?? "") {
-                        expected = (current, position, now.name == "playing")
+                    if Bool.random(using: &random) {
+                        // Quiet: the last change is saved; the position is known.
+                        usleep(UInt32.random(in: 50_000...400_000, using: &random))
+                        let now = try #require(client.call("status").result)
+                        if let current = now["current"] as? Int, let position = now["position"] as? Double,
+                           ["playing", "paused", "ready"].contains(now.name ?? "") {
+                            expected = (current, position, now.name == "playing")
+                        }
+                        usleep(UInt32.random(in: 0...300_000, using: &random))
+                    } else {
+                        // Mid-change: kill while adds are still arriving.
+                        let urls = Array(files.prefix(3))
+                        let added = try client.call("add", ["urls": urls])
+                        for item in added.result?["items"] as? [[String: Any]] ?? [] { everAdded.insert(item["id"] as? Int ?? -1) }
+                        let request = try JSONSerialization.data(withJSONObject: [
+                            "jsonrpc": "2.0", "id": 99, "method": "add", "params": ["urls": urls]])
+                        try client.send(raw: request + Data("\n".utf8))
+                        // Those three may be saved or not; their ids are the next three.
+                        let next = (everAdded.max() ?? -1) + 1
+                        for id in next..<(next + 3) { everAdded.insert(id) }
+                        usleep(UInt32.random(in: 0...3_000, using: &random))
                     }
-                    usleep(UInt32.random(in: 0...300_000, using: &random))
-                } else {
-                    // Mid-change: kill while adds are still arriving.
-                    let urls = Array(files.prefix(3))
-                    let added = try client.call("add", ["urls": urls])
-                    for item in added.result?["items"] as? [[String: Any]] ?? [] { everAdded.insert(item["id"] as? Int ?? -1) }
-                    let request = try JSONSerialization.data(withJSONObject: [
-                        "jsonrpc": "2.0", "id": 99, "method": "add", "params": ["urls": urls]])
-                    try client.send(raw: request + Data("\n".utf8))
-                    // Those three may be saved or not; their ids are the next three.
-                    let next = (everAdded.max() ?? -1) + 1
-                    for id in next..<(next + 3) { everAdded.insert(id) }
-                    usleep(UInt32.random(in: 0...3_000, using: &random))
+                    kill(daemon.process.processIdentifier, SIGKILL)
+                } catch {
+                    let stacks = daemon.threadStacks
+                    kill(daemon.process.processIdentifier, SIGKILL)
+                    daemon.process.waitUntilExit()
+                    Issue.record("round \(round): \(error)\n\(daemon.log)\n\(stacks)")
+                    return
                 }
                 kill(daemon.process.processIdentifier, SIGKILL)
                 daemon.process.waitUntilExit()

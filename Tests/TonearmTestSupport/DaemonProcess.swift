@@ -53,6 +53,23 @@ public final class DaemonProcess {
 
     public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// Every thread's stack, from gdb when it is installed (for a test that found the daemon
+    /// not answering: what each thread waits on tells a deadlock from a slow machine).
+    public var threadStacks: String {
+        let gdb = "/usr/bin/gdb"
+        guard process.isRunning, FileManager.default.isExecutableFile(atPath: gdb) else { return "(no gdb: no stacks)" }
+        let dump = Process()
+        dump.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        dump.arguments = ["30", gdb, "-p", "\(process.processIdentifier)", "-batch", "-nx", "-ex", "thread apply all bt 30"]
+        let output = Pipe()
+        dump.standardOutput = output
+        dump.standardError = output
+        guard (try? dump.run()) != nil else { return "(gdb did not start)" }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        dump.waitUntilExit()
+        return text
+    }
+
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult
     public func terminate(timeout: Double = 10) -> Int32 {

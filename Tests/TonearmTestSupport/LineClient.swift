@@ -122,7 +122,12 @@ public final class LineClient {
         let request: [String: Any] = ["jsonrpc": "2.0", "id": nextID, "method": method, "params": params]
         try send(line: String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self))
         while true {
-            let message = try readJSON(timeout: timeout)
+            let message: [String: Any]
+            do {
+                message = try readJSON(timeout: timeout)
+            } catch {
+                throw Failure(description: "\(method) (request \(nextID)): \(error)")
+            }
             if message["id"] == nil && message["method"] != nil {
                 notifications.append(message)
                 continue
