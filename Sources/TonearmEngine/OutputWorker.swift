@@ -27,6 +27,9 @@ extension EngineControl {
         /// Pacing clock: frames counted from `paceAnchor`, consumed at rate × speed.
         var paceAnchor = 0.0
         var pacedFrames = 0
+        /// With pacing, frames this wake-up may still write: the device is topped up to
+        /// `paceLeadFrames` + `pacedWriteFrames` across chunk ends before the thread sleeps again.
+        var paceRoom = 0
         var gain = GainStage()
         /// After a reopen that resumes playing: the frames the device must take (a buffer's
         /// worth) before `device_restored` is announced, and where playback stood when it came
@@ -144,6 +147,7 @@ extension EngineControl {
                 state.refilling = false
                 state.paceAnchor = EngineLock.now()
                 state.pacedFrames = 0
+                state.paceRoom = 0
             }
             return false
         }
@@ -365,6 +369,7 @@ extension EngineControl {
         clock.heldAt = EngineLock.now()
         state.paceAnchor = clock.heldAt
         state.pacedFrames = clock.heldFrames
+        state.paceRoom = 0
         state.waitingReported = false
         // A device back from a loss is not playing until it proved itself (`confirmRestore`).
         guard state.unconfirmedRestore == nil else { return }
@@ -375,15 +380,21 @@ extension EngineControl {
     }
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
-    /// A border heard meanwhile wakes it: a write holds 250 ms, and `started` is due at the
+    /// Once awake it writes until `pacedWriteFrames` more are ahead (`paceRoom`), across the end
+    /// of a chunk: one wake-up per piece, where a piece cut at each chunk's end cost two.
+    /// A border heard meanwhile wakes it: a piece holds 250 ms, and `started` is due at the
     /// border's sample, not at the next write.
     private func waitForPace(_ state: inout OutputState) -> Bool {
         guard configuration.pace, let device = state.device else { return false }
+        guard state.paceRoom <= 0 else { return false }
         let now = EngineLock.now()
         let rate = Double(device.format.sampleRate) * speed
         let ahead = Double(state.pacedFrames) - (now - state.paceAnchor) * rate
         let lead = Double(paceLeadFrames(device))
-        guard ahead > lead else { return false }
+        guard ahead > lead else {
+            state.paceRoom = Int((lead - ahead).rounded(.up)) + device.pacedWriteFrames
+            return false
+        }
         crossBorders(now: now)
         let paceAt = state.paceAnchor + (Double(state.pacedFrames) - lead) / rate
         // A border not after `now` is one `crossBorders` just missed by a rounding: the pace wakes it.
@@ -392,12 +403,13 @@ extension EngineControl {
         return true
     }
 
-    /// What one write hands the device: a period; with pacing a larger piece (the device's
-    /// `pacedWriteFrames`), since the clock (not the device) decides when to write and each
-    /// write is a wake-up. A device without a clock (`outputTakesBatches`) takes a whole chunk
-    /// at once: nothing is heard from it, so the clock's steps may be coarse.
-    private func chunkFrames(_ device: any OutputDevice) -> Int {
-        if configuration.pace { return device.pacedWriteFrames }
+    /// What one write hands the device: a period; with pacing what is left of this wake-up's
+    /// piece (`paceRoom`, up to the device's `pacedWriteFrames`), since the clock (not the
+    /// device) decides when to write and each wake-up costs. A device without a clock
+    /// (`outputTakesBatches`) takes a whole chunk at once: nothing is heard from it, so the
+    /// clock's steps may be coarse.
+    private func chunkFrames(_ device: any OutputDevice, _ state: OutputState) -> Int {
+        if configuration.pace { return max(1, state.paceRoom) }
         return outputTakesBatches ? .max : device.periodFrames
     }
 
@@ -485,7 +497,7 @@ extension EngineControl {
             post(.bufferingEnded(itemID: head.itemID, intent: intent))
         }
         let format = head.format
-        let frames = min(head.remainingFrames, chunkFrames(device))
+        let frames = min(head.remainingFrames, chunkFrames(device, state))
         let pointer = head.bytes + head.written * format.bytesPerFrame
         let gainTarget = volume * GainStage.factor(decibels: replayGain.gainDB(head.replayGain, prefersAlbum: head.prefersAlbumGain))
         lastWrittenItem = head.itemID
@@ -519,6 +531,7 @@ extension EngineControl {
             let writtenAt = EngineLock.now()
             if configuration.pace {
                 state.pacedFrames += count
+                state.paceRoom -= count
                 clock.heldFrames = max(0, Int(Double(state.pacedFrames) - (writtenAt - state.paceAnchor)
                                                 * Double(format.sampleRate) * speed))
             } else {
@@ -570,9 +583,10 @@ extension EngineControl {
     func adoptDevice(_ device: any OutputDevice, _ state: inout OutputState) {
         state.device = device
         state.devicePaused = false
+        state.paceRoom = 0
         deviceOpen = true
         let rate = Double(device.format.sampleRate)
-        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + chunkFrames(device)) / rate
+        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + device.pacedWriteFrames) / rate
             : Double(device.bufferFrames) / rate
     }
 

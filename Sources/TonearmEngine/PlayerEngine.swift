@@ -69,12 +69,17 @@ public final class PlayerEngine: Sendable {
         control.lock.withLock { control.clock.position(now: control.clockNow) }
     }
 
-    /// `heard`, and the seconds of decoded audio waiting in the pipe (a network source's buffer),
-    /// read together under one lock.
+    /// `heard`, and the seconds of decoded audio not yet heard (a network source's buffer): what
+    /// waits in the pipe and what the device holds, read together under one lock.
     public var heardAndBuffered: (itemID: Int, seconds: Double, buffered: Double) {
         control.lock.withLock {
-            let position = control.clock.position(now: control.clockNow)
-            return (position.itemID, position.seconds, control.pipe.bufferedSeconds)
+            let c = control
+            let now = c.clockNow
+            let position = c.clock.position(now: now)
+            // The head chunk's written frames are the device's now: counted once, as held.
+            let written = c.pipe.first.map { Double($0.written) / Double($0.format.sampleRate) } ?? 0
+            let held = c.clock.held(now: now) / Double(max(1, c.clock.heard(now: now).sampleRate))
+            return (position.itemID, position.seconds, max(0, c.pipe.bufferedSeconds - written) + held)
         }
     }
 
