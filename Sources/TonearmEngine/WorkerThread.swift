@@ -17,6 +17,8 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending: [Item] = []
     private var finishing = false
+    /// The worker thread waits on `condition` (guarded by it): only then does a new item signal.
+    private var sleeping = false
     private let perform: @Sendable (Item) -> Void
 
     public init(name: String, perform: @escaping @Sendable (Item) -> Void) {
@@ -34,8 +36,12 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
             return
         }
         pending.append(item)
-        condition.signal()
+        let wake = sleeping
+        sleeping = false
         condition.unlock()
+        // Signalled after unlocking: woken while the lock was still held, the worker could be
+        // scheduled at once on this vCPU only to block on the lock and switch straight back.
+        if wake { condition.signal() }
     }
 
     /// Performs what is queued, then ends the thread; later items are performed on their caller's thread.
@@ -51,7 +57,11 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
         var batch: [Item] = []
         condition.lock()
         while true {
-            while pending.isEmpty && !finishing { condition.wait() }
+            while pending.isEmpty && !finishing {
+                sleeping = true
+                condition.wait()
+            }
+            sleeping = false
             if pending.isEmpty { break }
             swap(&batch, &pending)
             condition.unlock()
