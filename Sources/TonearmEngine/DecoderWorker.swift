@@ -331,10 +331,11 @@ extension EngineControl {
     private func decodeStep(_ state: inout DecoderState) {
         guard let decoder = state.decoder, let item = state.item else { return }
         let myEpoch = epoch
+        let destination = inPlaceDestination(decoder, state)
         lock.unlock()
         let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
-        do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
+        do throws(EngineFailure) { result = .success(try decoder.decodeNext(into: destination)) } catch { result = .failure(error) }
         lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
             // That read waited for the network: the socket is drained. It fills while what is
@@ -347,7 +348,14 @@ extension EngineControl {
         }
         guard epoch == myEpoch, !abandoned.contains(item.id) else { return }
         switch result {
-        case .success(.frames(let count, let decodedPosition)):
+        case .success(.frames(let count, let decodedPosition, inDestination: true)):
+            // Converted straight into the chunk being filled: nothing to copy.
+            guard let chunk = state.fill else { return }
+            chunk.frames += count
+            state.pendingPosition = decodedPosition + state.positionBase + Int64(count)
+            state.mustProduce = false
+            pushIfDue(chunk, &state)
+        case .success(.frames(let count, let decodedPosition, inDestination: false)):
             let position = decodedPosition + state.positionBase
             var skip = 0
             if let target = state.discardBefore {
@@ -521,6 +529,23 @@ extension EngineControl {
             state.pendingFrames -= count
             state.pendingPosition += Int64(count)
         }
+        pushIfDue(chunk, &state)
+    }
+
+    /// Where the next decoded frames may go straight into the chunk being filled (lock held):
+    /// the chunk is the decoder's until it is pushed, so it is written without the lock, as the
+    /// copy out of `scratch` is. Not while frames are to be discarded (the sample-exact landing
+    /// cuts them in `scratch`), nor for a network source (a stream title read with the frames
+    /// must start a chunk of its own).
+    private func inPlaceDestination(_ decoder: MediaDecoder, _ state: DecoderState) -> MediaDecoder.Destination? {
+        guard let chunk = state.fill, state.discardBefore == nil, state.pendingFrames == 0, !decoder.isNetwork,
+              chunk.format == decoder.outputFormat, chunk.frames < chunk.capacityFrames else { return nil }
+        return MediaDecoder.Destination(bytes: chunk.bytes + chunk.frames * chunk.format.bytesPerFrame,
+                                        frames: chunk.capacityFrames - chunk.frames)
+    }
+
+    /// Pushes the chunk being filled when it is due (lock held).
+    private func pushIfDue(_ chunk: PCMChunk, _ state: inout DecoderState) {
         let ending = state.endPending && state.pendingFrames == 0
         // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
         // the output has nothing, a partial one holding twice what the last push held: a run
