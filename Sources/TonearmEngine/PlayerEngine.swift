@@ -164,7 +164,8 @@ public final class PlayerEngine: Sendable {
         c.beginEpoch()
     }
 
-    public static let liveRejoinAfter = EngineControl.decodeAheadSeconds
+    /// Two seconds: a pause that long already puts a live stream noticeably behind its air.
+    public static let liveRejoinAfter = 2.0
 
     /// Seeks the item being heard. Its `seekCompleted` event carries `token`. `playing` sets
     /// whether sound goes on after the landing. Returns the item's id, or nil when nothing is loaded.
