@@ -81,8 +81,8 @@ final class MediaDecoder {
 
     /// Where `decodeNext` may convert to instead of `scratch`: memory for `frames` frames of
     /// `outputFormat`. Used when the whole converted frame fits (the decoder's chunk being filled),
-    /// which saves copying every frame out of `scratch` (for float stereo 8 bytes a frame, a
-    /// tenth of what decoding Vorbis costs).
+    /// which saves copying every frame out of `scratch` (for float stereo 8 bytes a frame: 212 MB
+    /// over ten minutes).
     struct Destination {
         let bytes: UnsafeMutableRawPointer
         let frames: Int

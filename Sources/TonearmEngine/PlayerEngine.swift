@@ -75,11 +75,12 @@ public final class PlayerEngine: Sendable {
         control.lock.withLock {
             let c = control
             let now = c.clockNow
-            let position = c.clock.position(now: now)
+            let heard = c.clock.heard(now: now)
+            let rate = Double(max(1, heard.sampleRate))
             // The head chunk's written frames are the device's now: counted once, as held.
             let written = c.pipe.first.map { Double($0.written) / Double($0.format.sampleRate) } ?? 0
-            let held = c.clock.held(now: now) / Double(max(1, c.clock.heard(now: now).sampleRate))
-            return (position.itemID, position.seconds, max(0, c.pipe.bufferedSeconds - written) + held)
+            let held = c.clock.held(now: now) / rate
+            return (heard.itemID, Double(heard.frame) / rate, max(0, c.pipe.bufferedSeconds - written) + held)
         }
     }
 

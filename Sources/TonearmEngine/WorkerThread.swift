@@ -11,7 +11,7 @@ import Foundation
 /// every device open; these live as long as their owner, so the daemon's thread count holds
 /// still over any number of loads.
 ///
-/// `@unchecked Sendable`: `pending` and `finishing` are touched only with `condition` locked;
+/// `@unchecked Sendable`: `pending`, `finishing` and `sleeping` are touched only with `condition` locked;
 /// `batch` belongs to the worker thread alone; `perform` is immutable and Sendable.
 public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
