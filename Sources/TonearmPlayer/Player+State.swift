@@ -48,11 +48,10 @@ extension Player {
         }
     }
 
-    /// Brings back a saved state at start: the queue, volume and ReplayGain, then (unless `off`)
-    /// the current item at its position, paused, or playing if it was and `resume` is `playing`.
-    /// An item that is gone since fails as any bad item does, and the queue goes on.
-    public func restore(_ saved: SavedPlayerState, resume: ResumeMode) async {
-        let current: Int? = model.withLock { m in
+    /// Brings back a saved state at start, at once: the queue, volume and ReplayGain. No I/O.
+    /// `resume(_:mode:)` then loads the current item, in the background of a serving daemon.
+    public func restore(_ saved: SavedPlayerState) {
+        model.withLock { m in
             m.queue = saved.queue
             m.volume = saved.volume
             engine.setVolume(Self.factor(saved.volume))
@@ -62,10 +61,17 @@ extension Player {
             }
             publishQueue(m)
             tags.request(m.queue.items.map(\.url))
-            return m.queue.currentID
         }
-        guard resume != .off, let current, saved.playback != .stopped else { return }
-        let play = resume == .playing && saved.playback == .playing
+    }
+
+    /// Unless `mode` is `off`, loads the saved current item at its position, paused, or playing
+    /// if it was and `mode` is `playing`. An item that is gone since fails as any bad item does,
+    /// and the queue goes on; a slow network source delays nothing but this. A user's command
+    /// that moved playback elsewhere meanwhile is left alone.
+    public func resume(_ saved: SavedPlayerState, mode: ResumeMode) async {
+        guard mode != .off, let current = saved.queue.currentID, saved.playback != .stopped,
+              queue.currentID == current, state == .idle else { return }
+        let play = mode == .playing && saved.playback == .playing
         do throws(PlayerError) {
             _ = try await jump(to: current, play: play, reason: .user, start: saved.position)
             // Ready at the position; a seek there makes it paused, as it was.

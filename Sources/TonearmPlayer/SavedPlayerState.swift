@@ -16,6 +16,9 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
     public var playback: Playback
     /// Seconds into the current item.
     public var position: Double
+    /// Longer than any item (three years): a position past it is not a time but damage, and
+    /// would overflow the engine's frame counts.
+    public static let maximumPosition = 1e8
     public var volume: Int
     public var replayGainMode: String
     public var replayGainPreampDB: Double
@@ -39,7 +42,9 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
     /// nonsense is as corrupt as one that does not decode; the queue checks itself as it decodes).
     public var problem: String? {
         if format != 1 { return "format \(format) is not 1" }
-        if !position.isFinite || position < 0 { return "position \(position) is not a time" }
+        if !position.isFinite || position < 0 || position > Self.maximumPosition {
+            return "position \(position) is not a time within an item"
+        }
         if !(0...100).contains(volume) { return "volume \(volume) is out of 0…100" }
         if replayGain == nil { return "replay gain '\(replayGainMode)' \(replayGainPreampDB) dB is not valid" }
         return nil

@@ -7,12 +7,19 @@ import Glibc
 /// time, atomically: a temporary file is written and flushed to disk, renamed over the old one,
 /// and the directory is flushed too, so a power cut leaves the old state or the new, never a
 /// torn one. Written by hand on POSIX calls because Foundation's atomic write flushes neither
-/// the file nor the directory.
+/// the file nor the directory, and follows symbolic links.
+///
+/// The directory may hold what the daemon did not put there (a link, a FIFO, a file too large):
+/// the file is opened without following a link and without blocking, checked to be a regular
+/// file of at most `maximumSize` bytes on the open descriptor, and the temporary file is created
+/// anew, never opened through a name someone else may have planted.
 public struct StateFile: Sendable {
     public let directory: String
-    public var path: String { directory + "/state.json" }
-    var temporaryPath: String { directory + "/state.json.tmp" }
-    public var corruptPath: String { directory + "/state.json.corrupt" }
+    public var path: String { directory + "/" + Self.name }
+    static let name = "state.json"
+    static let temporaryName = "state.json.tmp"
+    /// Far more than any queue (10,000 items take ~2 MiB): a larger file is not a state.
+    public static let maximumSize = 64 << 20
 
     public init(directory: String) {
         self.directory = directory
@@ -22,54 +29,121 @@ public struct StateFile: Sendable {
         /// No state yet (first start, or `state.json` missing).
         case none
         case state(SavedPlayerState)
-        /// The file was unreadable as a state: it was moved to `corruptPath` (why, and whether
-        /// the move itself worked).
-        case setAside(reason: String, moved: Bool)
-        /// The file could not be read at all (permissions, I/O): left where it is.
-        case unreadable(String)
+        /// The file was not a usable state, or could not be read: it was renamed to `keptAs`
+        /// (`state.json.bad-<time>`), so nothing the user had is overwritten.
+        case setAside(reason: String, keptAs: String)
+        /// As `setAside`, but the rename failed too: the file is where it was, and must not be
+        /// written over (the daemon runs without saving).
+        case stuck(reason: String, renameError: String)
     }
 
-    public func load() -> Loaded {
-        let data: Data
-        switch Self.readAll(path) {
-        case .success(let bytes): data = Data(bytes)
-        case .failure(let error) where error.code == ENOENT: return .none
-        case .failure(let error): return .unreadable("cannot read \(path): \(String(cString: strerror(error.code)))")
-        }
+    /// Reads the saved state. `now` names a file set aside.
+    public func load(now: Date = Date()) -> Loaded {
         let reason: String
-        do {
-            let state = try JSONDecoder().decode(SavedPlayerState.self, from: data)
-            guard let problem = state.problem else { return .state(state) }
-            reason = problem
-        } catch {
-            reason = data.isEmpty ? "the file is empty" : "not a state file (\(Self.describe(error)))"
-        }
-        let moved = rename(path, corruptPath) == 0
-        return .setAside(reason: reason, moved: moved)
-    }
-
-    /// The whole file, read with POSIX calls (a few KiB, once at start). Not `Data(contentsOf:)`:
-    /// FoundationEssentials leaks its 4 KiB read buffer when the file is empty (seen with LSan).
-    private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(Errno(errno)) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(Errno(errno))
+        switch Self.readRegularFile(path, limit: Self.maximumSize) {
+        case .success(let bytes):
+            do {
+                let state = try JSONDecoder().decode(SavedPlayerState.self, from: Data(bytes))
+                guard let problem = state.problem else { return .state(state) }
+                reason = problem
+            } catch {
+                reason = bytes.isEmpty ? "the file is empty" : "not a state file (\(Self.describe(error)))"
             }
-            if count == 0 { return .success(bytes) }
-            bytes += buffer[..<count]
+        case .failure(.missing):
+            return .none
+        case .failure(let refusal):
+            reason = refusal.description
+        }
+        return setAside(reason: reason, now: now)
+    }
+
+    /// Renames the file to a name no other file has, `state.json.bad-<UTC time>[-n]`.
+    private func setAside(reason: String, now: Date) -> Loaded {
+        let stamp = Self.stamp(now)
+        for attempt in 0..<100 {
+            let kept = path + ".bad-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
+            var info = stat()
+            guard lstat(kept, &info) != 0 else { continue }
+            if rename(path, kept) == 0 { return .setAside(reason: reason, keptAs: kept) }
+            return .stuck(reason: reason, renameError: String(cString: strerror(errno)))
+        }
+        return .stuck(reason: reason, renameError: "no free name to keep it as")
+    }
+
+    private static func stamp(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d%02d%02dT%02d%02d%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    enum ReadRefusal: Error, Equatable, CustomStringConvertible {
+        case missing
+        case symbolicLink
+        case notRegular(kind: String)
+        case tooLarge(Int)
+        case failed(String, Int32)
+
+        var description: String {
+            switch self {
+            case .missing: "no such file"
+            case .symbolicLink: "it is a symbolic link (the state file is never read through one)"
+            case .notRegular(let kind): "it is a \(kind), not a regular file"
+            case .tooLarge(let size): "it is \(size) bytes, over the \(StateFile.maximumSize) a state may have"
+            case .failed(let what, let code): "cannot \(what) it: \(String(cString: strerror(code)))"
+            }
         }
     }
 
-    struct Errno: Error, Equatable {
-        let code: Int32
-        init(_ code: Int32) { self.code = code }
+    /// The whole file, if it is a regular file of at most `limit` bytes. Opened with `O_NOFOLLOW`
+    /// (a link is refused) and `O_NONBLOCK` (a FIFO does not block the start); the type and size
+    /// are read from the open descriptor, and no more than `limit` bytes are read even if the file
+    /// grows meanwhile. POSIX calls, not `Data(contentsOf:)`: FoundationEssentials leaks its read
+    /// buffer when the file is empty (seen with LSan).
+    static func readRegularFile(_ path: String, limit: Int) -> Result<[UInt8], ReadRefusal> {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, ENOTDIR: return .failure(.missing)
+            case ELOOP: return .failure(.symbolicLink)
+            case let code: return .failure(.failed("open", code))
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(.failed("examine", errno)) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.notRegular(kind: kind(of: info.st_mode))) }
+        guard info.st_size <= limit else { return .failure(.tooLarge(Int(info.st_size))) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var count = 0
+        while true {
+            if count == bytes.count {
+                // Grown since fstat: read on, up to the limit.
+                guard bytes.count <= limit else { return .failure(.tooLarge(bytes.count)) }
+                bytes += [UInt8](repeating: 0, count: min(max(bytes.count, 4096), limit + 1 - bytes.count))
+            }
+            let result = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                return .failure(.failed("read", errno))
+            }
+            if result == 0 { break }
+            count += result
+        }
+        bytes.removeSubrange(count...)
+        return .success(bytes)
+    }
+
+    private static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "directory"
+        case S_IFIFO: "FIFO"
+        case S_IFCHR: "character device"
+        case S_IFBLK: "block device"
+        case S_IFSOCK: "socket"
+        default: "special file"
+        }
     }
 
     private static func describe(_ error: Error) -> String {
@@ -86,44 +160,54 @@ public struct StateFile: Sendable {
         public let description: String
     }
 
-    /// Replaces the state file with `data`, atomically and durably (see the type's comment).
-    public func write(_ data: Data) throws(WriteError) {
-        func fail(_ what: String) -> WriteError {
-            WriteError(description: "\(what): \(String(cString: strerror(errno)))")
-        }
+    /// Creates the directory (0700) if it is missing.
+    public func createDirectory() throws(WriteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
             throw WriteError(description: "cannot create \(directory): \(error.localizedDescription)")
         }
-        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw fail("cannot create \(temporaryPath)") }
+    }
+
+    /// Replaces the state file with `data`, atomically and durably (see the type's comment). The
+    /// temporary file is made with `O_CREAT | O_EXCL | O_NOFOLLOW` in the directory's descriptor,
+    /// after removing whatever has its name (a crash's leftover, or a planted link, which is
+    /// removed itself, never followed).
+    public func write(_ data: Data) throws(WriteError) {
+        func fail(_ what: String) -> WriteError {
+            WriteError(description: "\(what): \(String(cString: strerror(errno)))")
+        }
+        try createDirectory()
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directoryFD >= 0 else { throw fail("cannot open \(directory)") }
+        defer { close(directoryFD) }
+        let temporary = directory + "/" + Self.temporaryName
+        if unlinkat(directoryFD, Self.temporaryName, 0) != 0, errno != ENOENT { throw fail("cannot remove \(temporary)") }
+        let fd = openat(directoryFD, Self.temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw fail("cannot create \(temporary)") }
         var written = 0
         let failure: WriteError? = data.withUnsafeBytes { raw -> WriteError? in
             while written < raw.count {
                 let result = Glibc.write(fd, raw.baseAddress! + written, raw.count - written)
                 if result < 0 {
                     if errno == EINTR { continue }
-                    return fail("cannot write \(temporaryPath)")
+                    return fail("cannot write \(temporary)")
                 }
                 written += result
             }
-            return fsync(fd) == 0 ? nil : fail("cannot flush \(temporaryPath)")
+            return fsync(fd) == 0 ? nil : fail("cannot flush \(temporary)")
         }
         close(fd)
         if let failure {
-            unlink(temporaryPath)
+            unlinkat(directoryFD, Self.temporaryName, 0)
             throw failure
         }
-        guard rename(temporaryPath, path) == 0 else {
-            let error = fail("cannot rename \(temporaryPath) to \(path)")
-            unlink(temporaryPath)
+        guard renameat(directoryFD, Self.temporaryName, directoryFD, Self.name) == 0 else {
+            let error = fail("cannot rename \(temporary) to \(path)")
+            unlinkat(directoryFD, Self.temporaryName, 0)
             throw error
         }
-        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryFD >= 0 else { throw fail("cannot open \(directory)") }
-        defer { close(directoryFD) }
         guard fsync(directoryFD) == 0 else { throw fail("cannot flush \(directory)") }
     }
 

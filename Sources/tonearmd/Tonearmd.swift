@@ -141,11 +141,29 @@ struct Tonearmd: AsyncParsableCommand {
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
         let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
             environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
-        await restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
-        let keeper = StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger)
-        keeper.start()
+        // One daemon per state directory; held until the process ends.
+        var stateLock: StateDirectoryLock?
+        do throws(StateDirectoryLock.Failure) {
+            stateLock = try StateDirectoryLock(for: stateFile)
+        } catch .held(let path, let pid) {
+            let message = StateDirectoryLock.Failure.held(path: path, pid: pid).description
+            logger.critical("\(message)")
+            FileHandle.standardError.write(Data("tonearmd: \(message)\n".utf8))
+            throw ExitCode.failure
+        } catch {
+            logger.warning("cannot lock the state directory; the state may not be saved", metadata: ["error": "\(error)"])
+        }
+        defer { withExtendedLifetime(stateLock) {} }
+        let saved = restoreState(player, from: stateFile, logger: logger)
+        let keeper = saved.writable
+            ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil
+        keeper?.start()
         // The player holds the keeper weakly: it lives until the daemon leaves run().
         defer { withExtendedLifetime(keeper) {} }
+        // The current item is loaded while the daemon already serves: a station that does not
+        // answer delays no socket and no readiness.
+        let resume = saved.state.map { state in Task { await player.resume(state, mode: settings.resume) } }
+        defer { resume?.cancel() }
         let watchdog = notifier.watchdogInterval.map { interval in
             Watchdog(interval: interval, player: player, logger: logger) { notifier.send("WATCHDOG=1") }
         }
@@ -171,23 +189,29 @@ struct Tonearmd: AsyncParsableCommand {
         }
     }
 
-    /// Brings back what the state file holds. A file that cannot be a state is moved aside and
-    /// the daemon starts empty: a bad file never stops it (no crash loop).
-    private func restoreState(_ player: Player, from file: StateFile, resume: ResumeMode, logger: Logger) async {
+    /// Brings back what the state file holds (the queue and settings; the caller resumes the
+    /// item). A file that cannot be a state, or cannot be read, is moved aside and the daemon
+    /// starts empty: a bad file never stops it (no crash loop), and is never written over. Where
+    /// it cannot even be moved, the daemon runs without saving (`writable` false).
+    private func restoreState(_ player: Player, from file: StateFile, logger: Logger)
+        -> (state: SavedPlayerState?, writable: Bool) {
         switch file.load() {
         case .none:
             logger.info("no saved state yet", metadata: ["file": "\(file.path)"])
         case .state(let saved):
             logger.info("resuming", metadata: ["file": "\(file.path)", "items": "\(saved.queue.items.count)",
-                                                "position": "\(saved.position)", "resume": "\(resume.rawValue)"])
-            await player.restore(saved, resume: resume)
-        case .setAside(let reason, let moved):
+                                                "position": "\(saved.position)"])
+            player.restore(saved)
+            return (saved, true)
+        case .setAside(let reason, let keptAs):
             logger.error("the saved state is unusable; starting empty", metadata: [
-                "file": "\(file.path)", "reason": "\(reason)",
-                "kept_as": "\(moved ? file.corruptPath : "(could not be moved)")"])
-        case .unreadable(let reason):
-            logger.warning("cannot read the saved state; starting empty", metadata: ["reason": "\(reason)"])
+                "file": "\(file.path)", "reason": "\(reason)", "kept_as": "\(keptAs)"])
+        case .stuck(let reason, let renameError):
+            logger.critical("the saved state is unusable and cannot be moved aside; starting empty, and saving nothing until it is fixed", metadata: [
+                "file": "\(file.path)", "reason": "\(reason)", "rename_error": "\(renameError)"])
+            return (nil, false)
         }
+        return (nil, true)
     }
 
     /// What `systemctl status` shows: the state, and what is playing.

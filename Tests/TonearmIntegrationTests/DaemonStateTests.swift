@@ -48,7 +48,8 @@ extension DaemonTests {
             #expect(daemon.terminate() == 0)
 
             (daemon, client) = try start(state)
-            let after = try #require(client.call("status").result)
+            // The item is resumed while the daemon already serves.
+            let after = try waitForStatus(client) { $0.name != "idle" && $0.name != "loading" }
             #expect(after.name == "paused", "\(after)")
             #expect(after["position"] as? Double == position, "saved \(position), restored \(after)")
             #expect(after["current"] as? Int == 1)
@@ -125,7 +126,9 @@ extension DaemonTests {
             #expect(try client.call("ping")["result"] as? String == "pong")
             #expect(try ids(client).isEmpty)
             // Compared by size first: FoundationEssentials leaks its read buffer on an empty file.
-            let corrupt = state + "/state.json.corrupt"
+            let kept = (try FileManager.default.contentsOfDirectory(atPath: state)).filter { $0.hasPrefix("state.json.bad-") }
+            #expect(kept.count == 1, "\(kept)")
+            let corrupt = state + "/" + (kept.first ?? "state.json.bad-")
             let size = try FileManager.default.attributesOfItem(atPath: corrupt)[.size] as? Int
             #expect(size == content.utf8.count)
             if size ?? 0 > 0 { #expect(try String(contentsOfFile: corrupt, encoding: .utf8) == content) }
@@ -172,7 +175,9 @@ extension DaemonTests {
                 let (daemon, client) = try start(state, ["--config", configPath])
                 // A request left unanswered names its round, its call and what the daemon logged.
                 do {
-                    let status = try #require(client.call("status").result, "round \(round): \(daemon.log)")
+                    // What was saved playing or paused is resumed while the daemon already serves.
+                    let status = expected == nil ? try #require(client.call("status").result, "round \(round): \(daemon.log)")
+                        : try waitForStatus(client) { !["idle", "loading"].contains($0.name ?? "") }
                     let queueIDs = try ids(client)
                     #expect(Set(queueIDs).count == queueIDs.count, "round \(round): ids repeat")
                     #expect(Set(queueIDs).isSubset(of: everAdded), "round \(round): \(queueIDs) not all added")

@@ -21,12 +21,22 @@ public final class DaemonProcess {
     }
 
     /// - Parameter arguments: extra flags, e.g. ["--device", "null", "--pace"].
-    public init(arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// - Parameter user: a uid to run the daemon as (with `setpriv`, group the same number, no
+    ///   other groups; the test must run as root). Its directory is given to that user.
+    public init(arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil) throws {
         directory = try TemporaryDirectory()
         socketPath = directory.path("tonearm.sock")
         logPath = directory.path("tonearmd.log")
-        process.executableURL = URL(fileURLWithPath: Self.binary())
-        process.arguments = ["--socket", socketPath] + arguments
+        if let user {
+            guard chown(directory.url.path, uid_t(user), gid_t(user)) == 0 else {
+                throw LineClient.Failure(description: "cannot give \(directory.url.path) to uid \(user): \(String(cString: strerror(errno)))")
+            }
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary(), "--socket", socketPath] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.binary())
+            process.arguments = ["--socket", socketPath] + arguments
+        }
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TONEARM_") }
         // Each daemon keeps its state in its own directory unless a test shares one on purpose.
         env["STATE_DIRECTORY"] = directory.path("state")
