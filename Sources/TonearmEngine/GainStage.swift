@@ -7,12 +7,22 @@ import Foundation
 struct GainStage {
     /// The gain applied to the last frame written.
     private(set) var current: Double = 1
+    /// Set when sound starts anew (play, resume, a new run): nothing is heard to ramp from, so
+    /// the first frame is already at the target. A volume set while stopped or paused is then in
+    /// force from the first sample instead of ramping down from the level before it.
+    private var settles = true
+
+    mutating func settle() { settles = true }
 
     static func factor(decibels: Double) -> Double {
         decibels == 0 ? 1 : pow(10, decibels / 20)
     }
 
     mutating func apply(to pointer: UnsafeMutableRawPointer, frames: Int, format: PCMFormat, target: Double) {
+        if settles {
+            current = target
+            settles = false
+        }
         if current == target && target == 1 { return }
         let channels = format.channels
         let rampFrames = max(1, format.sampleRate / 200)

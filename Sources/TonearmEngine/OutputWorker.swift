@@ -365,6 +365,7 @@ extension EngineControl {
             // A device that dropped on pause lost what it held; the pipe restarts at what was heard.
             clock.heldFrames = 0
         }
+        state.gain.settle()
         clock.consuming = true
         clock.heldAt = EngineLock.now()
         state.paceAnchor = clock.heldAt
@@ -574,7 +575,9 @@ extension EngineControl {
 
     /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).
     func crossBorders(now: Double) {
-        guard let itemID = clock.advance(now: now) else { return }
+        // A border of a run that a seek, load or stop has voided is never announced: the player
+        // has moved on to what it asked for, and news of the old item would be taken as current.
+        guard outputEpoch == epoch, let itemID = clock.advance(now: now) else { return }
         publishHeard(itemID, position: clock.position(now: now).seconds)
         post(.started(itemID: itemID))
     }

@@ -168,13 +168,19 @@ public final class PlayerEngine: Sendable {
     /// Two seconds: a pause that long already puts a live stream noticeably behind its air.
     public static let liveRejoinAfter = 2.0
 
-    /// Seeks the item being heard. Its `seekCompleted` event carries `token`. `playing` sets
-    /// whether sound goes on after the landing. Returns the item's id, or nil when nothing is loaded.
+    /// Seeks the item last announced as heard (its `started` or its landing was posted): the
+    /// one the player takes as current. Not the one the clock says is heard by now: right after
+    /// a gapless border the output thread may not have announced the next item yet, and a seek
+    /// of it would be answered about an item the player does not know as current (never
+    /// answered). Its `seekCompleted` event carries `token`. `playing` sets whether sound goes on
+    /// after the landing. Returns the item's id, or nil when nothing is loaded.
     @discardableResult
     public func seek(to seconds: Double, token: Int, playing: Bool) -> Int? {
         control.lock.withLock {
             let c = control
-            guard let itemID = c.heardItemID ?? c.target?.item.id, let item = c.knownItem(itemID) else { return nil }
+            let announced = c.clock.rest.itemID
+            guard let itemID = (announced != 0 ? announced : nil) ?? c.target?.item.id,
+                  let item = c.knownItem(itemID) else { return nil }
             c.target = DecodeTarget(item: item, startSeconds: max(0, seconds.isFinite ? seconds : 0), runStart: .seek(token: token))
             c.beginEpoch()
             if c.playRequested != playing {

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TonearmTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonTests {
+    /// At the gapless border and at the first sample (the defects issue's §2 and §3): the real
+    /// daemon, a paced device, and what reaches the device.
+    @Suite("Daemon at the border and at the first sample", .serialized, .timeLimit(.minutes(5)))
+    struct DaemonBorderDefectTests {
+        /// §2: seeks to 5 ms before the end of short gapless items, over and over: each lands
+        /// across a border, and every one is answered; playback goes on afterwards.
+        @Test func aSeekAtTheBorderIsAlwaysAnswered() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            let files = (0..<6).map { Fixtures.path($0 % 2 == 0 ? "gapless-1.flac" : "gapless-2.flac") }
+            _ = try client.call("add", ["urls": files])
+            _ = try client.call("options", ["repeat": true])
+            #expect(try client.call("play", ["id": 0]).stateName == "playing")
+            let tries = Sanitizer.active == nil ? 1000 : 150
+            var landed = 0
+            var random = SeededRandom(seed: 0xB0_4DE2)
+            for attempt in 0..<tries {
+                // The previous seek landed 5 ms before a border: the next one comes before, at or
+                // just after the border is crossed.
+                usleep(UInt32.random(in: 0...12_000, using: &random))
+                let status = try #require(client.call("status").result)
+                let duration = status["duration"] as? Double ?? 0.85
+                let reply: [String: Any]
+                do {
+                    reply = try client.call("seek", ["position": max(0, duration - 0.005)], timeout: 5 * Sanitizer.timeScale)
+                } catch {
+                    Issue.record("seek \(attempt) was never answered: \(error)\nstatus: \(String(describing: try? client.call("status")))\n\(daemon.threadStacks)")
+                    return
+                }
+                if reply.result != nil { landed += 1 }
+            }
+            #expect(landed > tries / 2, "most seeks landed: \(landed) of \(tries)")
+            let going = try waitForStatus(client) { $0.name == "playing" && ($0["position"] as? Double ?? 0) > 0.05 }
+            #expect(going["current"] != nil)
+        }
+
+        /// §3: a volume set while stopped is in force from the first sample: volume 0, then
+        /// play, and nothing but silence reaches the device.
+        @Test func aVolumeSetWhileStoppedIsHeardFromTheFirstSample() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw")])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            _ = try client.call("volume", ["level": 0])
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client) { $0.name == "ended" }
+            let capture = Data(readWholeFile(dir.path("out.raw")))
+            #expect(capture.count == (try Fixtures.wavPCM("tone.wav")).count)
+            #expect(peak(capture) == 0, "every sample is silent at volume 0")
+        }
+
+        /// §3: a volume set while paused is in force when playback resumes: the capture is the
+        /// source at full level up to some sample, and from there on exactly the source at the
+        /// new level, with no ramp down from the old one between.
+        @Test func aVolumeSetWhilePausedIsInForceWhenPlayResumes() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.5 }
+            #expect(try client.call("pause").stateName == "paused")
+            usleep(300_000)
+            _ = try client.call("volume", ["level": 30])
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client) { $0.name == "ended" }
+            let capture = samples(Data(readWholeFile(dir.path("out.raw"))))
+            let source = samples(try Fixtures.wavPCM("tone.wav"))
+            #expect(capture.count == source.count, "every sample once")
+            let gain = 0.3 * 0.3 * 0.3  // the player's cubic curve at 30
+            let change = zip(capture, source).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? capture.count
+            #expect(change > source.count / 8 && change < source.count * 3 / 4, "the change came after the pause: \(change)")
+            let off = (change..<min(capture.count, source.count)).filter { index in
+                Int(capture[index]) != Int((Double(source[index]) * gain).rounded())
+            }
+            #expect(off.count == 0, "samples after the change are not at the new level, from \(off.first ?? 0)")
+        }
+
+        private func samples(_ pcm: Data) -> [Int16] {
+            pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        }
+
+        /// The largest magnitude of interleaved s16le samples.
+        private func peak(_ pcm: Data) -> Int {
+            pcm.withUnsafeBytes { raw in
+                raw.bindMemory(to: Int16.self).reduce(0) { max($0, abs(Int($1))) }
+            }
+        }
+    }
+}
