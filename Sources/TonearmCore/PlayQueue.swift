@@ -236,6 +236,17 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         if let consumedAt { markChanged(from: consumedAt) }
     }
 
+    /// Item `id` played to its end and nothing was joined to it (the queue's end, `single`, or
+    /// what follows is opened anew): with `consume` it is removed, as MPD does, and current goes
+    /// with it. Returns whether the queue changed.
+    public mutating func finish(_ id: Int) -> Bool {
+        guard options.consume, let at = position(of: id) else { return false }
+        dropItems([id])
+        version += 1
+        markChanged(from: at)
+        return true
+    }
+
     // MARK: Play order
 
     /// The item to play after `id` when it ends on its own (gapless pre-roll uses this):

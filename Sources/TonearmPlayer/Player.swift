@@ -639,6 +639,7 @@ public final class Player: Sendable {
                 // the item ended), it plays.
                 let next = m.queue.next(after: current)
                 endOneshot(&m)
+                if next != current, m.queue.finish(current) { publishQueue(m) }
                 if let next {
                     open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
                 }

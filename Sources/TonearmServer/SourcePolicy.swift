@@ -31,6 +31,13 @@ public struct SourcePolicy: Sendable, Equatable {
         "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))"
     }
 
+    /// The scheme of a client's URI by MPD's rule: only a scheme followed by `://` makes a URI,
+    /// so "Bach: Suite.flac" and "Live: 2020" are paths; nil for a path.
+    static func uriScheme(of text: String) -> String? {
+        guard let scheme = scheme(of: text), text.utf8.dropFirst(scheme.utf8.count).starts(with: "://".utf8) else { return nil }
+        return scheme
+    }
+
     /// The scheme of a URL-like text (RFC 3986: a letter, then letters, digits, + - .), lower-cased,
     /// also where `URL` cannot parse the rest ("concat:/a|/b"); nil for a plain path.
     static func scheme(of text: String) -> String? {

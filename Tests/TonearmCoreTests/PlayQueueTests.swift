@@ -262,6 +262,25 @@ struct PlayQueueOrderTests {
         #expect(q.next(after: 2) == nil)
     }
 
+    /// An item that played to its end with nothing joined to it: consumed with `consume`, as in
+    /// MPD (the queue's end, `single`), and current goes with it; kept without.
+    @Test func finishConsumesTheLastItemOnlyWithConsume() throws {
+        var q = try queue(2, QueueOptions(consume: true))
+        try q.setCurrent(1)
+        let version = q.version
+        let consumed = q.finish(1)
+        #expect(consumed)
+        #expect(ids(q) == [0] && q.currentID == nil && q.version == version + 1)
+        #expect(q.positionsChanged(since: version).isEmpty, "nothing after it moved")
+        let unknown = q.finish(7)
+        #expect(!unknown, "an unknown id changes nothing")
+        var kept = try queue(2)
+        try kept.setCurrent(1)
+        let keptOne = kept.finish(1)
+        #expect(!keptOne)
+        #expect(ids(kept) == [0, 1] && kept.currentID == 1)
+    }
+
     @Test func advanceWithoutConsumeKeepsItems() throws {
         var q = try queue(2)
         try q.advance(from: 0, to: 1)

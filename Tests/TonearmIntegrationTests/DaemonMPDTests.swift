@@ -191,6 +191,41 @@ extension DaemonTests {
             #expect(try mpd.command("status")["state"] == "stop")
         }
 
+        /// The other defects issue's §9: only `scheme://` makes a URI; a name with a colon is a path.
+        @Test func aNameWithAColonIsAPathNotAURIScheme() throws {
+            let (daemon, music) = try Self.daemon(music: ["Bach: Suite.flac": "tone.flac", "Live: 2020/a.flac": "tone.flac"])
+            defer { music.remove() }
+            let mpd = try daemon.connectMPD()
+            #expect(Set(try mpd.command("lsinfo").values("file")) == ["Bach: Suite.flac"])
+            #expect(try mpd.command(#"add "Bach: Suite.flac""#).ok)
+            #expect(try mpd.command(#"lsinfo "Live: 2020""#).values("file") == ["Live: 2020/a.flac"])
+            #expect(try mpd.command(#"add "Live: 2020""#).ok)
+            #expect(try mpd.command("playlistinfo").values("file") == ["Bach: Suite.flac", "Live: 2020/a.flac"])
+            #expect(try mpd.command("add gopher://host/x.flac").end == "ACK [50@0] {add} Unsupported URI scheme")
+        }
+
+        /// The other defects issue's §10: `consume` removes a song that played to its end also
+        /// when nothing follows it (the queue's end, or `single`), as MPD does; `playlist`
+        /// answers MPD's "POS:file: URI" lines.
+        @Test func consumeRemovesTheLastSongAndPlaylistAnswersAsMPD() throws {
+            let (daemon, music) = try Self.daemon(music: ["a.flac": "gapless-1.flac", "b.flac": "gapless-2.flac",
+                                                         "c.flac": "gapless-3.flac"])
+            defer { music.remove() }
+            let mpd = try daemon.connectMPD()
+            for name in ["a.flac", "b.flac", "c.flac"] { #expect(try mpd.command("add \(name)").ok) }
+            #expect(try mpd.command("playlist").lines == ["0:file: a.flac", "1:file: b.flac", "2:file: c.flac"])
+            // single: the song stops after itself, and is consumed.
+            #expect(try mpd.command("consume 1").ok && mpd.command("single 1").ok)
+            #expect(try mpd.command("play 0").ok)
+            var status = try waitForMPDStatus(mpd) { $0["state"] == "stop" }
+            #expect(try mpd.command("playlist").lines == ["0:file: b.flac", "1:file: c.flac"], "\(status)")
+            // The queue's end: the last song goes too.
+            #expect(try mpd.command("single 0").ok && mpd.command("play 1").ok)
+            status = try waitForMPDStatus(mpd) { $0["state"] == "stop" }
+            #expect(try mpd.command("playlist").lines == ["0:file: b.flac"], "\(status)")
+            #expect(status["song"] == nil, "no current song once it is consumed: \(status)")
+        }
+
         @Test func theMusicDirectoryIsListedAndItsPlaylistsLoad() throws {
             let (daemon, music) = try Self.daemon(music: ["a.flac": "tone.flac", "sub/b.flac": "gapless-1.flac",
                                                          "sub/deeper/c.mp3": "tone.mp3", "notes.txt": "gapless.m3u"])

@@ -81,3 +81,15 @@ extension DaemonProcess {
         return try MPDTestClient(path: mpdSocketPath, timeout: timeout)
     }
 }
+
+/// Polls MPD's `status` until `predicate` holds (tests only).
+public func waitForMPDStatus(_ client: MPDTestClient, timeout: Double = 10,
+                             _ predicate: (MPDTestClient.Reply) -> Bool) throws -> MPDTestClient.Reply {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        let status = try client.command("status")
+        if predicate(status) { return status }
+        if Date() > deadline { throw LineClient.Failure(description: "MPD status never matched; last: \(status)") }
+        usleep(10_000)
+    }
+}

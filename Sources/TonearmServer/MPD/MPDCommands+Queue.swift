@@ -68,10 +68,10 @@ extension MPDCommands {
             writeSongs(range, call, into: &r)
         }),
         MPDCommand("playlist", .read, 0...0, .now { call, r in
-            // Deprecated in MPD: "POS:file" lines.
+            // Deprecated in MPD: "POS:file: URI" lines.
             let queue = call.player.queue
             for (position, item) in queue.items.enumerated() {
-                r.add(String(position), call.environment.library.uri(for: item.url))
+                r.add("\(position):file", call.environment.library.uri(for: item.url))
             }
         }),
         MPDCommand("playlistid", .read, 0...1, .now { call, r throws(MPDError) in

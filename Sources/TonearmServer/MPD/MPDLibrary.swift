@@ -42,7 +42,7 @@ final class MPDLibrary: Sendable {
     /// file:// URL. A relative URI may not climb out of the music directory.
     func url(forURI uri: String) throws(MPDError) -> URL {
         if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
-        if let scheme = SourcePolicy.scheme(of: uri) {
+        if let scheme = SourcePolicy.uriScheme(of: uri) {
             if scheme == "http" || scheme == "https" {
                 guard sources.input.protocols.contains(scheme) else { throw MPDError(.noExist, "Unsupported URI scheme") }
                 guard let url = URL(string: uri), let host = url.host, !host.isEmpty else { throw MPDError(.noExist, "Malformed URI") }
