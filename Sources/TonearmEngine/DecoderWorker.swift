@@ -164,7 +164,7 @@ extension EngineControl {
             let closing = state.decoder
             state.decoder = nil
             lock.unlock()
-            _ = closing
+            withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
             lock.lock()
             return
         }
@@ -326,7 +326,7 @@ extension EngineControl {
         decoderFailedNextID = nil
         decoderItemID = state.item?.id
         lock.unlock()
-        _ = closing
+        withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
         lock.lock()
     }
 
@@ -415,7 +415,7 @@ extension EngineControl {
         let closing = state.decoder
         state.decoder = nil
         lock.unlock()
-        _ = closing
+        withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
         lock.lock()
     }
 

@@ -100,13 +100,36 @@ struct EngineEventAdapterTests {
         #expect(context == expectedAfter)
     }
 
+    /// One kind per `EngineEvent` case, by a switch the compiler checks: a new event case does
+    /// not compile until it is named here, and then `everyEventKindHasARow` fails until it has rows.
+    enum EventKind: CaseIterable {
+        case loadStarted, opened, ready, started, didPlayToEnd, failed, seekCompleted, bufferingStarted
+        case bufferingEnded, firstAudioWritten, underrun, deviceLost, deviceRestored, reconnecting, streamTitle
+
+        init(_ event: EngineEvent) {
+            switch event {
+            case .loadStarted: self = .loadStarted
+            case .opened: self = .opened
+            case .ready: self = .ready
+            case .started: self = .started
+            case .didPlayToEnd: self = .didPlayToEnd
+            case .failed: self = .failed
+            case .seekCompleted: self = .seekCompleted
+            case .bufferingStarted: self = .bufferingStarted
+            case .bufferingEnded: self = .bufferingEnded
+            case .firstAudioWritten: self = .firstAudioWritten
+            case .underrun: self = .underrun
+            case .deviceLost: self = .deviceLost
+            case .deviceRestored: self = .deviceRestored
+            case .reconnecting: self = .reconnecting
+            case .streamTitle: self = .streamTitle
+            }
+        }
+    }
+
     @Test func everyEventKindHasARow() {
-        // One name per EngineEvent case: a new case must get rows here.
-        func kind(_ event: EngineEvent) -> String { String(describing: event).prefix { $0 != "(" }.description }
-        let covered = Set(Self.rows.map { kind($0.event) })
-        #expect(covered == ["loadStarted", "opened", "firstAudioWritten", "underrun", "ready", "started", "didPlayToEnd",
-                            "failed", "seekCompleted", "bufferingStarted", "bufferingEnded", "deviceLost", "deviceRestored",
-                            "reconnecting", "streamTitle"])
+        let covered = Set(Self.rows.map { EventKind($0.event) })
+        #expect(covered == Set(EventKind.allCases), "kinds without rows: \(Set(EventKind.allCases).subtracting(covered))")
     }
 
     /// A stale echo never moves the state machine: news of the play state from before the user's

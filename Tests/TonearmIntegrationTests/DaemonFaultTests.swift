@@ -36,7 +36,7 @@ extension DaemonTests {
             let device = try FaultDevice(control: ["underrun_after 30000"])
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             let events = try readEvents(watcher) { $0.transitionTo == "ended" }
             #expect(events.contains { $0.performanceEvent == "stall" }, "a stall event: \(events)")
@@ -50,7 +50,7 @@ extension DaemonTests {
             let device = try FaultDevice(control: ["stall_after 20000 1500"])
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             usleep(400_000)  // inside the stall
             for _ in 0..<5 {
@@ -69,7 +69,7 @@ extension DaemonTests {
             let device = try FaultDevice(control: ["vanish_after \(cut)"])
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
             #expect(lost.contains { $0.transitionTo == "paused" && $0.actionName == "audioSessionInterrupted" })
@@ -137,7 +137,7 @@ extension DaemonTests {
             let device = try FaultDevice(speed: 2)
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device, ["--no-resume-after-interruption"])
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.5 }
             device.unplug()
@@ -158,7 +158,7 @@ extension DaemonTests {
             let device = try FaultDevice(speed: 2)
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.3 }
             device.unplug()
@@ -187,7 +187,7 @@ extension DaemonTests {
             let device = try FaultDevice(control: ["refuse_open \(error)"])
             defer { device.remove() }
             let (daemon, client, _) = try start(device, ["--no-wait-for-device"])
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let load = try client.call("load", ["url": Fixtures.path("tone.wav")])
             #expect(load.errorCode == -32001, "\(load)")
             #expect(load.errorData?["kind"] as? String == "device_unavailable")
@@ -209,7 +209,7 @@ extension DaemonTests {
             let device = try FaultDevice(control: ["refuse_open \(error)"])
             defer { device.remove() }
             let (daemon, client, watcher) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
             _ = try client.call("play")
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
@@ -229,7 +229,7 @@ extension DaemonTests {
             let device = try FaultDevice(speed: 2, canPause: false)
             defer { device.remove() }
             let (daemon, client, _) = try start(device)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }
             let pause = try client.call("pause")

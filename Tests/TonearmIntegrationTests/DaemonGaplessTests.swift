@@ -69,7 +69,7 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let (daemon, client, watcher) = try start(capture)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let parts = try cutWAVs(in: capture.dir)
             let added = try client.call("add", ["urls": parts, "play": true])
             #expect(added.stateName == "playing", "\(added)")
@@ -90,7 +90,7 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let (daemon, client, watcher) = try start(capture)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             _ = try playQueue(["gapless-1.flac", "gapless-2.flac", "gapless-3.flac"], client, watcher)
             #expect(capture.settled() == (try Fixtures.wavPCM("tone.wav")))
             #expect(capture.opens == 1)
@@ -100,7 +100,7 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let (daemon, client, watcher) = try start(capture)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": [Fixtures.path("gapless.m3u")]])
             let items = try #require(added.result?["items"] as? [[String: Any]])
             #expect(items.compactMap { $0["url"] as? String } == (1...3).map { Fixtures.path("gapless-\($0).flac") })
@@ -118,7 +118,7 @@ extension DaemonTests {
             let joined = try Capture()
             defer { joined.dir.remove() }
             let (daemon, client, watcher) = try start(joined)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             _ = try playQueue(files, client, watcher)
             let queued = joined.settled()
             #expect(joined.opens == 1, "one open for the whole queue")
@@ -142,7 +142,7 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let (daemon, client, watcher) = try start(capture)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let items = try playQueue(["tone.wav", "mono48k.wav", "tone.wav"], client, watcher)
             #expect(items.compactMap { $0["reason"] as? String } == ["user", "advance", "advance"], "\(items)")
             let tone = try Fixtures.wavPCM("tone.wav")

@@ -24,7 +24,7 @@ extension DaemonTests {
             defer { server.stop() }
             server.route("/music/\(fixture)", .file(path: Fixtures.path(fixture), contentType: "audio/x-test"))
             let (daemon, client) = try start(dir)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let load = try client.call("load", ["url": server.url("/music/\(fixture)")])
             #expect(load.stateName == "ready", "\(load)")
             let media = try #require(load.result?["media"] as? [String: Any])
@@ -42,7 +42,7 @@ extension DaemonTests {
             defer { server.stop() }
             server.route("/tone.wav", .file(path: Fixtures.path("tone.wav"), contentType: "audio/wav"))
             let (daemon, client) = try start(dir)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": server.url("/tone.wav")]).stateName == "ready")
             let seek = try client.call("seek", ["position": 1.75])
             #expect(seek.stateName == "paused", "\(seek)")
@@ -100,7 +100,7 @@ extension DaemonTests {
             defer { server.stop() }
             server.route("/tone.wav", .file(path: Fixtures.path("tone.wav"), contentType: "audio/wav"))
             let (daemon, client) = try start(dir, input: #"protocols = ["file"]"#)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let refused: [(url: String, scheme: String)] = [
                 (server.url("/tone.wav"), "http"),
                 ("https://127.0.0.1:\(server.port)/tone.wav", "https"),
@@ -151,7 +151,7 @@ extension DaemonTests.DaemonNetworkTests {
         let server = try Self.radioServer()
         defer { server.stop() }
         let (daemon, client) = try start(dir, extra: ["--pace"])
-        _ = daemon
+        defer { withExtendedLifetime(daemon) {} }
         let load = try client.call("load", ["url": server.url("/radio"), "play": true], timeout: 15)
         #expect(load.stateName == "playing", "\(load)")
         let media = try #require(load.result?["media"] as? [String: Any])

@@ -31,7 +31,7 @@ extension DaemonTests {
         @Test(arguments: ["tone.mp3", "tone.ogg", "tone.opus", "tone.m4a", "video.mp4"])
         func lossyAndVideoFilesPlayToTheEnd(_ fixture: String) throws {
             let (daemon, client) = try startDaemon(["--device", "null"])
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let load = try client.call("load", ["url": "file://" + Fixtures.path(fixture), "play": true])
             #expect(load.stateName == "playing", "\(load)")
             let ended = try waitForStatus(client) { $0.name == "ended" }
@@ -80,7 +80,7 @@ extension DaemonTests {
 
         @Test func relativeSeekWhilePlayingAndStop() throws {
             let (daemon, client) = try startDaemon(["--device", "null", "--pace", "--speed", "2"])
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true, "start": 0.5]).stateName == "playing")
             let seek = try client.call("seek", ["position": 1.0, "relative": true])
             #expect(seek.stateName == "playing", "\(seek)")
@@ -110,7 +110,7 @@ extension DaemonTests {
 
         @Test func truncatedFilePlaysWhatIsThere() throws {
             let (daemon, client) = try startDaemon(["--device", "null"])
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("truncated.mp3"), "play": true]).stateName == "playing")
             let ended = try waitForStatus(client) { $0.name == "ended" || $0.name == "failed" }
             #expect(ended.name == "ended")

@@ -25,7 +25,7 @@ extension DaemonTests {
 
         @Test func editingKeepsIdsAndCountsVersions() throws {
             let (daemon, client, _) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let first = try client.call("add", ["urls": [Fixtures.path("tone.wav"), Fixtures.path("tone.flac")]])
             let a = ids(first)
             #expect(a.count == 2 && first.result?["version"] as? Int == 1, "\(first)")
@@ -53,7 +53,7 @@ extension DaemonTests {
 
         @Test func nextPreviousAndPlayById() throws {
             let (daemon, client, watcher) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let items = ids(try client.call("add", ["urls": ["tone.wav", "tone.flac", "tone.mp3"].map(Fixtures.path)]))
             let played = try client.call("play", ["id": items[1]])
             #expect(played.stateName == "playing" && played.result?["current"] as? Int == items[1], "\(played)")
@@ -71,7 +71,7 @@ extension DaemonTests {
 
         @Test func loadReplacesTheQueue() throws {
             let (daemon, client, _) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             _ = try client.call("add", ["urls": ["tone.wav", "tone.flac"].map(Fixtures.path)])
             #expect(try client.call("load", ["url": Fixtures.path("tone.mp3")]).stateName == "ready")
             let listed = try queue(client).result["items"] as? [[String: Any]]
@@ -80,7 +80,7 @@ extension DaemonTests {
 
         @Test func badItemsAreSkippedAndTheQueueGoesOn() throws {
             let (daemon, client, watcher) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let files = [Fixtures.path("tone.wav"), Fixtures.path("notmedia.mp3"), "/nonexistent/x.flac", Fixtures.path("tone.flac")]
             let items = ids(try client.call("add", ["urls": files, "play": true]))
             let events = try readEvents(watcher, timeout: 20) { $0.transitionTo == "ended" }
@@ -93,7 +93,7 @@ extension DaemonTests {
 
         @Test func aQueueOfOnlyBadItemsEndsCleanly() throws {
             let (daemon, client, watcher) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": [Fixtures.path("notmedia.mp3"), "/nonexistent/y.wav"], "play": true])
             #expect(ids(added).count == 2 && added.stateName == "idle", "\(added)")
             let failed = try readEvents(watcher) { $0["type"] as? String == "item_failed" && ($0["kind"] as? String) == "file_not_found" }
@@ -104,7 +104,7 @@ extension DaemonTests {
 
         @Test func repeatLoopsTheQueueAndConsumeRemovesWhatWasPlayed() throws {
             let (daemon, client, watcher) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let items = ids(try client.call("add", ["urls": [Fixtures.path("gapless-1.flac"), Fixtures.path("gapless-2.flac")]]))
             let options = try client.call("options", ["repeat": true, "consume": false])
             #expect(options.result?["repeat"] as? Bool == true)
@@ -120,7 +120,7 @@ extension DaemonTests {
 
         @Test func volumeAndReplayGainSettingsAnswerAndShowInStatus() throws {
             let (daemon, client, _) = try start()
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("status").result?["volume"] as? Int == 100)
             #expect(try client.call("volume", ["level": 40]).result?["volume"] as? Int == 40)
             #expect(try client.call("volume", ["delta": -50]).result?["volume"] as? Int == 0)

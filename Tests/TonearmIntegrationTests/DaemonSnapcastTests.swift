@@ -83,7 +83,7 @@ extension DaemonTests {
             defer { rig.stop(); rig.directory.remove() }
             let rooms = [try rig.startClient("kitchen.raw"), try rig.startClient("hall.raw")]
             let (daemon, client) = try startDaemon(rig)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": (1...3).map { Fixtures.path("gapless-\($0).flac") }, "play": true], timeout: 15)
             #expect(added.stateName == "playing", "\(added)")
             let media = try #require(try client.call("status").result?["media"] as? [String: Any])
@@ -185,7 +185,7 @@ extension DaemonTests {
             defer { rig.stop(); rig.directory.remove() }
             let room = try rig.startClient("room.raw")
             let (daemon, client) = try startDaemon(rig)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             // 440 Hz, 1000 Hz, 440 Hz.
             let urls = ["tone.flac", "mono48k.wav", "tone.flac"].map { Fixtures.path($0) }
             #expect(try client.call("add", ["urls": urls, "play": true], timeout: 15).stateName == "playing")
@@ -235,7 +235,7 @@ extension DaemonTests {
             defer { server.stop() }
             server.route("/radio", .live(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg", bytesPerSecond: 16_000))
             let (daemon, client) = try startDaemon(rig)
-            _ = daemon
+            defer { withExtendedLifetime(daemon) {} }
             let loaded = try client.call("load", ["url": "http://127.0.0.1:\(server.port)/radio", "play": true], timeout: 15)
             #expect(loaded.stateName == "playing", "\(loaded)")
             _ = try waitForStatus(client) { $0["position"] as? Double ?? 0 >= 2 }
