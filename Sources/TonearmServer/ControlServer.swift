@@ -8,7 +8,7 @@ import TonearmSync
 
 /// The control sockets: JSON-RPC 2.0, one object per line, on a Unix domain socket, and (with
 /// `mpd`) MPD's text protocol on its own sockets, both serving the one player on one event loop.
-/// Each JSON-RPC client is served by an `RPCConnectionHandler`; requests on one connection are
+/// Each JSON-RPC client is served by an `OrderedRequestHandler` with an `RPCSession`; requests on one connection are
 /// answered in order, and its event notifications are written between answers. A `Service`: on
 /// graceful shutdown it stops accepting, closes every connection, stops playback and removes the
 /// socket files it made.
@@ -27,6 +27,7 @@ public final class ControlServer: Service, Sendable {
     private let security: ControlSecurity
     /// MPD's protocol on its own sockets, serving the same player; nil: off.
     private let mpd: MPDSettings?
+    private let limits: ClientLimits
 
     /// - Parameters:
     ///   - ready: called once the socket accepts connections.
@@ -35,8 +36,9 @@ public final class ControlServer: Service, Sendable {
     public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
                 stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
-                security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil) {
+                security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, limits: ClientLimits = ClientLimits()) {
         self.security = security
+        self.limits = limits
         self.mpd = mpd
         self.socketPath = socketPath
         self.maxClients = maxClients
@@ -84,12 +86,13 @@ public final class ControlServer: Service, Sendable {
                 }
                 return RPCFraming.line(RPC.response(id: .null, error: failure))
             },
-            serve: { channel, access in
+            serve: { [limits] channel, access, peer in
                 channel.eventLoop.makeCompletedFuture {
-                    let session = ClientSession(player: player, channel: channel, logger: logger, access: access)
+                    let client = ClientSession(player: player, channel: channel, logger: logger, access: access, peer: peer)
+                    let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
                     try channel.pipeline.syncOperations.addHandlers(
                         ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
-                        RPCConnectionHandler(router: router, session: session, maxLineLength: maxLineLength))
+                        OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer))
                 }
             })
     }

@@ -21,6 +21,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var replayGain = ReplayGainSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
     public var maxClients = 256
+    /// Per control client: the cap on unread replies and the silence after which it is closed.
+    public var controlLimits = ClientLimits()
     /// The socket's mode and group, who may control or read, and the media roots.
     public var security = ControlSecurity()
     /// Where the state file lives (`state.directory`); nil: `StateFile.defaultDirectory`.
@@ -145,6 +147,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 let value = control[key]!
                 switch key {
                 case "max_clients": config.maxClients = try integer(value, "control.max_clients", source, 1...65_536)
+                case "max_output_buffer_size", "connection_timeout":
+                    try clientLimit(key, value, "control", source, &config.controlLimits)
                 case "socket_mode":
                     let text = try string(value, "control.socket_mode", source)
                     guard let mode = UInt16(text, radix: 8), mode <= 0o777, text.count >= 3 else {
@@ -258,6 +262,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     }
                     config.mpd.musicDirectory = path.isEmpty ? nil : path
                 case "max_clients": config.mpd.maxClients = try integer(value, "mpd.max_clients", source, 1...65_536)
+                case "max_output_buffer_size", "connection_timeout":
+                    try clientLimit(key, value, "mpd", source, &config.mpd.limits)
                 default: throw Invalid("\(source): unknown key 'mpd.\(key)'")
                 }
             }
@@ -349,6 +355,17 @@ extension DaemonConfiguration {
 private func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {
     guard let text = value.string else { throw DaemonConfiguration.Invalid("\(source): \(key) must be a string") }
     return text
+}
+
+/// `max_output_buffer_size` (KiB, as MPD's) or `connection_timeout` (seconds; 0: never).
+private func clientLimit(_ key: String, _ value: any TOMLValueConvertible, _ section: String, _ source: String,
+                         _ limits: inout ClientLimits) throws {
+    if key == "max_output_buffer_size" {
+        limits.maxOutputBytes = try integer(value, "\(section).\(key)", source, 64...4_194_304) * 1024
+    } else {
+        let seconds = try integer(value, "\(section).\(key)", source, 0...86_400)
+        limits.idleTimeout = seconds == 0 ? nil : .seconds(Int64(seconds))
+    }
 }
 
 private func integer(_ value: any TOMLValueConvertible, _ key: String, _ source: String, _ range: ClosedRange<Int>) throws -> Int {

@@ -69,6 +69,12 @@ preamp_db = 0.0
 # Clients connected to the control socket at once. One more is answered with an error and closed,
 # so that a runaway script cannot take every file descriptor (the systemd unit allows 1024).
 max_clients = 256
+# A client whose unread replies pass this many KiB is closed (MPD's max_output_buffer_size).
+# Long before that, a client that does not read is held back: its next requests wait unread.
+max_output_buffer_size = 8192
+# A client that sends nothing for this many seconds is closed, unless it waits for events after
+# `subscribe` (MPD's connection_timeout). 0: never.
+connection_timeout = 60
 # Permissions and group of a control socket the daemon creates ("" group: the daemon's own). A
 # socket systemd passes (tonearmd.socket) has the mode and group the socket unit gives it.
 socket_mode = "0660"
@@ -130,6 +136,10 @@ password = ""
 music_directory = ""
 # MPD clients connected at once; one more is closed at once.
 max_clients = 256
+# As in MPD: a client whose unread replies pass this many KiB is closed, and one silent for
+# connection_timeout seconds (not in `idle`) too; 0: never.
+max_output_buffer_size = 8192
+connection_timeout = 60
 
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)

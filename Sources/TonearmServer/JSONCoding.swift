@@ -10,8 +10,11 @@ enum JSONCoding {
     /// Nesting deeper than this is refused, so a hostile line cannot exhaust the stack.
     static let maximumDepth = 64
 
-    static func parse(_ bytes: UnsafeRawBufferPointer) throws(SyntaxError) -> JSONValue {
-        var reader = Reader(bytes: bytes)
+    /// - Parameter keepsIDText: a number as the top-level object's "id" is kept as the text it
+    ///   was sent in (`.encoded`), so that it is echoed exactly: a Double cannot hold every
+    ///   integer a client may use (9007199254740993).
+    static func parse(_ bytes: UnsafeRawBufferPointer, keepsIDText: Bool = false) throws(SyntaxError) -> JSONValue {
+        var reader = Reader(bytes: bytes, keepsIDText: keepsIDText)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
@@ -109,6 +112,7 @@ enum JSONCoding {
 
     private struct Reader {
         let bytes: UnsafeRawBufferPointer
+        let keepsIDText: Bool
         var index = 0
 
         var atEnd: Bool { index >= bytes.count }
@@ -158,7 +162,16 @@ enum JSONCoding {
                 skipWhitespace()
                 // Duplicate names are legal JSON with no agreed meaning: refuse rather than guess.
                 guard object[key] == nil else { throw error("duplicate member \"\(key.prefix(64))\"") }
-                object[key] = try value(depth: depth + 1)
+                if keepsIDText, depth == 0, key == "id", let byte = current,
+                   byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                    let start = index
+                    let number = try number()
+                    // One no Double can hold (1e400) stays a number, and is refused as an id.
+                    object[key] = number.isFinite
+                        ? .encoded(ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))) : .number(number)
+                } else {
+                    object[key] = try value(depth: depth + 1)
+                }
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): index += 1

@@ -38,7 +38,9 @@ struct FrontEnd: Sendable {
     /// The bytes sent to a refused client before it is closed.
     let refusal: @Sendable (Refusal) -> ByteBuffer
     /// Installs the protocol's handlers on a new connection.
-    let serve: @Sendable (any Channel, AccessPolicy.Level) -> EventLoopFuture<Void>
+    /// Serves an accepted connection with the access it has; the last argument names the peer
+    /// for the log ("uid=… pid=…", or the TCP address).
+    let serve: @Sendable (any Channel, AccessPolicy.Level, String) -> EventLoopFuture<Void>
 }
 
 /// A bound front-end: its listening channel and its open connections.
@@ -111,11 +113,12 @@ final class Listener: Sendable {
                         "socket": "\(frontEnd.name)", "max_clients": "\(frontEnd.maxClients)"])
                     return refuse(channel, frontEnd.refusal(.tooManyClients(limit: frontEnd.maxClients)))
                 }
-                if isTCP { return frontEnd.serve(channel, frontEnd.tcpAccess) }
-                guard !frontEnd.policy.isOpen else { return frontEnd.serve(channel, .control) }
+                if isTCP { return frontEnd.serve(channel, frontEnd.tcpAccess, channel.remoteAddress.map { "\($0)" } ?? "tcp") }
                 return PeerCredentials.of(channel).flatMap { peer in
+                    let who = peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "uid=? pid=?"
+                    guard !frontEnd.policy.isOpen else { return frontEnd.serve(channel, .control, who) }
                     let access = peer.map { frontEnd.policy.level(uid: $0.uid, groups: $0.groups, daemonUID: getuid()) } ?? .none
-                    guard access == .none else { return frontEnd.serve(channel, access) }
+                    guard access == .none else { return frontEnd.serve(channel, access, who) }
                     logger.warning("refusing a client the access lists do not name", metadata: [
                         "socket": "\(frontEnd.name)",
                         "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")"])

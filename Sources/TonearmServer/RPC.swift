@@ -41,7 +41,8 @@ public enum RPC {
 
     /// A line that is not a usable request, with the id when it could be read so the client can match it.
     public struct BadRequest: Error, Sendable {
-        public var id: JSONValue
+        /// nil: the request was a notification (no id), which gets no answer, not even an error.
+        public var id: JSONValue?
         public var failure: Failure
     }
 
@@ -50,7 +51,7 @@ public enum RPC {
     /// Parses one line.
     public static func parseRequest(_ line: UnsafeRawBufferPointer) -> Result<Request, BadRequest> {
         let json: JSONValue
-        do { json = try JSONCoding.parse(line) } catch {
+        do { json = try JSONCoding.parse(line, keepsIDText: true) } catch {
             return .failure(BadRequest(id: JSONValue.null, failure: Failure(.parseError, "parse error: \(error.description)")))
         }
         guard case .object(let object) = json else {
@@ -64,6 +65,7 @@ public enum RPC {
             switch candidate {
             case .string, .null: break
             case .number(let number) where number.isFinite: break
+            case .encoded: break  // a number, as sent
             default:
                 id = nil
                 return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: id must be a string, a number or null")))
@@ -83,7 +85,8 @@ public enum RPC {
         case .object: break
         case .array(let items) where items.isEmpty: break
         default:
-            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidParams, "invalid params: \"params\" must be an object")))
+            // A well-formed notification with params we cannot take: no answer (JSON-RPC 2.0).
+            return .failure(BadRequest(id: id, failure: Failure(.invalidParams, "invalid params: \"params\" must be an object")))
         }
         return .success(Request(id: id, method: method, params: params.isEmptyArray ? .object([:]) : params))
     }

@@ -1,117 +1,76 @@
-import Logging
 import NIOCore
 
-/// Serves one client connection on its event loop. Requests that need no waiting are answered
-/// right here, with no thread hop; `load`, `seek` and `retry` run in a task and their answer is
-/// written back on the event loop. Answers keep the order of requests: while a waiting request
-/// runs, later lines queue behind it. When the client half-closes, the connection closes once
-/// every answer is written.
-final class RPCConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = InboundLine
-    typealias OutboundOut = ByteBuffer
-
+/// One JSON-RPC client's side of the conversation, served in order by its
+/// `OrderedRequestHandler` (on the connection's event loop). Requests that need no waiting are
+/// answered right here, with no thread hop; `load`, `seek` and `retry` run in a task and their
+/// answer is written back on the event loop, before the next request is served.
+final class RPCSession: RequestSession {
     private let router: RequestRouter
-    private let session: ClientSession
+    let client: ClientSession
     private let maxLineLength: Int
-    // Event-loop state.
-    private var waiting = false
-    private var queued = CircularBuffer<InboundLine>()
-    private var inputClosed = false
+    private let eventLoop: any EventLoop
+    /// Set by `start`; the handler owns this session, so the session holds it weakly.
+    private weak var connection: (any RequestConnection)?
 
-    init(router: RequestRouter, session: ClientSession, maxLineLength: Int) {
+    init(router: RequestRouter, client: ClientSession, maxLineLength: Int, eventLoop: any EventLoop) {
         self.router = router
-        self.session = session
+        self.client = client
         self.maxLineLength = maxLineLength
+        self.eventLoop = eventLoop
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let line = unwrapInboundIn(data)
-        if waiting {
-            queued.append(line)
-        } else {
-            handle(line, context: context)
-        }
+    var waitsForNews: Bool { client.isSubscribed }
+
+    func start(_ connection: any RequestConnection) {
+        self.connection = connection
     }
 
-    private func handle(_ line: InboundLine, context: ChannelHandlerContext) {
+    func connectionEnded() {
+        client.endSubscriptions()
+    }
+
+    func serve(_ line: InboundLine, _ connection: any RequestConnection) -> RequestServed {
         let request: RPC.Request
         switch line {
         case .tooLong(let limit):
-            write(RPC.response(id: .null, error: RPC.Failure(
-                .invalidRequest, "invalid request: line longer than \(limit) bytes (limit \(maxLineLength))")), context: context)
-            return
+            connection.write(RPCFraming.line(RPC.response(id: .null, error: RPC.Failure(
+                .invalidRequest, "invalid request: line longer than \(limit) bytes (limit \(maxLineLength))"))))
+            return .answered
         case .line(let buffer):
             let parsed = buffer.withUnsafeReadableBytes { RPC.parseRequest($0) }
             switch parsed {
             case .failure(let bad):
-                write(RPC.response(id: bad.id, error: bad.failure), context: context)
-                return
+                if let id = bad.id { connection.write(RPCFraming.line(RPC.response(id: id, error: bad.failure))) }
+                return .answered
             case .success(let value):
                 request = value
             }
         }
-        if let answer = router.answerNow(request, session: session) {
-            answerRequest(request, with: answer, context: context)
-            return
+        if let answer = router.answerNow(request, session: client) {
+            reply(request, with: answer, connection)
+            return .answered
         }
-        waiting = true
         let router = self.router
-        let eventLoop = context.eventLoop
-        let bound = NIOLoopBound((handler: self, context: context), eventLoop: eventLoop)
+        let eventLoop = self.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
         Task {
             let answer = await router.answerLater(request)
             eventLoop.execute {
-                let (handler, context) = bound.value
-                handler.waitingRequestFinished(request, answer: answer, context: context)
+                let session = bound.value
+                guard let connection = session.connection else { return }
+                session.reply(request, with: answer, connection)
+                connection.finished()
             }
         }
+        return .waiting
     }
 
-    private func waitingRequestFinished(_ request: RPC.Request, answer: Result<JSONValue, RPC.Failure>,
-                                        context: ChannelHandlerContext) {
-        waiting = false
-        answerRequest(request, with: answer, context: context)
-        while !waiting, let next = queued.popFirst() { handle(next, context: context) }
-        closeIfDone(context: context)
-    }
-
-    private func answerRequest(_ request: RPC.Request, with answer: Result<JSONValue, RPC.Failure>,
-                               context: ChannelHandlerContext) {
+    private func reply(_ request: RPC.Request, with answer: Result<JSONValue, RPC.Failure>,
+                        _ connection: any RequestConnection) {
         guard let id = request.id else { return }  // a notification gets no answer
         switch answer {
-        case .success(let result):
-            context.writeAndFlush(wrapOutboundOut(RPCFraming.resultLine(id: id, result: result)), promise: nil)
-        case .failure(let failure): write(RPC.response(id: id, error: failure), context: context)
+        case .success(let result): connection.write(RPCFraming.resultLine(id: id, result: result))
+        case .failure(let failure): connection.write(RPCFraming.line(RPC.response(id: id, error: failure)))
         }
-    }
-
-    private func write(_ message: JSONValue, context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(RPCFraming.line(message)), promise: nil)
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .inputClosed = event as? ChannelEvent {
-            inputClosed = true
-            closeIfDone(context: context)
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-
-    /// After a half-close: close once nothing is waiting or queued (the answers are flushed first).
-    private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !waiting, queued.isEmpty else { return }
-        session.endSubscriptions()
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        session.endSubscriptions()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        session.close()
     }
 }

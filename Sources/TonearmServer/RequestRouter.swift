@@ -17,6 +17,7 @@ struct RequestRouter: Sendable {
     /// loop). Returns nil for the methods that wait for the engine: `load`, `seek`, `retry`.
     func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
         if session.access == .read, !AccessPolicy.readMethods.contains(request.method), Self.methods.contains(request.method) {
+            session.logRefusal(method: request.method)
             return .failure(RPC.Failure(.permissionDenied, "permission denied: '\(request.method)' needs control access; "
                                         + "this client may only read (control.read_gids)"))
         }
@@ -65,7 +66,8 @@ struct RequestRouter: Sendable {
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
         case "seek":
             try params.allow(["position", "relative"])
-            let position = try params.requiredNumber("position")
+            // Any finite number: the player clamps it to [0, duration].
+            let position = try params.requiredNumber("position", bounded: false)
             let landed = try await player.seek(to: position, relative: try params.bool("relative") ?? false)
             return ["position": .number(landed.position), "state": ProtocolEncoding.state(landed.state)]
         case "retry":
@@ -311,14 +313,15 @@ private struct Params {
         return text
     }
 
-    func requiredNumber(_ key: String) throws -> Double {
-        guard let value = try number(key) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
+    func requiredNumber(_ key: String, bounded: Bool = true) throws -> Double {
+        guard let value = try number(key, bounded: bounded) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
         return value
     }
 
-    func number(_ key: String, unit: String = "seconds") throws -> Double? {
+    /// A finite number; `bounded`: also under 1e9 in magnitude.
+    func number(_ key: String, unit: String = "seconds", bounded: Bool = true) throws -> Double? {
         guard let value = object[key], value != .null else { return nil }
-        guard case .number(let number) = value, number.isFinite, abs(number) < 1e9 else {
+        guard case .number(let number) = value, number.isFinite, !bounded || abs(number) < 1e9 else {
             throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a number of \(unit)")
         }
         return number

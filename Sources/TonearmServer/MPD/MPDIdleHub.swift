@@ -48,15 +48,15 @@ struct MPDSubsystems: OptionSet, Sendable, Hashable {
 /// the connections live on; the connections themselves are touched only on their own loop.
 /// Nothing here polls: with no news, nothing runs.
 final class MPDIdleHub: Sendable {
-    private let clients = Locked<[ObjectIdentifier: NIOLoopBound<MPDConnectionHandler>]>([:])
+    private let clients = Locked<[ObjectIdentifier: NIOLoopBound<MPDSession>]>([:])
     private let pump = Locked<[Task<Void, Never>]>([])
 
-    func register(_ handler: MPDConnectionHandler, on eventLoop: any EventLoop) {
+    func register(_ handler: MPDSession, on eventLoop: any EventLoop) {
         let bound = NIOLoopBound(handler, eventLoop: eventLoop)
         clients.withLock { $0[ObjectIdentifier(handler)] = bound }
     }
 
-    func unregister(_ handler: MPDConnectionHandler) {
+    func unregister(_ handler: MPDSession) {
         clients.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(handler)) }
     }
 
@@ -64,7 +64,7 @@ final class MPDIdleHub: Sendable {
     func post(_ subsystems: MPDSubsystems) {
         let snapshot = clients.withLock { Array($0.values) }
         // One hop per event loop, then each connection on its own loop.
-        var byLoop: [ObjectIdentifier: (loop: any EventLoop, handlers: [NIOLoopBound<MPDConnectionHandler>])] = [:]
+        var byLoop: [ObjectIdentifier: (loop: any EventLoop, handlers: [NIOLoopBound<MPDSession>])] = [:]
         for bound in snapshot {
             byLoop[ObjectIdentifier(bound.eventLoop), default: (bound.eventLoop, [])].handlers.append(bound)
         }

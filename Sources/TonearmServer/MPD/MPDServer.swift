@@ -4,7 +4,7 @@ import NIOCore
 import TonearmPlayer
 
 /// MPD's protocol as a second front-end on the same player: a Unix socket (and, with
-/// `mpd.bind`, a TCP one) served by `MPDConnectionHandler`s on the control server's event loop.
+/// `mpd.bind`, a TCP one) served by `MPDSession`s on the control server's event loop.
 final class MPDServer: Sendable {
     let settings: MPDSettings
     let environment: MPDEnvironment
@@ -26,11 +26,14 @@ final class MPDServer: Sendable {
     func frontEnds(security: ControlSecurity) -> [FrontEnd] {
         let environment = self.environment
         let logger = self.logger
-        let serve: @Sendable (any Channel, AccessPolicy.Level) -> EventLoopFuture<Void> = { channel, access in
+        let limits = settings.limits
+        let serve: @Sendable (any Channel, AccessPolicy.Level, String) -> EventLoopFuture<Void> = { channel, access, peer in
             channel.eventLoop.makeCompletedFuture {
+                let session = MPDSession(environment: environment, access: access, logger: logger, peer: peer,
+                                         eventLoop: channel.eventLoop, allocator: channel.allocator)
                 try channel.pipeline.syncOperations.addHandlers(
                     ByteToMessageHandler(LineDecoder(maxLength: Self.maxLineLength, keepsEmptyLines: true)),
-                    MPDConnectionHandler(environment: environment, access: access, logger: logger))
+                    OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer))
             }
         }
         let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in

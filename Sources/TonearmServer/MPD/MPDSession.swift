@@ -1,14 +1,10 @@
 import Logging
 import NIOCore
 
-/// Serves one MPD client on its event loop: the greeting, command lists, `idle`/`noidle`, the
-/// password, and every command in `MPDCommands`. Replies keep the order of requests: while a
-/// command that waits (`play`, `lsinfo`, …) runs in a task, later lines queue behind it. Idle news
-/// comes from `MPDIdleHub`, always on this connection's loop.
-final class MPDConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = InboundLine
-    typealias OutboundOut = ByteBuffer
-
+/// One MPD client's side of the conversation, served in order by its `OrderedRequestHandler`
+/// (on the connection's event loop): the greeting, command lists, `idle`/`noidle`, the password,
+/// and every command in `MPDCommands`. Idle news comes from `MPDIdleHub`, on the same loop.
+final class MPDSession: RequestSession {
     static let greeting = "OK MPD 0.23.5\n"
     /// MPD's `max_command_list_size` default (2048 KiB): a longer list closes the connection.
     static let maxListBytes = 2048 * 1024
@@ -19,8 +15,13 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private let environment: MPDEnvironment
     private let access: AccessPolicy.Level
     private let logger: Logger
+    private let peer: String
+    private let eventLoop: any EventLoop
+    private let allocator: ByteBufferAllocator
 
     // Event-loop state.
+    /// Set by `start`; the handler owns this session, so the session holds it weakly.
+    private weak var connection: (any RequestConnection)?
     private var authorized = false
     private var tags = MPDTags.all
     /// Inside `command_list_begin` (ok: false) or `command_list_ok_begin` (ok: true).
@@ -29,20 +30,17 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private var idleMask: MPDSubsystems?
     /// What changed since this client last heard, as MPD keeps it per client.
     private var pending: MPDSubsystems = []
-    /// A command that waits is running; lines that arrive meanwhile wait in `queued`.
-    private var busy = false
-    private var queued = CircularBuffer<InboundLine>()
-    private var inputClosed = false
-    private var context: ChannelHandlerContext?
-    /// Inside `channelRead`: replies are written, and flushed once the read is done
-    /// (`channelReadComplete`), so a client that sends many commands at once costs one write.
-    private var reading = false
-    private var unflushed = false
+    /// Commands refused to this client, each logged once.
+    private var refusalsLogged: Set<String> = []
 
-    init(environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger) {
+    init(environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger, peer: String,
+         eventLoop: any EventLoop, allocator: ByteBufferAllocator) {
         self.environment = environment
         self.access = access
         self.logger = logger
+        self.peer = peer
+        self.eventLoop = eventLoop
+        self.allocator = allocator
     }
 
     /// What this client may do now: nothing but the basics before the password, when one is set.
@@ -51,98 +49,75 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         return access == .control ? .control : .read
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-        environment.hub.register(self, on: context.eventLoop)
-    }
+    var waitsForNews: Bool { idleMask != nil }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
-        environment.hub.unregister(self)
-        self.context = nil
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        var greeting = context.channel.allocator.buffer(capacity: 16)
+    /// Greets the client and starts hearing the player's news.
+    func start(_ connection: any RequestConnection) {
+        self.connection = connection
+        environment.hub.register(self, on: eventLoop)
+        var greeting = allocator.buffer(capacity: 16)
         greeting.writeString(Self.greeting)
-        context.writeAndFlush(wrapOutboundOut(greeting), promise: nil)
-        context.fireChannelActive()
+        connection.write(greeting)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let line = unwrapInboundIn(data)
-        if busy {
-            queued.append(line)
-        } else {
-            reading = true
-            handle(line, context: context)
-            reading = false
-        }
+    func connectionEnded() {
+        environment.hub.unregister(self)
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
-        if unflushed {
-            unflushed = false
-            context.flush()
-        }
-        context.fireChannelReadComplete()
+    func serve(_ line: InboundLine, _ connection: any RequestConnection) -> RequestServed {
+        handle(line, connection)
     }
 
-    private func handle(_ line: InboundLine, context: ChannelHandlerContext) {
+    private func handle(_ line: InboundLine, _ connection: any RequestConnection) -> RequestServed {
         guard case .line(let buffer) = line else {
             // MPD drops a client whose line does not fit its input buffer.
-            logger.info("mpd client sent an over-long line; closing it")
-            context.close(promise: nil)
-            return
+            connection.close(because: "mpd client sent an over-long line")
+            return .answered
         }
         // MPD's order (src/client/Process.cxx): a line that cannot be a command closes the
         // connection; noidle is answered before anything else; while idle, nothing else is allowed.
         guard buffer.withUnsafeReadableBytes(MPDRequest.startsLikeCommand) else {
-            logger.info("mpd client sent a line that is no command; closing it")
-            context.close(promise: nil)
-            return
+            connection.close(because: "mpd client sent a line that is no command")
+            return .answered
         }
         if buffer.readableBytesView.elementsEqual("noidle".utf8) {
             // Not idle: nothing to cancel, and MPD answers nothing.
-            if idleMask != nil { finishIdle(context: context) }
-            return
+            if idleMask != nil { finishIdle() }
+            return .answered
         }
         if idleMask != nil {
-            logger.info("mpd client sent a command while idle; closing it")
-            context.close(promise: nil)
-            return
+            connection.close(because: "mpd client sent a command while idle")
+            return .answered
         }
         let parsed = buffer.withUnsafeReadableBytes { MPDRequest.parse($0) }
         if list != nil {
             if case .success(let request) = parsed, request.name == "command_list_end", let current = list {
                 list = nil
-                run(current.requests, ok: current.ok, from: 0, response: MPDResponse(allocator: context.channel.allocator),
-                    context: context)
-                return
+                return run(current.requests, ok: current.ok, from: 0, response: MPDResponse(allocator: allocator))
             }
             // Changed in place (no other reference to the array): a copy per line would make a
             // long list quadratic.
             list!.bytes += buffer.readableBytes + 1
             guard list!.bytes <= Self.maxListBytes else {
-                logger.info("mpd client's command list is too long; closing it", metadata: ["limit": "\(Self.maxListBytes)"])
                 list = nil
-                context.close(promise: nil)
-                return
+                connection.close(because: "mpd client's command list is over \(Self.maxListBytes) bytes")
+                return .answered
             }
             list!.requests.append(parsed)
-            return
+            return .answered
         }
         if case .success(let request) = parsed, request.arguments.isEmpty,
            request.name == "command_list_begin" || request.name == "command_list_ok_begin" {
             list = (request.name == "command_list_ok_begin", [], 0)
-            return
+            return .answered
         }
-        run([parsed], ok: nil, from: 0, response: MPDResponse(allocator: context.channel.allocator), context: context)
+        return run([parsed], ok: nil, from: 0, response: MPDResponse(allocator: allocator))
     }
 
     /// Runs `batch` (one command, or a command list with `ok` saying which kind) from `start`,
     /// writing into `response`; stops at the first error. A command that waits suspends the run,
-    /// which goes on where it stopped once its answer is back.
-    private func run(_ batch: [Parsed], ok: Bool?, from start: Int, response: MPDResponse, context: ChannelHandlerContext) {
+    /// which goes on where it stopped once its answer is back (`.waiting`).
+    private func run(_ batch: [Parsed], ok: Bool?, from start: Int, response: MPDResponse) -> RequestServed {
         var response = response
         var index = start
         while index < batch.count {
@@ -151,8 +126,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             switch batch[index] {
             case .failure(let error):
                 response.ack(error, index: listIndex, command: "")
-                send(response, context: context, thenClose: error.closesConnection)
-                return
+                send(response, thenClose: error.closesConnection)
+                return .answered
             case .success(let parsed):
                 request = parsed
             }
@@ -160,25 +135,26 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             case .done:
                 break
             case .failed:
-                send(response, context: context)
-                return
+                send(response)
+                return .answered
             case .close:
-                send(response, context: context, thenClose: true)
-                return
+                send(response, thenClose: true)
+                return .answered
             case .idle:
                 // Answered when something changes (or at once, when something already has).
-                send(response, context: context)
-                return
+                send(response)
+                return .answered
             case .notMine:
                 guard let command = MPDCommands.table[request.name] else {
                     response.ack(MPDError(.unknown, "unknown command \"\(request.name)\""), index: listIndex, command: "")
-                    send(response, context: context)
-                    return
+                    send(response)
+                    return .answered
                 }
                 if let error = command.check(request, permission: permission) {
+                    logRefusal(command.name, error)
                     response.ack(error, index: listIndex, command: command.name)
-                    send(response, context: context)
-                    return
+                    send(response)
+                    return .answered
                 }
                 let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags)
                 switch command.body {
@@ -187,53 +163,54 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                         try body(call, &response)
                     } catch {
                         response.ack(error, index: listIndex, command: command.name)
-                        send(response, context: context)
-                        return
+                        send(response)
+                        return .answered
                     }
                 case .later(let body):
-                    busy = true
                     let index = index
-                    let eventLoop = context.eventLoop
-                    let bound = NIOLoopBound((handler: self, context: context, response: response), eventLoop: eventLoop)
+                    let eventLoop = self.eventLoop
+                    let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
                     Task {
                         let result: Result<ByteBuffer?, MPDError>
                         do throws(MPDError) { result = .success(try await body(call)) } catch { result = .failure(error) }
                         eventLoop.execute {
-                            let (handler, context, response) = bound.value
-                            handler.finished(result, command: command.name, batch: batch, ok: ok, index: index,
-                                             response: response, context: context)
+                            let (session, response) = bound.value
+                            session.finished(result, command: command.name, batch: batch, ok: ok, index: index, response: response)
                         }
                     }
-                    return
+                    return .waiting
                 }
             }
             if ok == true { response.listOK() }
             index += 1
         }
         response.ok()
-        send(response, context: context)
+        send(response)
+        return .answered
     }
 
-    /// A command that waited has its answer: the run goes on, then the lines that queued meanwhile.
+    /// A command that waited has its answer: the run goes on (it may wait again), then the
+    /// connection serves the lines behind it.
     private func finished(_ result: Result<ByteBuffer?, MPDError>, command: String, batch: [Parsed], ok: Bool?, index: Int,
-                          response: MPDResponse, context: ChannelHandlerContext) {
-        busy = false
+                          response: MPDResponse) {
         var response = response
         switch result {
         case .success(let lines):
             if var lines { response.buffer.writeBuffer(&lines) }
             if ok == true { response.listOK() }
-            run(batch, ok: ok, from: index + 1, response: response, context: context)
+            if run(batch, ok: ok, from: index + 1, response: response) == .waiting { return }
         case .failure(let error):
             response.ack(error, index: ok == nil ? 0 : index, command: command)
-            send(response, context: context)
+            send(response)
         }
-        drainQueue(context: context)
+        connection?.finished()
     }
 
-    private func drainQueue(context: ChannelHandlerContext) {
-        while !busy, idleMask == nil, let next = queued.popFirst() { handle(next, context: context) }
-        closeIfDone(context: context)
+    /// A command refused for want of permission, logged once per client and command (a flood
+    /// of refused commands writes one line each).
+    private func logRefusal(_ command: String, _ error: MPDError) {
+        guard error.code == .permission, refusalsLogged.count < 64, refusalsLogged.insert(command).inserted else { return }
+        logger.warning("refused a command", metadata: ["protocol": "mpd", "peer": "\(peer)", "command": "\(command)"])
     }
 
     private enum ConnectionOutcome { case done, failed, close, idle, notMine }
@@ -315,12 +292,12 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// News from the player, on this connection's loop.
     func subsystemsChanged(_ subsystems: MPDSubsystems) {
         pending.formUnion(subsystems)
-        guard idleMask != nil, let context else { return }
-        var response = MPDResponse(allocator: context.channel.allocator)
+        guard idleMask != nil, let connection else { return }
+        var response = MPDResponse(allocator: allocator)
         deliverIdle(into: &response)
         if idleMask == nil {
-            send(response, context: context)
-            drainQueue(context: context)
+            send(response)
+            connection.heard()
         }
     }
 
@@ -338,45 +315,19 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     }
 
     /// `noidle`: leaves idle with an empty answer (had anything changed, idle would have ended).
-    private func finishIdle(context: ChannelHandlerContext) {
-        var response = MPDResponse(allocator: context.channel.allocator)
+    private func finishIdle() {
+        var response = MPDResponse(allocator: allocator)
         response.ok()
         idleMask = nil
-        send(response, context: context)
-        drainQueue(context: context)
+        send(response)
     }
 
-    private func send(_ response: MPDResponse, context: ChannelHandlerContext, thenClose: Bool = false) {
-        guard response.buffer.readableBytes > 0 || thenClose else { return }
-        let channel = context.channel
+    private func send(_ response: MPDResponse, thenClose: Bool = false) {
+        guard let connection else { return }
         if thenClose {
-            unflushed = false
-            context.writeAndFlush(wrapOutboundOut(response.buffer)).whenComplete { _ in channel.close(promise: nil) }
-        } else if reading {
-            context.write(wrapOutboundOut(response.buffer), promise: nil)
-            unflushed = true
-        } else {
-            context.writeAndFlush(wrapOutboundOut(response.buffer), promise: nil)
+            connection.writeAndClose(response.buffer)
+        } else if response.buffer.readableBytes > 0 {
+            connection.write(response.buffer)
         }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .inputClosed = event as? ChannelEvent {
-            inputClosed = true
-            closeIfDone(context: context)
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-
-    /// After a half-close: close once nothing is running or queued (the replies are flushed first).
-    private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !busy, queued.isEmpty else { return }
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
     }
 }

@@ -16,6 +16,7 @@ public struct MPDSettings: Sendable, Equatable {
     /// `input.roots`, or none (then only absolute paths and file:// URIs can be added).
     public var musicDirectory: String?
     public var maxClients = 256
+    public var limits = ClientLimits()
 
     public init() {}
 
