@@ -137,6 +137,10 @@ public final class Player: Sendable {
         set { changeObserverBox.withLock { $0.observer = newValue } }
     }
 
+    /// A position as clients see it: never before the item's start (a decoder's first frame
+    /// may sit before 0, as Opus's pre-skip does).
+    static func shown(_ seconds: Double) -> Double { max(0, seconds) }
+
     public var status: PlayerStatus {
         model.withLock { m in
             let state = machine.currentState
@@ -146,7 +150,7 @@ public final class Player: Sendable {
             var media: MediaInfo?
             if let current, state.isActive {
                 let heard = engine.heardAndBuffered
-                position = heard.itemID == current ? heard.seconds : 0
+                position = heard.itemID == current ? Self.shown(heard.seconds) : 0
                 buffered = heard.buffered
                 media = m.media[current]
             }
@@ -409,11 +413,9 @@ public final class Player: Sendable {
                 let current = m.context.currentItem
                 let heard = engine.heard
                 var target = relative ? (heard.itemID == current ? heard.seconds : 0) + position : position
-                guard target >= 0 || relative else {
-                    continuation.resume(returning: .rejected(.invalid("position must be ≥ 0 seconds")))
-                    return
-                }
-                target = max(0, target)
+                // Every finite position clamps to [0, duration] (to the longest position there
+                // is when the duration is unknown).
+                target = min(max(0, target), SavedPlayerState.maximumPosition)
                 if let current, let duration = m.media[current]?.duration { target = min(target, duration) }
                 let from = machine.currentState
                 if let current, m.media[current]?.isLive == true {
@@ -647,7 +649,7 @@ public final class Player: Sendable {
                 guard id == m.context.currentItem, token > 0 else { return }
                 let done = m.seekWaiters.filter { $0.token <= token }
                 m.seekWaiters.removeAll { $0.token <= token }
-                let landed = SeekOutcome.landed(position: position, state: machine.currentState)
+                let landed = SeekOutcome.landed(position: Self.shown(position), state: machine.currentState)
                 for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
                 if actions.contains(.audioSessionInterrupted) { m.interruption = failure.message }
