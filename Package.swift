@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tonearm: a headless audio player daemon. Dependencies point inward:
-// server -> player -> (core, engine); the core imports nothing of the rest.
+// server -> (protocol, player); player -> (core, engine); the core imports nothing of the rest.
 import PackageDescription
 
 let package = Package(
@@ -37,9 +37,15 @@ let package = Package(
         .target(name: "TonearmPlayer", dependencies: [
             "TonearmCore", "TonearmEngine", "TonearmSync", .product(name: "Logging", package: "swift-log"),
         ]),
-        // Control server: JSON-RPC 2.0 over a Unix domain socket, config, socket path rules.
+        // What a client and the daemon share: JSON values and their coding, JSON-RPC messages and
+        // framing, the line decoder, the socket path rule, the client. No FFmpeg, ALSA or player.
+        .target(name: "TonearmProtocol", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        // The front-ends (JSON-RPC and MPD on one request path), config, listeners, systemd.
         .target(name: "TonearmServer", dependencies: [
-            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -62,14 +68,18 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "tonearmctl", dependencies: [
-            "TonearmServer",
+            "TonearmProtocol",
+            .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
+        .testTarget(name: "TonearmProtocolTests", dependencies: [
+            "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
         .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
-        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmProtocol", "TonearmTestSupport"]),
     ]
 )

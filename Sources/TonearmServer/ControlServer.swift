@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import TonearmPlayer
+import TonearmProtocol
 import TonearmSync
 
 /// The control sockets: JSON-RPC 2.0, one object per line, on a Unix domain socket, and (with

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import TonearmProtocol
 import TonearmSync
 
 /// Where a front-end listens.

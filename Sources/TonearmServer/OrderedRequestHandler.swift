@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import TonearmProtocol
 
 /// What a protocol does with one client's lines (`RPCSession`, `MPDSession`). Called on the
 /// connection's event loop only, by its `OrderedRequestHandler`.

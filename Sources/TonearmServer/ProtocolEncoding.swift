@@ -2,6 +2,7 @@ import Foundation
 import TonearmCore
 import TonearmEngine
 import TonearmPlayer
+import TonearmProtocol
 
 /// How the core's and the engine's values travel on the wire (docs/protocol.md).
 enum ProtocolEncoding {

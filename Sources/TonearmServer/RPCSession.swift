@@ -1,4 +1,5 @@
 import NIOCore
+import TonearmProtocol
 
 /// One JSON-RPC client's side of the conversation, served in order by its
 /// `OrderedRequestHandler` (on the connection's event loop). Requests that need no waiting are

@@ -3,6 +3,7 @@ import NIOCore
 import TonearmCore
 import TonearmEngine
 import TonearmPlayer
+import TonearmProtocol
 
 /// Maps JSON-RPC methods onto the player. Each method checks its params strictly: an unknown
 /// field, a wrong type or an out-of-range number gets `invalidParams` naming it.

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TonearmProtocol
 
 /// What is at a control socket's path before the daemon binds it. A live daemon there must not be
 /// taken over (clients would reach only the new one, and the old one's shutdown would remove the

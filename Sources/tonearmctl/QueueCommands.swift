@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import TonearmServer
+import TonearmProtocol
 
 // The play queue, its options, the volume and ReplayGain. Playback commands are in Tonearmctl.swift.
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TonearmServer
+import TOMLKit
+import TonearmProtocol
 
 @main
 struct Tonearmctl: AsyncParsableCommand {
@@ -23,11 +24,22 @@ struct ConnectionOptions: ParsableArguments {
     var json = false
 
     func socketPath() throws -> String {
-        var configured: String?
-        if let config {
-            configured = try DaemonConfiguration().applying(tomlFile: config).socket
+        SocketPath.resolve(explicit: socket, environment: ProcessInfo.processInfo.environment,
+                           configured: try config.flatMap(Self.configuredSocket))
+    }
+
+    /// The `socket` a daemon's config file names (the only key a client needs from it).
+    static func configuredSocket(_ path: String) throws -> String? {
+        guard let text = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw ValidationError("cannot read config file \(path)")
         }
-        return SocketPath.resolve(explicit: socket, environment: ProcessInfo.processInfo.environment, configured: configured)
+        let table: TOMLTable
+        do { table = try TOMLTable(string: text) } catch {
+            throw ValidationError("\(path): not valid TOML: \(error)")
+        }
+        guard let value = table["socket"] else { return nil }
+        guard let socket = value.string else { throw ValidationError("\(path): socket must be a string") }
+        return socket
     }
 
     /// Sends one request and prints its answer; a daemon error exits non-zero with its message.
@@ -44,7 +56,7 @@ struct ConnectionOptions: ParsableArguments {
                 printError("error: \(error.message)")
             }
             throw ExitCode.failure
-        } catch let error as ServerError {
+        } catch let error as ControlClient.ConnectionError {
             printError("error: \(error.description)")
             throw ExitCode(2)
         }
@@ -295,7 +307,7 @@ struct Watch: AsyncParsableCommand {
                     FileHandle.standardOutput.write(Data(((json ? event.text : Watch.describe(event)) + "\n").utf8))
                 }
             }
-        } catch let error as ServerError {
+        } catch let error as ControlClient.ConnectionError {
             printError("error: \(error.description)")
             throw ExitCode(2)
         }

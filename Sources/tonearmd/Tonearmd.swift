@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import TonearmEngine
 import TonearmPlayer
+import TonearmProtocol
 import TonearmServer
 
 @main

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TonearmEngine
 import TonearmTestSupport
+@testable import TonearmProtocol
 @testable import TonearmServer
 
 @Suite("Configuration and socket path", .timeLimit(.minutes(1)))

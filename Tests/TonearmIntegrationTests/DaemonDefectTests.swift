@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TonearmProtocol
 import TonearmTestSupport
 
 extension DaemonTests {

@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmEngine
+import TonearmProtocol
 import TonearmSync
 
 /// The music directory as MPD clients see it, read from the directory itself (there is no

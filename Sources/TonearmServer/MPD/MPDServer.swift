@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import TonearmPlayer
+import TonearmProtocol
 
 /// MPD's protocol as a second front-end on the same player: a Unix socket (and, with
 /// `mpd.bind`, a TCP one) served by `MPDSession`s on the control server's event loop.

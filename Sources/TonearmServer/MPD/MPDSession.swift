@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import TonearmProtocol
 
 /// One MPD client's side of the conversation, served in order by its `OrderedRequestHandler`
 /// (on the connection's event loop): the greeting, command lists, `idle`/`noidle`, the password,

@@ -54,12 +54,12 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, Ex
 
 extension JSONValue {
     /// An object's member, or nil (also for a value that is not an object).
-    func member(_ key: String) -> JSONValue? {
+    package func member(_ key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
 
-    init(_ value: String?) { self = value.map(JSONValue.string) ?? .null }
-    init(_ value: Double?) { self = value.map(JSONValue.number) ?? .null }
-    init(_ value: Int?) { self = value.map { .number(Double($0)) } ?? .null }
+    package init(_ value: String?) { self = value.map(JSONValue.string) ?? .null }
+    package init(_ value: Double?) { self = value.map(JSONValue.number) ?? .null }
+    package init(_ value: Int?) { self = value.map { .number(Double($0)) } ?? .null }
 }

@@ -17,7 +17,7 @@ public enum RPC {
         /// The daemon serves `control.max_clients` connections already, or this client may not
         /// do this (`control.allow_*`, `read_gids`): refused (a refused connection is closed).
         case tooManyClients = -32003
-        static let permissionDenied = ErrorCode.tooManyClients
+        public static let permissionDenied = ErrorCode.tooManyClients
     }
 
     public struct Failure: Error, Sendable {

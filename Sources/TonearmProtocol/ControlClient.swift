@@ -12,6 +12,12 @@ public struct ControlClient: Sendable {
         public var description: String { message }
     }
 
+    /// The daemon could not be reached, or closed the connection, in words.
+    public struct ConnectionError: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     public let socketPath: String
 
     public init(socketPath: String) { self.socketPath = socketPath }
@@ -50,7 +56,7 @@ public struct ControlClient: Sendable {
                 if let error = Self.responseError(message) { throw error }
                 return message["result"] ?? .null
             }
-            throw ServerError("the daemon closed the connection")
+            throw ConnectionError("the daemon closed the connection")
         }
 
         private static func responseError(_ message: JSONValue) -> ResponseError? {
@@ -81,7 +87,7 @@ public struct ControlClient: Sendable {
                     }
                 }
         } catch {
-            throw ServerError("cannot connect to tonearmd at \(socketPath): \(error) — is the daemon running? (--socket, TONEARM_SOCKET)")
+            throw ConnectionError("cannot connect to tonearmd at \(socketPath): \(error) — is the daemon running? (--socket, TONEARM_SOCKET)")
         }
         return try await channel.executeThenClose { inbound, outbound in
             try await body(Connection(inbound: inbound, outbound: outbound))

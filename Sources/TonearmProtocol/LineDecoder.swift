@@ -2,29 +2,29 @@ import NIOCore
 
 /// What the line framer hands on: a complete line, or word that a line was too long (its bytes
 /// were dropped up to the next newline, so it never sits in memory whole).
-enum InboundLine: Sendable {
+package enum InboundLine: Sendable {
     case line(ByteBuffer)
     case tooLong(limit: Int)
 }
 
 /// Splits the byte stream at `\n` (a trailing `\r` is dropped), refusing lines over `maxLength`.
-struct LineDecoder: ByteToMessageDecoder {
-    typealias InboundOut = InboundLine
+package struct LineDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = InboundLine
 
-    let maxLength: Int
+    package let maxLength: Int
     /// Hands on empty lines too (MPD's protocol closes the connection on one; JSON-RPC skips them).
-    let keepsEmptyLines: Bool
+    package let keepsEmptyLines: Bool
     /// Inside an over-long line: drop bytes until its newline.
     private var discarding = false
     /// Bytes already searched for a newline, so a long partial line is not searched again.
     private var scanned = 0
 
-    init(maxLength: Int, keepsEmptyLines: Bool = false) {
+    package init(maxLength: Int, keepsEmptyLines: Bool = false) {
         self.maxLength = maxLength
         self.keepsEmptyLines = keepsEmptyLines
     }
 
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         let view = buffer.readableBytesView
         guard let newline = view.dropFirst(scanned).firstIndex(of: UInt8(ascii: "\n")) else {
             scanned = view.count
@@ -52,7 +52,7 @@ struct LineDecoder: ByteToMessageDecoder {
     }
 
     /// At end of input, a last line without a newline still counts.
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         if buffer.readableBytes > 0 && !discarding {
             let line = buffer.readSlice(length: buffer.readableBytes)!

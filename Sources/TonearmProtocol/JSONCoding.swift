@@ -2,18 +2,18 @@ import NIOCore
 
 /// A strict JSON reader and writer for `JSONValue`, working on bytes: the control socket parses
 /// and writes every message with these, without Foundation's coders (about ten times the cost).
-enum JSONCoding {
-    struct SyntaxError: Error, CustomStringConvertible {
-        let description: String
+package enum JSONCoding {
+    package struct SyntaxError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Nesting deeper than this is refused, so a hostile line cannot exhaust the stack.
-    static let maximumDepth = 64
+    package static let maximumDepth = 64
 
     /// - Parameter keepsIDText: a number as the top-level object's "id" is kept as the text it
     ///   was sent in (`.encoded`), so that it is echoed exactly: a Double cannot hold every
     ///   integer a client may use (9007199254740993).
-    static func parse(_ bytes: UnsafeRawBufferPointer, keepsIDText: Bool = false) throws(SyntaxError) -> JSONValue {
+    package static func parse(_ bytes: UnsafeRawBufferPointer, keepsIDText: Bool = false) throws(SyntaxError) -> JSONValue {
         var reader = Reader(bytes: bytes, keepsIDText: keepsIDText)
         reader.skipWhitespace()
         let value = try reader.value(depth: 0)
@@ -24,7 +24,7 @@ enum JSONCoding {
 
     /// Writes `value` as compact JSON, keys sorted, straight into `output` (no intermediate
     /// array: a reply costs one buffer).
-    static func serialize(_ value: JSONValue, into output: inout ByteBuffer) {
+    package static func serialize(_ value: JSONValue, into output: inout ByteBuffer) {
         switch value {
         case .null: output.writeStaticString("null")
         case .bool(let flag): output.writeStaticString(flag ? "true" : "false")
