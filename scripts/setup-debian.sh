@@ -4,7 +4,8 @@
 # systemd-analyze), strace (the unit's system-call filter), util-linux's prlimit, mpc (the MPD
 # client), python3-venv (the tests install python-mpd2 from PyPI into a virtualenv), icecast2 and
 # ffmpeg (a real Icecast server fed by ffmpeg, for the network-stream tests), snapserver and
-# snapclient (a real Snapcast system Tonearm plays into), and what snapserver's MPD plug-in
+# snapclient (a real Snapcast system Tonearm plays into), openssl (the TLS tests make their
+# certificates), and what snapserver's MPD plug-in
 # (meta_mpd.py, which drives Tonearm's MPD side in the tests) imports: python3-mpd, python3-dbus,
 # python3-gi, python3-musicbrainzngs.
 # With --bench, also ffmpeg (the benchmark's media) and Debian's mpd (the peer the benchmark's
@@ -12,7 +13,7 @@
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
-    packages+=(systemd strace util-linux mpc python3-venv icecast2 ffmpeg snapserver snapclient
+    packages+=(systemd strace util-linux mpc python3-venv icecast2 ffmpeg snapserver snapclient openssl
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
 elif [ "${1:-}" = "--bench" ]; then
     packages+=(ffmpeg mpd)

@@ -13,6 +13,9 @@ public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringC
         case invalidRequest = "invalid_request"
         /// A network source could not be reached, or was lost and not regained.
         case network = "network"
+        /// An https server's certificate could not be verified (not recoverable by `retry`:
+        /// trust is configured, `input.ca_file`, not waited for).
+        case tls = "tls"
         case `internal` = "internal"
     }
 
@@ -27,7 +30,7 @@ public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringC
     public var isRecoverable: Bool {
         switch kind {
         case .fileNotFound, .permissionDenied, .ioError, .deviceUnavailable, .deviceLost, .network: true
-        case .unsupportedFormat, .noAudioStream, .decodeFailed, .invalidRequest, .internal: false
+        case .unsupportedFormat, .noAudioStream, .decodeFailed, .invalidRequest, .tls, .internal: false
         }
     }
 

@@ -6,6 +6,8 @@ public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible
         case deviceUnavailable, deviceLost
         /// A network source could not be reached, or was lost and not regained.
         case network
+        /// An https server whose certificate could not be verified for its host.
+        case tls
         /// A path no file system can hold (too long): trying again cannot help.
         case invalidPath
     }

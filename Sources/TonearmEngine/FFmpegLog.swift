@@ -1,4 +1,5 @@
 import CFFmpeg
+import Foundation
 import Glibc
 import TonearmSync
 
@@ -14,28 +15,66 @@ enum FFmpegLog {
     }
     private static let budget = Locked(Budget())
 
-    /// Installs the callback once; FFmpeg may call it from any of its threads.
+    /// The threads watching for what FFmpeg's tls protocol says while they open a connection,
+    /// and what it said (its error lines are the only place a failed verification is told
+    /// apart from any other EIO).
+    private static let tlsWatch = Locked<[UInt: String?]>([:])
+
+    static func beginWatchingTLS() {
+        _ = install
+        tlsWatch.withLock { $0[UInt(pthread_self())] = .some(nil) }
+    }
+
+    /// What the tls protocol complained of on this thread since `beginWatchingTLS`, if anything.
+    static func endWatchingTLS() -> String? {
+        tlsWatch.withLock { $0.removeValue(forKey: UInt(pthread_self())) ?? nil } ?? nil
+    }
+
+    private static func noteTLSComplaint(_ context: UnsafeMutableRawPointer?, _ formatted: UnsafePointer<CChar>) {
+        // A protocol logs through its URLContext, whose item name is the protocol's ("tls").
+        guard let context, let itemClass = context.load(as: UnsafePointer<AVClass>?.self),
+              let itemName = itemClass.pointee.item_name, let name = itemName(context), strcmp(name, "tls") == 0 else { return }
+        let thread = UInt(pthread_self())
+        let line = String(cString: formatted)
+        // "[tls @ 0x…] Peer certificate failed verification": the words after the prefix.
+        let words = line.range(of: "] ").map { String(line[$0.upperBound...]) } ?? line
+        let message = words.trimmingCharacters(in: .whitespacesAndNewlines)
+        tlsWatch.withLock { watch in
+            if let noted = watch[thread], noted == nil { watch[thread] = .some(message) }
+        }
+    }
+
+    /// Installs the callback once; FFmpeg may call it from any of its threads. Each line is
+    /// formatted once (its argument list can be read only once), then noted if the tls protocol
+    /// said it to a thread watching, and written to stderr within the budget.
     static let install: Void = {
         av_log_set_level(AV_LOG_ERROR)
         av_log_set_callback { context, level, format, arguments in
             guard level <= AV_LOG_ERROR, let format, let arguments else { return }
-            let now = EngineLock.now()
-            let verdict: Int = FFmpegLog.budget.withLock { budget in
-                if now - budget.windowStart >= FFmpegLog.window { budget = Budget(windowStart: now, lines: 0) }
-                budget.lines += 1
-                return budget.lines <= FFmpegLog.linesPerWindow ? 1 : (budget.lines == FFmpegLog.linesPerWindow + 1 ? 0 : -1)
-            }
-            guard verdict >= 0 else { return }
-            if verdict == 0 {
-                let notice = "(further FFmpeg messages suppressed for up to \(Int(FFmpegLog.window)) s)\n"
-                _ = notice.withCString { write(2, $0, strlen($0)) }
-                return
-            }
             withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { line in
                 var prefix: Int32 = 1
                 av_log_format_line2(context, level, format, arguments, line.baseAddress, 1024, &prefix)
-                _ = write(2, line.baseAddress, strlen(line.baseAddress!))
+                FFmpegLog.noteTLSComplaint(context, line.baseAddress!)
+                FFmpegLog.write(line.baseAddress!)
             }
         }
     }()
+
+    /// Writes one formatted line to stderr, within the budget.
+    private static func write(_ line: UnsafePointer<CChar>) {
+        let now = EngineLock.now()
+        let verdict: Int = budget.withLock { budget in
+            if now - budget.windowStart >= window { budget = Budget(windowStart: now, lines: 0) }
+            budget.lines += 1
+            return budget.lines <= linesPerWindow ? 1 : (budget.lines == linesPerWindow + 1 ? 0 : -1)
+        }
+        guard verdict >= 0 else { return }
+        if verdict == 0 {
+            let notice = "(further FFmpeg messages suppressed for up to \(Int(window)) s)\n"
+            _ = notice.withCString { Glibc.write(2, $0, strlen($0)) }
+            return
+        }
+        _ = Glibc.write(2, line, strlen(line))
+    }
+
 }

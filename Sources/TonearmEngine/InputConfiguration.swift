@@ -14,13 +14,23 @@ public struct InputConfiguration: Sendable, Equatable {
     public var timeoutSeconds: Double
     /// How long a dropped network source is retried; 0 retries for ever.
     public var reconnectForSeconds: Double
+    /// An https server must show a certificate that a trusted authority signed for its host name
+    /// (`input.tls_verify`). FFmpeg checks nothing unless told.
+    public var tlsVerify: Bool
+    /// The authorities trusted for that (`input.ca_file`, PEM); the system's store by default.
+    public var caFile: String
+
+    public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
 
     public init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
-                timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300) {
+                timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300, tlsVerify: Bool = true,
+                caFile: String = InputConfiguration.systemCAFile) {
         self.protocols = protocols
         self.prebufferSeconds = prebufferSeconds
         self.timeoutSeconds = timeoutSeconds
         self.reconnectForSeconds = reconnectForSeconds
+        self.tlsVerify = tlsVerify
+        self.caFile = caFile
     }
 
     /// The URL's protocol ("file" for a file URL), lower-cased.
@@ -34,7 +44,13 @@ public struct InputConfiguration: Sendable, Equatable {
     /// on tcp, https on tls on tcp). A URL given to the engine is checked against `protocols`
     /// itself first, so `tcp:` or `tls:` named directly never reaches FFmpeg; FFmpeg's http
     /// follows redirects only to http and https, and the whitelist stops the one it must not take.
-    var ffmpegWhitelist: String {
+    var ffmpegWhitelist: String { whitelist(of: protocols) }
+
+    /// The whitelist for everything a network source opens, playlists and segments included:
+    /// network protocols only, so a station's HLS playlist cannot name a local file.
+    var networkWhitelist: String { whitelist(of: protocols.filter { $0 == "http" || $0 == "https" }) }
+
+    private func whitelist(of protocols: [String]) -> String {
         var names = protocols
         if protocols.contains("http") || protocols.contains("https") { names.append("tcp") }
         if protocols.contains("https") { names.append("tls") }

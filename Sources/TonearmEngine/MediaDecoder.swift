@@ -126,7 +126,7 @@ final class MediaDecoder {
         // stream arrives in real time, so it is probed on less.
         av_dict_set(&options, "probesize", isNetwork ? "262144" : "5000000", 0)
         av_dict_set(&options, "analyzeduration", isNetwork ? "1000000" : "5000000", 0)
-        av_dict_set(&options, "protocol_whitelist", input.ffmpegWhitelist, 0)
+        av_dict_set(&options, "protocol_whitelist", isNetwork ? input.networkWhitelist : input.ffmpegWhitelist, 0)
         let openResult = avformat_open_input(&context, path, nil, &options)
         av_dict_free(&options)
         guard openResult >= 0, let context else {
@@ -240,21 +240,36 @@ final class MediaDecoder {
                                 cancellation: CancellationFlag) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
         var options: OpaquePointer?
         let micros = String(Int64(input.timeoutSeconds * 1_000_000))
-        av_dict_set(&options, "protocol_whitelist", input.ffmpegWhitelist, 0)
+        av_dict_set(&options, "protocol_whitelist", input.networkWhitelist, 0)
+        // Handed down by http to the tls protocol under it, for the first connection and every
+        // reconnection and redirect.
+        av_dict_set(&options, "tls_verify", input.tlsVerify ? "1" : "0", 0)
+        if input.tlsVerify { av_dict_set(&options, "ca_file", input.caFile, 0) }
         av_dict_set(&options, "rw_timeout", micros, 0)
         av_dict_set(&options, "timeout", micros, 0)
         av_dict_set(&options, "icy", "1", 0)
         av_dict_set(&options, "user_agent", "Tonearm", 0)
         var connection: UnsafeMutablePointer<AVIOContext>?
         var callback = interrupt
+        FFmpegLog.beginWatchingTLS()
         let result = avio_open2(&connection, path, AVIO_FLAG_READ, &callback, &options)
+        let tlsComplaint = FFmpegLog.endWatchingTLS()
         av_dict_free(&options)
         guard result >= 0, let opened = connection else {
+            if let tlsComplaint {
+                let host = URL(string: path)?.host ?? path
+                throw EngineFailure(.tls, "\(path): the certificate of \(host) could not be verified (\(tlsComplaint)); input.ca_file names the authorities trusted")
+            }
             throw openFailure(result, path: path, isNetwork: true, cancellation: cancellation)
         }
-        if let final = finalLocation(opened), let finalURL = URL(string: final), !input.allows(finalURL) {
-            avio_closep(&connection)
-            throw EngineFailure(.permissionDenied, "\(path) redirects to \(final): the protocol '\(InputConfiguration.scheme(of: finalURL))' is not allowed")
+        if let final = finalLocation(opened), final != path {
+            // Where redirects led must be a URL of an allowed protocol; one that cannot be
+            // parsed is refused, not waved through.
+            guard let finalURL = URL(string: final), finalURL.host?.isEmpty == false, input.allows(finalURL) else {
+                avio_closep(&connection)
+                let scheme = URL(string: final).map(InputConfiguration.scheme(of:)) ?? "?"
+                throw EngineFailure(.permissionDenied, "\(path) redirects to \(final): not an address of an allowed protocol ('\(scheme)'; input.protocols: \(input.protocols.joined(separator: ", ")))")
+            }
         }
         return opened
     }

@@ -15,6 +15,7 @@ extension PlaybackError {
         case .deviceLost: .deviceLost
         case .invalidPath: .invalidRequest
         case .network: .network
+        case .tls: .tls
         }
         self.init(kind, failure.message)
     }

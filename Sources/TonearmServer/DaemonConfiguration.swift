@@ -197,6 +197,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.input.timeoutSeconds = Double(try integer(value, "input.timeout_ms", source, 100...600_000)) / 1000
                 case "reconnect_for_s":
                     config.input.reconnectForSeconds = Double(try integer(value, "input.reconnect_for_s", source, 0...31_536_000))
+                case "tls_verify":
+                    guard let flag = value.bool else { throw Invalid("\(source): input.tls_verify must be true or false") }
+                    config.input.tlsVerify = flag
+                case "ca_file":
+                    let path = try string(value, "input.ca_file", source)
+                    guard path.hasPrefix("/") else { throw Invalid("\(source): input.ca_file must be an absolute path to a PEM file") }
+                    guard FileManager.default.isReadableFile(atPath: path) else {
+                        throw Invalid("\(source): input.ca_file: cannot read \(path)")
+                    }
+                    config.input.caFile = path
                 default:
                     throw Invalid("\(source): unknown key 'input.\(key)'")
                 }

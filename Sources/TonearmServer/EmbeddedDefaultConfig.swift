@@ -105,6 +105,10 @@ timeout_ms = 10000
 # A dropped connection is retried (0.5 s, 1, 2, 4 ... 30 s apart) for this many seconds before
 # the item fails with "network" and the queue moves on; 0 retries for ever.
 reconnect_for_s = 300
+# An https server must show a certificate that an authority in ca_file signed for its host name;
+# one that does not fails the item with "tls". false: https without checking who answers.
+tls_verify = true
+ca_file = "/etc/ssl/certs/ca-certificates.crt"
 
 [state]
 # Where the queue, the position, play/pause, volume, ReplayGain and queue options are kept, so a
