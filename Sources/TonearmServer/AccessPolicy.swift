@@ -27,8 +27,8 @@ public struct AccessPolicy: Sendable, Equatable {
         case none
     }
 
-    /// Methods a `read` client may call.
-    public static let readMethods: Set<String> = ["status", "queue", "subscribe", "ping", "version"]
+    /// Methods a `read` client may call: the method table's `.read` ones.
+    public static var readMethods: Set<String> { Set(RPCMethods.all.filter { $0.access == .read }.map(\.name)) }
 
     /// No list set: the socket's permissions alone decide.
     public var isOpen: Bool { allowUIDs.isEmpty && allowGIDs.isEmpty && readGIDs.isEmpty }

@@ -15,25 +15,24 @@ struct RequestRouter: Sendable {
     static let version = "0.1.0"
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
-    /// loop). Returns nil for the methods that wait for the engine: `load`, `seek`, `retry`.
+    /// loop): what the method table says of it (known, allowed to this client, its params), then
+    /// the answer. Returns nil for a request that waits for the engine (`answerLater`).
     func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
-        if session.access == .read, !AccessPolicy.readMethods.contains(request.method), Self.methods.contains(request.method) {
+        guard let method = RPCMethods.table[request.method] else {
+            return .failure(RPC.Failure(.methodNotFound, "method not found: '\(request.method)'",
+                                        data: ["methods": .array(RPCMethods.names.map(JSONValue.string))]))
+        }
+        if session.access == .read, method.access == .control {
             session.logRefusal(method: request.method)
             return .failure(RPC.Failure(.permissionDenied, "permission denied: '\(request.method)' needs control access; "
                                         + "this client may only read (control.read_gids)"))
         }
-        switch request.method {
-        case "load", "seek", "retry", "next", "previous": return nil
-        case "play" where request.params.member("id") != nil || player.playStartsQueue: return nil
-        case "add" where request.params.member("play") == .bool(true): return nil
-        default: return Self.catching { try immediate(request, session: session) }
+        if let refusal = Self.catchingFailure({ try Params(request.params, method: request.method).allow(method.params) }) {
+            return .failure(refusal)
         }
+        if method.answersLater(request, player) { return nil }
+        return Self.catching { try immediate(request, session: session) }
     }
-
-    /// Every method, for `method not found` answers and docs/protocol.md.
-    static let methods = ["load", "add", "queue", "play", "pause", "stop", "seek", "next", "previous", "remove",
-                          "move", "clear", "options", "volume", "replay_gain", "status", "retry", "subscribe",
-                          "ping", "version"]
 
     /// Answers a request that waits for the engine.
     func answerLater(_ request: RPC.Request) async -> Result<JSONValue, RPC.Failure> {
@@ -42,6 +41,13 @@ struct RequestRouter: Sendable {
         } catch {
             return Self.failure(error)
         }
+    }
+
+    private static func catchingFailure(_ body: () throws -> Void) -> RPC.Failure? {
+        do { try body() } catch {
+            if case .failure(let failure) = failure(error) { return failure }
+        }
+        return nil
     }
 
     private static func catching(_ body: () throws -> JSONValue) -> Result<JSONValue, RPC.Failure> {
@@ -60,23 +66,19 @@ struct RequestRouter: Sendable {
         let params = Params(request.params, method: request.method)
         switch request.method {
         case "load":
-            try params.allow(["url", "play", "start"])
             let url = try Self.mediaURL(params.requiredString("url"), sources.input)
             try sources.check(url)
             let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
         case "seek":
-            try params.allow(["position", "relative"])
             // Any finite number: the player clamps it to [0, duration].
             let position = try params.requiredNumber("position", bounded: false)
             let landed = try await player.seek(to: position, relative: try params.bool("relative") ?? false)
             return ["position": .number(landed.position), "state": ProtocolEncoding.state(landed.state)]
         case "retry":
-            try params.allow([])
             let loaded = try await player.retry()
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
         case "play":
-            try params.allow(["id"])
             let played = try await player.play(id: try params.integer("id"))
             var answer: [String: JSONValue] = ["state": ProtocolEncoding.state(played.state)]
             answer["changed"] = .bool(played.transition?.didChangeState ?? true)
@@ -84,7 +86,6 @@ struct RequestRouter: Sendable {
             answer["current"] = JSONValue(player.status.current)
             return .object(answer)
         case "next", "previous":
-            try params.allow([])
             let moved = request.method == "next" ? try await player.next() : try await player.previous()
             return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
                     "current": JSONValue(player.status.current)]
@@ -109,40 +110,31 @@ struct RequestRouter: Sendable {
         let params = Params(request.params, method: request.method)
         switch request.method {
         case "ping":
-            try params.allow([])
             return "pong"
         case "version":
-            try params.allow([])
             return ["version": .string(Self.version), "libraries": .object(PlayerEngine.libraryVersions.mapValues(JSONValue.string))]
         case "status":
-            try params.allow([])
             return .encoded(statusEncoding.bytes(for: player.status) { status in
                 var bytes = ByteBuffer()
                 JSONCoding.serialize(ProtocolEncoding.status(status), into: &bytes)
                 return bytes
             })
         case "play":
-            try params.allow(["id"])
             return changed(try player.play())
         case "add":
             return try add(params).answer
         case "queue":
-            try params.allow([])
             let status = player.status
             return ProtocolEncoding.queue(player.queue, next: status.next, tags: player.tags(for:))
         case "remove":
-            try params.allow(["ids"])
             let ids = try params.requiredIntegerArray("ids")
             return ["version": JSONValue(try player.remove(ids: ids))]
         case "move":
-            try params.allow(["id", "position"])
             let id = try params.requiredInteger("id")
             return ["version": JSONValue(try player.move(id: id, to: try params.requiredInteger("position")))]
         case "clear":
-            try params.allow([])
             return ["version": JSONValue(player.clear()), "state": ProtocolEncoding.state(player.state)]
         case "options":
-            try params.allow(["repeat", "single", "consume", "random"])
             let repeatFlag = try params.bool("repeat"), single = try params.bool("single")
             let consume = try params.bool("consume"), random = try params.bool("random")
             let options = player.setOptions { options in
@@ -154,7 +146,6 @@ struct RequestRouter: Sendable {
             return ["repeat": .bool(options.repeat), "single": .bool(options.single), "consume": .bool(options.consume),
                     "random": .bool(options.random), "version": JSONValue(player.queue.version)]
         case "volume":
-            try params.allow(["level", "delta"])
             let level = try params.integer("level"), delta = try params.integer("delta")
             if let level, !(0...100).contains(level) {
                 throw RPC.Failure(.invalidParams, "invalid params: 'level' must be a whole number from 0 to 100")
@@ -167,7 +158,6 @@ struct RequestRouter: Sendable {
             }
             return ["volume": JSONValue(player.setVolume(level: level, delta: delta))]
         case "replay_gain":
-            try params.allow(["mode", "preamp_db"])
             var mode: ReplayGainMode?
             if let text = try params.string("mode") {
                 guard let parsed = ReplayGainMode(rawValue: text) else {
@@ -181,13 +171,10 @@ struct RequestRouter: Sendable {
             }
             return ProtocolEncoding.replayGain(player.setReplayGain(mode: mode, preampDB: preamp))
         case "pause":
-            try params.allow([])
             return changed(try player.pause())
         case "stop":
-            try params.allow([])
             return changed(try player.stop())
         case "subscribe":
-            try params.allow(["events", "position_interval"])
             let kinds = try params.stringArray("events") ?? ["transition", "performance"]
             var subscription = Set<ClientSession.EventKind>()
             for kind in kinds {
@@ -204,14 +191,12 @@ struct RequestRouter: Sendable {
             return ["subscribed": .array(subscription.map(\.rawValue).sorted().map(JSONValue.string)),
                     "state": ProtocolEncoding.state(player.state)]
         default:
-            throw RPC.Failure(.methodNotFound, "method not found: '\(request.method)'",
-                              data: ["methods": .array(Self.methods.map(JSONValue.string))])
+            throw RPC.Failure(.internalError, "internal error: '\(request.method)' has no answer at once")
         }
     }
 
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
     private func add(_ params: Params) throws -> (items: [Int], answer: JSONValue) {
-        try params.allow(["urls", "position", "play"])
         _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
