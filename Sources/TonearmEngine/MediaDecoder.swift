@@ -135,6 +135,11 @@ final class MediaDecoder {
             if isNetwork && !Self.isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
                 throw EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(openResult, cancellation))")
             }
+            if url.isFileURL && openResult == tonearm_averror(tonearm_errno_enoent()) {
+                // The file was there a moment ago (checked above): a demuxer that answers ENOENT
+                // (AIFF with a frame count of 0xFFFFFFFE) means the content, not a missing file.
+                throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (its header is damaged)")
+            }
             throw Self.openFailure(openResult, path: path, isNetwork: false, cancellation: cancellation)
         }
         self.connection = connection

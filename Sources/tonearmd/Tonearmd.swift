@@ -29,16 +29,16 @@ struct Tonearmd: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Keep real time ourselves (for devices that never block: null, file).")
     var pace: Bool?
 
-    @Option(help: "Pacing speed factor (tests).")
+    @Option(parsing: .unconditional, help: "Pacing speed factor (tests).")
     var speed: Double?
 
-    @Option(name: .customLong("buffer-ms"), help: "ALSA buffer time in milliseconds.")
+    @Option(name: .customLong("buffer-ms"), parsing: .unconditional, help: "ALSA buffer time in milliseconds.")
     var bufferMilliseconds: Int?
 
-    @Option(name: .customLong("reopen-interval-ms"), help: "How often to retry a lost device, in milliseconds.")
+    @Option(name: .customLong("reopen-interval-ms"), parsing: .unconditional, help: "How often to retry a lost device, in milliseconds.")
     var reopenIntervalMilliseconds: Int?
 
-    @Option(name: .customLong("open-timeout-ms"), help: "How long a device open may take, in milliseconds.")
+    @Option(name: .customLong("open-timeout-ms"), parsing: .unconditional, help: "How long a device open may take, in milliseconds.")
     var openTimeoutMilliseconds: Int?
 
     @Flag(name: .customLong("wait-for-device"), inversion: .prefixedNo,
@@ -120,7 +120,18 @@ struct Tonearmd: AsyncParsableCommand {
                 logger.warning("ignoring a socket systemd passed", metadata: ["fd": "\(other.descriptor)", "name": "\(other.name)"])
             }
         }
+        // A Unix socket's path holds at most 107 bytes: a longer one is a usage error, said on
+        // stderr with exit 64 like every other bad start, not a log line after starting.
+        if inherited.control == nil, socketPath.utf8.count > 107 {
+            throw ValidationError("the socket path is \(socketPath.utf8.count) bytes, longer than a Unix socket allows (107): \(socketPath)")
+        }
         var mpd = settings.mpd
+        if inherited.mpd == nil, mpd.enabled, mpd.inherited == nil {
+            let mpdPath = mpd.socketPath(beside: socketPath)
+            if mpdPath.utf8.count > 107 {
+                throw ValidationError("the MPD socket path is \(mpdPath.utf8.count) bytes, longer than a Unix socket allows (107): \(mpdPath)")
+            }
+        }
         if let socket = inherited.mpd {
             mpd.inherited = socket.descriptor
             mpd.socket = InheritedSockets.path(of: socket.descriptor) ?? "(socket from systemd, fd \(socket.descriptor))"

@@ -86,6 +86,28 @@ extension DaemonTests {
             #expect(abs((ended["position"] as? Double ?? 0) - duration) < 0.05, "\(ended)")
         }
 
+        /// An AIFF whose header counts 0xFFFFFFFE frames is a file that cannot be decoded, not a
+        /// missing one (FFmpeg's demuxer answers ENOENT): `unsupported_format`, not recoverable
+        /// (the outside passes' issue, §14).
+        @Test func aDamagedAIFFIsNotAMissingFile() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let aiff = dir.path("bad.aiff")
+            let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
+                                        timeout: 30)
+            #expect(converted.status == 0, "\(converted.output)")
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aiff)))
+            let comm = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("COMM".utf8) })
+            bytes.replaceSubrange((comm + 10)..<(comm + 14), with: [0xFF, 0xFF, 0xFF, 0xFE])  // numSampleFrames
+            try Data(bytes).write(to: URL(fileURLWithPath: aiff))
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            let load = try client.call("load", ["url": aiff])
+            #expect(load.errorData?["kind"] as? String == "unsupported_format", "\(load)")
+            #expect(load.errorData?["recoverable"] as? Bool == false, "\(load)")
+        }
+
         @Test func garbageIsRefusedOrPlayedWithinBounds() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }

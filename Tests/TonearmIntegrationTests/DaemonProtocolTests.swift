@@ -116,6 +116,22 @@ extension DaemonTests {
             #expect(daemon.log.contains("shutting down"))
         }
 
+        /// A bad flag value says what is wrong, on stderr, with exit 64 (the outside passes'
+        /// issue, §17): a negative number is a value, not a flag; a socket path too long for
+        /// a Unix socket is refused before starting.
+        @Test(arguments: [
+            (["--buffer-ms", "-1"], "--buffer-ms must be from 10 to 10000"),
+            (["--reopen-interval-ms", "-5"], "--reopen-interval-ms must be from 100 to 600000"),
+            (["--open-timeout-ms", "-5"], "--open-timeout-ms must be from 100 to 600000"),
+            (["--speed", "-2"], "--speed must be above 0"),
+            (["--socket", "/tmp/" + String(repeating: "s", count: 120)], "longer than a Unix socket allows (107)"),
+        ])
+        func badFlagsAreAClearUsageError(_ arguments: [String], _ says: String) throws {
+            let result = try runTool(DaemonProcess.binary(), ["--device", "null"] + arguments, timeout: 10)
+            #expect(result.status == 64, "\(arguments): \(result.output)")
+            #expect(result.output.contains(says), "\(arguments): \(result.output)")
+        }
+
         @Test func badConfigurationIsAClearStartupError() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
