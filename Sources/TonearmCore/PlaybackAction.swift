@@ -28,9 +28,9 @@ public enum PlaybackAction: Equatable, Hashable, Sendable {
     case didFail(PlaybackError)
     /// The output device went away (unplugged, powered off). The names are AVFoundation's, kept
     /// because they are on the wire in transition events; here the "audio session" is the device.
-    case audioSessionInterrupted
+    case deviceLost
     /// The lost device is back and playback goes on by itself (`resume_after_interruption`).
-    case audioSessionResumed
+    case deviceRestored
 
     /// The action's name as used on the wire and in logs.
     public var name: String {
@@ -48,8 +48,8 @@ public enum PlaybackAction: Equatable, Hashable, Sendable {
         case .didAdvance: "didAdvance"
         case .didReachEnd: "didReachEnd"
         case .didFail: "didFail"
-        case .audioSessionInterrupted: "audioSessionInterrupted"
-        case .audioSessionResumed: "audioSessionResumed"
+        case .deviceLost: "deviceLost"
+        case .deviceRestored: "deviceRestored"
         }
     }
 }

@@ -9,7 +9,7 @@
 /// - `load` from playing, paused, buffering, seeking and ended switches tracks mid-play.
 /// - `seek` from ready and ended lands paused.
 /// - `didReachEnd` from paused and buffering: the last samples may drain as the user pauses.
-/// - `audioSessionResumed` from paused resumes: the adapter sends it only for a pause that an
+/// - `deviceRestored` from paused resumes: the adapter sends it only for a pause that an
 ///   interruption caused, so a pause the user asked for is never undone by it.
 /// - `didAdvance` (the next queued item is heard, gapless) keeps playing, paused and buffering
 ///   as they are; in every other state it is stale news and rejected.
@@ -48,7 +48,7 @@ public enum PlaybackTransitionTable {
         case .playing:
             switch action {
             case .play, .didFinishBuffering, .didAdvance: return .playing
-            case .pause, .audioSessionInterrupted: return .paused
+            case .pause, .deviceLost: return .paused
             case .didStartBuffering: return .buffering(previousState: .playing)
             case .seek(let target): return .seeking(to: target, previousState: .playing)
             case .didReachEnd: return .ended
@@ -57,8 +57,8 @@ public enum PlaybackTransitionTable {
 
         case .paused:
             switch action {
-            case .play, .audioSessionResumed: return .playing
-            case .pause, .audioSessionInterrupted, .didAdvance: return .paused
+            case .play, .deviceRestored: return .playing
+            case .pause, .deviceLost, .didAdvance: return .paused
             case .didStartBuffering: return .buffering(previousState: .paused)
             case .seek(let target): return .seeking(to: target, previousState: .paused)
             case .didReachEnd: return .ended
@@ -69,7 +69,7 @@ public enum PlaybackTransitionTable {
             switch action {
             case .didFinishBuffering: return previous.playbackState
             case .play: return .buffering(previousState: .playing)
-            case .pause, .audioSessionInterrupted: return .buffering(previousState: .paused)
+            case .pause, .deviceLost: return .buffering(previousState: .paused)
             case .didStartBuffering, .didAdvance: return state
             case .seek(let target): return .seeking(to: target, previousState: previous)
             case .didReachEnd: return .ended
@@ -81,7 +81,7 @@ public enum PlaybackTransitionTable {
             case .didFinishSeeking: return previous.playbackState
             case .seek(let newTarget): return .seeking(to: newTarget, previousState: previous)
             case .play: return .seeking(to: target, previousState: .playing)
-            case .pause, .audioSessionInterrupted:
+            case .pause, .deviceLost:
                 return .seeking(to: target, previousState: .paused)
             default: return nil
             }

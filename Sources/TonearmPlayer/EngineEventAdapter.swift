@@ -61,10 +61,10 @@ public enum EngineEventAdapter {
         case .bufferingEnded(_, let intent):
             return isCurrent && intent >= context.intent ? [.didFinishBuffering] : []
         case .deviceLost(_, _, let intent):
-            return isCurrent && intent >= context.intent ? [.audioSessionInterrupted] : []
+            return isCurrent && intent >= context.intent ? [.deviceLost] : []
         case .deviceRestored(_, let resumes, let intent):
             // Only a pause the loss caused is undone; the engine decides (resume_after_interruption).
-            return isCurrent && resumes && intent >= context.intent ? [.audioSessionResumed] : []
+            return isCurrent && resumes && intent >= context.intent ? [.deviceRestored] : []
         }
     }
 }

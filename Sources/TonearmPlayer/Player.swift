@@ -652,7 +652,7 @@ public final class Player: Sendable {
                 let landed = SeekOutcome.landed(position: Self.shown(position), state: machine.currentState)
                 for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
-                if actions.contains(.audioSessionInterrupted) { m.interruption = failure.message }
+                if actions.contains(.deviceLost) { m.interruption = failure.message }
             case .deviceRestored(let id, _, _):
                 if id == m.context.currentItem { m.interruption = nil }
             case .bufferingEnded(let id, _):

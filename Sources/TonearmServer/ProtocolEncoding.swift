@@ -30,6 +30,9 @@ enum ProtocolEncoding {
         case .load(let url): object["url"] = .string(url.isFileURL ? url.path : url.absoluteString)
         case .seek(let target): object["target"] = .number(target)
         case .didFail(let error): object["error"] = self.error(error)
+        // The names before 0.2, for one release (docs/protocol.md).
+        case .deviceLost: object["alias"] = "audioSessionInterrupted"
+        case .deviceRestored: object["alias"] = "audioSessionResumed"
         default: break
         }
         return .object(object)

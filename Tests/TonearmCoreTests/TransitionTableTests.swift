@@ -35,7 +35,7 @@ enum A: String, CaseIterable {
     case load, play, pause, seek, stop, retry
     case didBecomeReady, didStartBuffering, didFinishBuffering
     case didFinishSeeking, didAdvance, didReachEnd, didFail
-    case audioSessionInterrupted, audioSessionResumed
+    case deviceLost, deviceRestored
 
     var action: PlaybackAction {
         switch self {
@@ -52,8 +52,8 @@ enum A: String, CaseIterable {
         case .didAdvance: .didAdvance
         case .didReachEnd: .didReachEnd
         case .didFail: .didFail(fatal)
-        case .audioSessionInterrupted: .audioSessionInterrupted
-        case .audioSessionResumed: .audioSessionResumed
+        case .deviceLost: .deviceLost
+        case .deviceRestored: .deviceRestored
         }
     }
 }
@@ -95,8 +95,8 @@ extension A {
         case .didAdvance: self = .didAdvance
         case .didReachEnd: self = .didReachEnd
         case .didFail: self = .didFail
-        case .audioSessionInterrupted: self = .audioSessionInterrupted
-        case .audioSessionResumed: self = .audioSessionResumed
+        case .deviceLost: self = .deviceLost
+        case .deviceRestored: self = .deviceRestored
         }
     }
 }
@@ -127,33 +127,33 @@ private func expected(_ s: S, _ a: A) -> R {
         .ready: [.play: .to(.playing), .seek: .to(seekPa)],
         .playing: [
             .play: .unchanged, .didFinishBuffering: .unchanged, .didAdvance: .unchanged,
-            .pause: .to(.paused), .audioSessionInterrupted: .to(.paused), .didStartBuffering: .to(.buffering(previousState: .playing)),
+            .pause: .to(.paused), .deviceLost: .to(.paused), .didStartBuffering: .to(.buffering(previousState: .playing)),
             .seek: .to(seekP), .didReachEnd: .to(.ended),
         ],
         .paused: [
-            .play: .to(.playing), .audioSessionResumed: .to(.playing),
-            .pause: .unchanged, .audioSessionInterrupted: .unchanged, .didAdvance: .unchanged,
+            .play: .to(.playing), .deviceRestored: .to(.playing),
+            .pause: .unchanged, .deviceLost: .unchanged, .didAdvance: .unchanged,
             .didStartBuffering: .to(.buffering(previousState: .paused)), .seek: .to(seekPa), .didReachEnd: .to(.ended),
         ],
         .bufferingPlaying: [
             .didFinishBuffering: .to(.playing), .play: .unchanged, .didStartBuffering: .unchanged, .didAdvance: .unchanged,
             .pause: .to(.buffering(previousState: .paused)),
-            .audioSessionInterrupted: .to(.buffering(previousState: .paused)), .seek: .to(seekP), .didReachEnd: .to(.ended),
+            .deviceLost: .to(.buffering(previousState: .paused)), .seek: .to(seekP), .didReachEnd: .to(.ended),
         ],
         .bufferingPaused: [
             .didFinishBuffering: .to(.paused), .play: .to(.buffering(previousState: .playing)),
             .didStartBuffering: .unchanged, .pause: .unchanged, .didAdvance: .unchanged,
-            .audioSessionInterrupted: .unchanged, .seek: .to(seekPa), .didReachEnd: .to(.ended),
+            .deviceLost: .unchanged, .seek: .to(seekPa), .didReachEnd: .to(.ended),
         ],
         .seekingPlaying: [
             .didFinishSeeking: .to(.playing), .play: .unchanged, .seek: .to(seekP),
             .pause: .to(.seeking(to: 10, previousState: .paused)),
-            .audioSessionInterrupted: .to(.seeking(to: 10, previousState: .paused)),
+            .deviceLost: .to(.seeking(to: 10, previousState: .paused)),
         ],
         .seekingPaused: [
             .didFinishSeeking: .to(.paused), .seek: .to(seekPa),
             .play: .to(.seeking(to: 10, previousState: .playing)),
-            .pause: .unchanged, .audioSessionInterrupted: .unchanged,
+            .pause: .unchanged, .deviceLost: .unchanged,
         ],
         .ended: [.play: .to(.playing), .seek: .to(seekPa), .didReachEnd: .unchanged],
         .failedRecoverable: [.retry: .to(.idle)],

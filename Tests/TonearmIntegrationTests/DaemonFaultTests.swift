@@ -72,7 +72,9 @@ extension DaemonTests {
             defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
-            #expect(lost.contains { $0.transitionTo == "paused" && $0.actionName == "audioSessionInterrupted" })
+            #expect(lost.contains { $0.transitionTo == "paused" && $0.actionName == "deviceLost" })
+            #expect(lost.contains { $0.actionName == "deviceLost" && $0.actionAlias == "audioSessionInterrupted" },
+                    "the former name goes along for one release")
             #expect(lost.contains { $0.performanceEvent == "device_lost" && ($0["reason"] as? String)?.contains("lost") == true })
             let interrupted = try #require(client.call("status").result)
             #expect((interrupted["interruption"] as? String)?.contains("No such device") == true, "\(interrupted)")
@@ -90,7 +92,7 @@ extension DaemonTests {
             device.plugBack()
             let rest = try readEvents(watcher, untilAll: [{ $0.transitionTo == "ended" }, { $0.performanceEvent == "device_restored" }])
             #expect(rest.contains { $0.performanceEvent == "device_restored" && $0["resumed"] as? Bool == true })
-            #expect(rest.contains { $0.actionName == "audioSessionResumed" && $0.transitionTo == "playing" })
+            #expect(rest.contains { $0.actionName == "deviceRestored" && $0.transitionTo == "playing" })
             try expectReceived(device, before: cut, thenFrom: resume)
             #expect(try client.call("status").result?["interruption"] == nil)
         }
@@ -175,7 +177,7 @@ extension DaemonTests {
             device.unplug()
             #expect(try client.call("play").stateName == "playing")
             let refused = try readEvents(watcher) { $0.transitionTo == "paused" }
-            #expect(refused.last?.actionName == "audioSessionInterrupted")
+            #expect(refused.last?.actionName == "deviceLost")
             #expect((try client.call("status").result?["interruption"] as? String)?.isEmpty == false)
             device.plugBack()
             let ended = try readEvents(watcher, untilAll: [{ $0.transitionTo == "ended" }, { $0.performanceEvent == "device_restored" }])
@@ -213,7 +215,7 @@ extension DaemonTests {
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")
             _ = try client.call("play")
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
-            #expect(lost.contains { $0.actionName == "audioSessionInterrupted" })
+            #expect(lost.contains { $0.actionName == "deviceLost" })
             let waiting = try #require(client.call("status").result)
             #expect(waiting.name == "paused" && waiting["interruption"] != nil && waiting["position"] as? Double == 0,
                     "\(waiting)")
@@ -221,7 +223,7 @@ extension DaemonTests {
             #expect(try client.call("status").stateName == "paused", "still waiting")
             try device.setControl([])
             let rest = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_restored" }, { $0.transitionTo == "ended" }])
-            #expect(rest.contains { $0.actionName == "audioSessionResumed" && $0.transitionTo == "playing" })
+            #expect(rest.contains { $0.actionName == "deviceRestored" && $0.transitionTo == "playing" })
             try expectReceived(device, before: 0, thenFrom: 0)
         }
 
@@ -273,5 +275,6 @@ func readEvents(_ watcher: LineClient, timeout: Double = 15,
 extension Dictionary where Key == String, Value == Any {
     var transitionTo: String? { (self["to"] as? [String: Any])?["state"] as? String }
     var actionName: String? { (self["action"] as? [String: Any])?["name"] as? String }
+    var actionAlias: String? { (self["action"] as? [String: Any])?["alias"] as? String }
     var performanceEvent: String? { self["type"] as? String == "performance" ? self["event"] as? String : nil }
 }

@@ -316,7 +316,7 @@ extension DaemonTests {
             let lost = try readEvents(watcher, timeout: 15, untilAll: [
                 { $0.performanceEvent == "device_lost" }, { $0.transitionTo == "paused" },
             ])
-            #expect(lost.contains { $0.actionName == "audioSessionInterrupted" }, "\(lost)")
+            #expect(lost.contains { $0.actionName == "deviceLost" }, "\(lost)")
             let status = try client.call("status").result ?? [:]
             #expect(status["interruption"] is String, "status says why it is paused: \(status)")
             try rig.startServer()
@@ -324,7 +324,7 @@ extension DaemonTests {
             let back = try readEvents(watcher, timeout: 15, untilAll: [
                 { $0.performanceEvent == "device_restored" }, { $0.transitionTo == "playing" },
             ])
-            #expect(back.contains { $0.actionName == "audioSessionResumed" }, "\(back)")
+            #expect(back.contains { $0.actionName == "deviceRestored" }, "\(back)")
             sleep(3)
             #expect(stereoFrames(readWholeFile(room)).contains { abs(Int($0.0)) > 1000 }, "the room hears it again")
         }
