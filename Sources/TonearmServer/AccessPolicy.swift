@@ -57,6 +57,27 @@ public struct ControlSecurity: Sendable, Equatable {
 }
 
 /// A connected peer, as the kernel reports it.
+/// Who is on the other end of a connection: its credentials (a Unix socket's; none over TCP),
+/// and how the log names it ("uid=… pid=…", or the TCP address).
+public struct ClientPeer: Sendable, CustomStringConvertible {
+    public let credentials: PeerCredentials?
+    public let description: String
+
+    public init(credentials: PeerCredentials?, description: String) {
+        self.credentials = credentials
+        self.description = description
+    }
+
+    /// Whether this peer could read a file itself, MPD's rule for a file a client names: it is
+    /// root or the daemon's user, or owns the file, or the file is readable by all. A peer with
+    /// no credentials (TCP) only the last.
+    func couldRead(owner: UInt32, mode: UInt32) -> Bool {
+        if mode & UInt32(S_IROTH) != 0 { return true }
+        guard let uid = credentials?.uid else { return false }
+        return uid == 0 || uid == getuid() || uid == owner
+    }
+}
+
 public struct PeerCredentials: Sendable, Equatable {
     public let pid: Int32
     public let uid: UInt32

@@ -29,10 +29,11 @@ final class ClientSession: Sendable {
 
     /// What this client may do (`AccessPolicy`), fixed at connection.
     let access: AccessPolicy.Level
-    /// Who the client is, for the log ("uid=… pid=…").
-    let peer: String
+    /// Who the client is: for the log, and for the files it names.
+    let peer: ClientPeer
 
-    init(player: Player, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control, peer: String = "") {
+    init(player: Player, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
+         peer: ClientPeer = ClientPeer(credentials: nil, description: "")) {
         self.player = player
         self.access = access
         self.peer = peer

@@ -41,7 +41,7 @@ struct FrontEnd: Sendable {
     /// Installs the protocol's handlers on a new connection.
     /// Serves an accepted connection with the access it has; the last argument names the peer
     /// for the log ("uid=… pid=…", or the TCP address).
-    let serve: @Sendable (any Channel, AccessPolicy.Level, String) -> EventLoopFuture<Void>
+    let serve: @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void>
 }
 
 /// A bound front-end: its listening channel and its open connections.
@@ -114,9 +114,12 @@ final class Listener: Sendable {
                         "socket": "\(frontEnd.name)", "max_clients": "\(frontEnd.maxClients)"])
                     return refuse(channel, frontEnd.refusal(.tooManyClients(limit: frontEnd.maxClients)))
                 }
-                if isTCP { return frontEnd.serve(channel, frontEnd.tcpAccess, channel.remoteAddress.map { "\($0)" } ?? "tcp") }
+                if isTCP {
+                    let who = ClientPeer(credentials: nil, description: channel.remoteAddress.map { "\($0)" } ?? "tcp")
+                    return frontEnd.serve(channel, frontEnd.tcpAccess, who)
+                }
                 return PeerCredentials.of(channel).flatMap { peer in
-                    let who = peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "uid=? pid=?"
+                    let who = ClientPeer(credentials: peer, description: peer.map { "uid=\($0.uid) pid=\($0.pid)" } ?? "uid=? pid=?")
                     guard !frontEnd.policy.isOpen else { return frontEnd.serve(channel, .control, who) }
                     let access = peer.map { frontEnd.policy.level(uid: $0.uid, groups: $0.groups, daemonUID: getuid()) } ?? .none
                     guard access == .none else { return frontEnd.serve(channel, access, who) }

@@ -1,3 +1,4 @@
+import TonearmCore
 import TonearmPlayer
 import TonearmProtocol
 
@@ -40,7 +41,12 @@ struct RPCMethod: Sendable {
 enum RPCMethods {
     static let all: [RPCMethod] = [
         RPCMethod("load", .control, ["url", "play", "start"], .later),
-        RPCMethod("add", .control, ["urls", "position", "play"], .laterWhen { request, _ in request.params.member("play") == .bool(true) }),
+        // Later also to read a playlist file, which is disk work for no event loop.
+        RPCMethod("add", .control, ["urls", "position", "play"], .laterWhen { request, _ in
+            if request.params.member("play") == .bool(true) { return true }
+            guard case .array(let urls)? = request.params.member("urls") else { return false }
+            return urls.contains { if case .string(let text) = $0 { PlaylistFile.kind(forPath: text) != nil } else { false } }
+        }),
         RPCMethod("queue", .read, [], .now),
         RPCMethod("play", .control, ["id"], .laterWhen { request, player in request.params.member("id") != nil || player.playStartsQueue }),
         RPCMethod("pause", .control, [], .now),

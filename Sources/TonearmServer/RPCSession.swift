@@ -52,10 +52,11 @@ final class RPCSession: RequestSession {
             return .answered
         }
         let router = self.router
+        let client = self.client
         let eventLoop = self.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         Task {
-            let answer = await router.answerLater(request)
+            let answer = await router.answerLater(request, session: client)
             eventLoop.execute {
                 let session = bound.value
                 guard let connection = session.connection else { return }

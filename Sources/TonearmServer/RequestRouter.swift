@@ -35,9 +35,9 @@ struct RequestRouter: Sendable {
     }
 
     /// Answers a request that waits for the engine.
-    func answerLater(_ request: RPC.Request) async -> Result<JSONValue, RPC.Failure> {
+    func answerLater(_ request: RPC.Request, session: ClientSession) async -> Result<JSONValue, RPC.Failure> {
         do {
-            return .success(try await waiting(request))
+            return .success(try await waiting(request, session: session))
         } catch {
             return Self.failure(error)
         }
@@ -62,7 +62,7 @@ struct RequestRouter: Sendable {
         }
     }
 
-    private func waiting(_ request: RPC.Request) async throws -> JSONValue {
+    private func waiting(_ request: RPC.Request, session: ClientSession) async throws -> JSONValue {
         let params = Params(request.params, method: request.method)
         switch request.method {
         case "load":
@@ -90,8 +90,11 @@ struct RequestRouter: Sendable {
             return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
                     "current": JSONValue(player.status.current)]
         case "add":
-            let added = try add(Params(request.params, method: request.method))
-            guard let first = added.items.first, case .object(var answer) = added.answer else { return added.answer }
+            let added = try add(params, for: session.peer)
+            // Here to read a playlist off the event loop, or to play what was added.
+            guard try params.bool("play") == true, let first = added.items.first, case .object(var answer) = added.answer else {
+                return added.answer
+            }
             let played: Result<PlaybackState, PlayerError>
             do throws(PlayerError) { played = .success(try await player.play(id: first).state) } catch { played = .failure(error) }
             switch played {
@@ -122,7 +125,7 @@ struct RequestRouter: Sendable {
         case "play":
             return changed(try player.play())
         case "add":
-            return try add(params).answer
+            return try add(params, for: session.peer).answer
         case "queue":
             let status = player.status
             return ProtocolEncoding.queue(player.queue, next: status.next, tags: player.tags(for:))
@@ -196,7 +199,7 @@ struct RequestRouter: Sendable {
     }
 
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
-    private func add(_ params: Params) throws -> (items: [Int], answer: JSONValue) {
+    private func add(_ params: Params, for peer: ClientPeer) throws -> (items: [Int], answer: JSONValue) {
         _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
@@ -206,7 +209,7 @@ struct RequestRouter: Sendable {
             let url = try Self.mediaURL(text, sources.input)
             try sources.check(url)
             if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
-                for entry in try Self.playlistEntries(url, kind: kind) {
+                for entry in try playlistEntries(url, kind: kind, for: peer) {
                     try sources.check(entry.url)
                     entries.append(entry)
                 }
@@ -220,19 +223,18 @@ struct RequestRouter: Sendable {
         return (added.items.map(\.id), ["items": .array(items), "version": JSONValue(added.version)])
     }
 
-    /// A playlist file's entries (the caller checks each against the source policy).
-    static func playlistEntries(_ url: URL, kind: PlaylistFile.Kind) throws -> [(url: URL, title: String?)] {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw RPC.Failure(.invalidParams, "invalid params: cannot read playlist \(url.path)")
-        }
-        let text = String(decoding: data, as: UTF8.self)
-        let parsed: [PlaylistEntry]
-        do throws(PlaylistError) {
-            parsed = try PlaylistFile.parse(text, kind: kind, directory: url.deletingLastPathComponent())
+    /// A playlist file's entries, read for the client that named it (see `PlaylistReader`;
+    /// the caller checks each entry against the source policy).
+    private func playlistEntries(_ url: URL, kind: PlaylistFile.Kind, for peer: ClientPeer) throws -> [(url: URL, title: String?)] {
+        do throws(PlaylistReader.Refusal) {
+            let parsed = try PlaylistReader.entries(at: url.path, kind: kind, for: peer, sources: sources, served: nil)
+            return parsed.map { ($0.url, $0.title) }
         } catch {
-            throw RPC.Failure(.invalidParams, "invalid params: playlist \(url.path): \(error.message)")
+            switch error.kind {
+            case .denied: throw PlayerError.failed(PlaybackError(.permissionDenied, error.message))
+            case .missing, .unreadable: throw RPC.Failure(.invalidParams, "invalid params: cannot read \(error.message)")
+            }
         }
-        return parsed.map { ($0.url, $0.title) }
     }
 
     private func changed(_ transition: PlaybackTransition) -> JSONValue {

@@ -81,6 +81,8 @@ struct MPDCall: Sendable {
     let permission: MPDPermission
     /// The tags this client asked for (`tagtypes`).
     var tags: MPDTags = .all
+    /// Who asked: a file the client names is read only if it could read it itself.
+    var peer = ClientPeer(credentials: nil, description: "")
 
     var player: Player { environment.player }
     var arguments: [String] { request.arguments }

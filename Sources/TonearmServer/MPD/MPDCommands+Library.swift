@@ -53,7 +53,7 @@ extension MPDCommands {
         }),
         MPDCommand("load", .control, 1...3, .later { call throws(MPDError) in
             let library = call.environment.library
-            var entries = try await library.perform { () throws(MPDError) in try library.playlistEntries(call[0]) }
+            var entries = try await library.perform { () throws(MPDError) in try library.playlistEntries(call[0], for: call.peer) }
             if call.count >= 2 {
                 // A range beyond the playlist is cut to it, as MPD does.
                 let range = try call.range(1)
@@ -133,7 +133,7 @@ extension MPDCommands {
         let library = environment.library
         return try await library.perform { () throws(MPDError) in
             var r = MPDResponse()
-            for entry in try library.playlistEntries(call[0]) {
+            for entry in try library.playlistEntries(call[0], for: call.peer) {
                 let uri = library.uri(for: entry.url)
                 var info = stat()
                 if withTags, stat(entry.url.path, &info) == 0 {

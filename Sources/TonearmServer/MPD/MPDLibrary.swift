@@ -200,32 +200,32 @@ final class MPDLibrary: Sendable {
     }
 
     /// The entries of a stored playlist (`name`, its .m3u in the music directory) or of a
-    /// playlist file a URI names.
-    func playlistEntries(_ name: String) throws(MPDError) -> [(url: URL, title: String?)] {
+    /// playlist file a URI names, read for `peer` (see `PlaylistReader`).
+    func playlistEntries(_ name: String, for peer: ClientPeer) throws(MPDError) -> [(url: URL, title: String?)] {
         var candidates: [URL] = []
         if Self.isPlaylist(name) { candidates.append(try url(forURI: name)) }
         if let root, !name.contains("/") {
             candidates += [root + "/" + name + ".m3u", root + "/" + name + ".m3u8"].map { URL(fileURLWithPath: $0) }
         }
-        guard let file = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0.path) }) else {
-            throw MPDError(.noExist, "No such playlist")
+        for file in candidates {
+            guard let kind = PlaylistFile.kind(forPath: file.path) else { continue }
+            let entries: [PlaylistEntry]
+            do throws(PlaylistReader.Refusal) {
+                entries = try PlaylistReader.entries(at: file.path, kind: kind, for: peer, sources: sources,
+                                                     served: root.map(MediaRoots.resolve))
+            } catch {
+                switch error.kind {
+                case .missing: continue
+                case .denied: throw MPDError(.permission, error.message)
+                case .unreadable: throw MPDError(.playlistLoad, "Failed to load playlist \(name): \(error.message)")
+                }
+            }
+            return try entries.map { entry throws(MPDError) in
+                try checkSource(entry.url)
+                return (entry.url, entry.title)
+            }
         }
-        try checkSource(file)
-        guard let kind = PlaylistFile.kind(forPath: file.path) else { throw MPDError(.noExist, "No such playlist") }
-        let entries: [PlaylistEntry]
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            throw MPDError(.playlistLoad, "Failed to read playlist \(name)")
-        }
-        do throws(PlaylistError) {
-            entries = try PlaylistFile.parse(String(decoding: data, as: UTF8.self), kind: kind,
-                                             directory: file.deletingLastPathComponent())
-        } catch {
-            throw MPDError(.playlistLoad, "Failed to load playlist \(name): \(error.message)")
-        }
-        return try entries.map { entry throws(MPDError) in
-            try checkSource(entry.url)
-            return (entry.url, entry.title)
-        }
+        throw MPDError(.noExist, "No such playlist")
     }
 
     /// `input.protocols` and `input.roots` confine MPD clients as they confine JSON-RPC clients.

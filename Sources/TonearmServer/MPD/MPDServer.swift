@@ -28,13 +28,13 @@ final class MPDServer: Sendable {
         let environment = self.environment
         let logger = self.logger
         let limits = settings.limits
-        let serve: @Sendable (any Channel, AccessPolicy.Level, String) -> EventLoopFuture<Void> = { channel, access, peer in
+        let serve: @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void> = { channel, access, peer in
             channel.eventLoop.makeCompletedFuture {
                 let session = MPDSession(environment: environment, access: access, logger: logger, peer: peer,
                                          eventLoop: channel.eventLoop, allocator: channel.allocator)
                 try channel.pipeline.syncOperations.addHandlers(
                     ByteToMessageHandler(LineDecoder(maxLength: Self.maxLineLength, keepsEmptyLines: true)),
-                    OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer))
+                    OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description))
             }
         }
         let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in

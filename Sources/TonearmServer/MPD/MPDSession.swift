@@ -16,7 +16,7 @@ final class MPDSession: RequestSession {
     private let environment: MPDEnvironment
     private let access: AccessPolicy.Level
     private let logger: Logger
-    private let peer: String
+    let peer: ClientPeer
     private let eventLoop: any EventLoop
     private let allocator: ByteBufferAllocator
 
@@ -34,7 +34,7 @@ final class MPDSession: RequestSession {
     /// Commands refused to this client, each logged once.
     private var refusalsLogged: Set<String> = []
 
-    init(environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger, peer: String,
+    init(environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger, peer: ClientPeer,
          eventLoop: any EventLoop, allocator: ByteBufferAllocator) {
         self.environment = environment
         self.access = access
@@ -157,7 +157,7 @@ final class MPDSession: RequestSession {
                     send(response)
                     return .answered
                 }
-                let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags)
+                let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer)
                 switch command.body {
                 case .now(let body):
                     do throws(MPDError) {
