@@ -27,8 +27,9 @@ let package = Package(
         // What glibc has and Swift's Glibc module leaves out (thread names).
         .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
-        // A lock-guarded value that ThreadSanitizer can see (see Locked.swift). Pure Swift.
-        .target(name: "TonearmSync"),
+        // A lock-guarded value ThreadSanitizer can see (Locked.swift), a stream fan-out, and the
+        // daemon's named threads (NamedThread, WorkerThread, JobThread).
+        .target(name: "TonearmSync", dependencies: ["CLinux"]),
         // Pure core: the playback state machine. No I/O, no clocks, no C.
         .target(name: "TonearmCore", dependencies: ["TonearmSync"]),
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
@@ -53,7 +54,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer",
+            "TonearmServer", "TonearmSync",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,4 +1,5 @@
 import Foundation
+import TonearmSync
 
 /// The decoder thread, one for the engine's life: opens items, decodes them into chunks for the
 /// pipe, serves seeks, and decodes the next item ahead while the current one plays. Everything
@@ -93,7 +94,7 @@ extension EngineControl {
     var readResumeLevel: Double { outputLeadSeconds + fillTarget / 10 }
 
     func startDecoderThread() {
-        Self.startThread(named: "tonearm-decoder") { [self] in runDecoder() }
+        NamedThread.start("tonearm-decoder") { [self] in runDecoder() }
     }
 
     private func runDecoder() {

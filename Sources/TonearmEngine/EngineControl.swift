@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import TonearmSync
 
 /// Which of a file's ReplayGain values set its gain (`replay_gain.mode`).
 public enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
@@ -171,17 +172,6 @@ final class EngineControl: @unchecked Sendable {
 
     /// Track time advances this many seconds per wall-clock second.
     var speed: Double { clock.speed }
-
-    /// Starts a thread whose name `top -H`, `perf` and /proc show (Foundation's `Thread.name`
-    /// does not reach the kernel here, so it is set from inside).
-    static func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread {
-            _ = tonearm_name_current_thread(name)
-            body()
-        }
-        thread.name = name
-        thread.start()
-    }
 
     // MARK: Helpers for code that holds the lock.
 

@@ -1,4 +1,5 @@
 import Foundation
+import TonearmSync
 
 /// The output thread, one for the engine's life: the only code that opens, configures, writes,
 /// pauses, recovers, closes and reopens the device. It takes chunks from the pipe's head, acts
@@ -56,7 +57,7 @@ extension EngineControl {
     }
 
     func startOutputThread() {
-        Self.startThread(named: "tonearm-output") { [self] in runOutput() }
+        NamedThread.start("tonearm-output") { [self] in runOutput() }
     }
 
     private func runOutput() {

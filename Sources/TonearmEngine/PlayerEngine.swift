@@ -24,11 +24,6 @@ public final class PlayerEngine: Sendable {
 
     deinit { shutdown() }
 
-    /// Starts a thread named for `top -H`, `perf` and /proc, for the player's own workers.
-    public static func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
-        EngineControl.startThread(named: name, body)
-    }
-
     // MARK: Observation
 
     /// Observes one property. Callbacks run on the engine's delivery thread, in the order

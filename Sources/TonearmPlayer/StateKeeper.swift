@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmSync
 
 /// Keeps the state file up to date, on a thread of its own ("tonearm-state"), never on the
 /// audio path's threads: after every change (queue, current item, transition, volume, ReplayGain)
@@ -41,7 +42,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         transitionsTask = Task { [weak self] in
             for await _ in stream { self?.playerChanged() }
         }
-        PlayerEngine.startThread(named: "tonearm-state") { [self] in run() }
+        NamedThread.start("tonearm-state") { [self] in run() }
     }
 
     public func playerChanged() {

@@ -10,7 +10,7 @@ final class TagReader: Sendable {
 
     init() {
         let work = self.work
-        PlayerEngine.startThread(named: "tonearm-tags") { while work.step() {} }
+        NamedThread.start("tonearm-tags") { while work.step() {} }
     }
 
     deinit { work.shutdown() }

@@ -3,6 +3,7 @@
 import Glibc
 #endif
 import TonearmEngine
+import TonearmSync
 
 /// Swift concurrency's executors for the daemon: the main thread as the main executor, and two
 /// threads of our own as the default (global) executor, both with timers for `Task.sleep`.
@@ -51,7 +52,7 @@ final class JobLoop: MainExecutor, TaskExecutor, SchedulingExecutor, @unchecked 
         ready.reserveCapacity(64)
         serial = threads == 0
         for index in 0..<threads {
-            PlayerEngine.startThread(named: "tonearm-async-\(index)") { [self] in work() }
+            NamedThread.start("tonearm-async-\(index)") { [self] in work() }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import TonearmEngine
+import TonearmSync
 
 /// One long-lived thread for blocking work the MPD front-end hands it in order: reading
 /// directories and tags for `lsinfo`, `listall`, `add` of a directory. File I/O never runs on the

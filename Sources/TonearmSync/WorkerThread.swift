@@ -23,7 +23,7 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
 
     public init(name: String, perform: @escaping @Sendable (Item) -> Void) {
         self.perform = perform
-        EngineControl.startThread(named: name) { [self] in run() }
+        NamedThread.start(name) { [self] in run() }
     }
 
     /// Queues `item` behind every item queued before it (any thread). After `finish` nobody
