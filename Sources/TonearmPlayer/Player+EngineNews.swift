@@ -1,0 +1,177 @@
+import Foundation
+import Logging
+import TonearmCore
+import TonearmEngine
+import TonearmSync
+
+/// The engine's news, on its delivery thread (`tonearm-events`): the adapter turns each event
+/// into the state machine's actions, and the queue, the waiters and the next item follow.
+extension Player {
+    // MARK: Engine news
+
+    func handle(_ event: EngineEvent) {
+        model.withLock { m in
+            let previous = m.context.currentItem
+            let actions = EngineEventAdapter.actions(for: event, context: &m.context)
+            for action in actions { machine.send(action) }
+            switch event {
+            case .opened(let id, let info):
+                if m.queueIDs[id] != nil { m.media[id] = info }
+            case .ready(let id):
+                guard id == m.context.currentItem else { return }
+                m.failuresInRow = 0
+                announceItem(id, m)
+                if m.playOnReady.remove(id) != nil { _ = try? playNow(&m) }
+                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .ready(engineID: id))
+                refreshNext(&m)
+            case .started(let id):
+                guard actions.contains(.didAdvance) else { return }
+                advance(from: previous, to: id, &m)
+            case .failed(let id, let failure):
+                itemFailed(id, PlaybackError(failure), &m)
+            case .didPlayToEnd(let id):
+                guard id == m.context.currentItem, let current = m.queueIDs[id] else { return }
+                // Nothing followed in the engine; if the queue has a next item now (it changed as
+                // the item ended), it plays.
+                let next = m.queue.next(after: current)
+                endOneshot(&m)
+                if next != current, m.queue.finish(current) { publishQueue(m) }
+                if let next {
+                    open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
+                }
+            case .seekCompleted(let id, let token, let position):
+                guard id == m.context.currentItem, token > 0 else { return }
+                let done = m.seekWaiters.filter { $0.token <= token }
+                m.seekWaiters.removeAll { $0.token <= token }
+                let landed = SeekOutcome.landed(position: Self.shown(position), state: machine.currentState)
+                for waiter in done { waiter.continuation.resume(returning: landed) }
+            case .deviceLost(_, let failure, _):
+                if actions.contains(.deviceLost) { m.interruption = failure.message }
+            case .deviceRestored(let id, _, _):
+                if id == m.context.currentItem { m.interruption = nil }
+            case .bufferingEnded(let id, _):
+                if id == m.context.currentItem, actions.isEmpty == false { m.interruption = nil }
+            case .streamTitle(let id, let title):
+                m.media[id]?.title = title.title
+                m.media[id]?.artist = title.artist
+                if let queueID = m.queueIDs[id] {
+                    queueEvents.yield(.metadata(id: queueID, title: title.title, artist: title.artist))
+                }
+            case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting:
+                break
+            }
+        }
+    }
+
+    /// The engine joined `id` to the previous item: the queue moves on (lock held).
+    func advance(from previous: Int?, to id: Int, _ m: inout Model) {
+        m.failuresInRow = 0
+        guard let queueID = m.queueIDs[id] else { return }
+        let before = m.queue.version
+        let finished = previous.flatMap { m.queueIDs[$0] }
+        guard m.queue.item(id: queueID) != nil else {
+            // It was removed from the queue as it was joined: play what follows now instead.
+            if let finished, let next = m.queue.next(after: finished) {
+                open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
+            } else {
+                machine.send(.stop)
+                stopEngine(&m)
+            }
+            return
+        }
+        try? m.queue.advance(from: finished, to: queueID)
+        endOneshot(&m)
+        m.queueIDs = m.queueIDs.filter { $0.key == id }
+        m.media = m.media.filter { $0.key == id }
+        m.pendingNextQueueID = nil
+        m.reasons[id] = .advance
+        if m.queue.version != before { publishQueue(m) }
+        announceItem(id, m)
+        refreshNext(&m)
+    }
+
+    /// `single` in its oneshot form lasts until the item it was set for has ended (lock held).
+    func endOneshot(_ m: inout Model) {
+        guard m.queue.options.single, m.queue.options.oneshot else { return }
+        var options = m.queue.options
+        options.single = false
+        options.oneshot = false
+        m.queue.setOptions(options, randomSeed: m.randomSeed)
+        settingsEvents.yield(.queueOptions)
+        changeObserver?.playerChanged()
+    }
+
+    /// An engine item failed: the current one (a load's answer, or a queue skip) or the one
+    /// named to follow it (skipped before it is heard). Lock held.
+    func itemFailed(_ id: Int, _ error: PlaybackError, _ m: inout Model) {
+        if id == m.context.currentItem {
+            if let queueID = m.queueIDs[id] { queueEvents.yield(.itemFailed(id: queueID, kind: error.kind, message: error.message)) }
+            logger.warning("item failed", metadata: ["error": "\(error)"])
+            guard m.context.skipsFailures, !error.isDeviceFailure else {
+                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .failed(error))
+                for waiter in m.seekWaiters { waiter.continuation.resume(returning: .failed(error)) }
+                m.seekWaiters = []
+                m.context.pendingNext = nil
+                m.pendingNextQueueID = nil
+                engine.stop()
+                return
+            }
+            // A queue skips what cannot play, and ends cleanly when nothing in it can.
+            m.failuresInRow += 1
+            let waiter = m.loadWaiters.removeValue(forKey: id)
+            // Failed on the way to playing, or while playing (a dropped stream, damage mid-file):
+            // the queue plays on.
+            let state = machine.currentState
+            let playing = m.playOnReady.contains(id) || state == .playing || state.isResumingPlaying
+            if let failed = m.queueIDs[id], m.failuresInRow < m.queue.items.count,
+               let next = m.queue.userNext(after: failed) {
+                open(&m, queueID: next, start: 0, skipsFailures: true, play: playing, reason: .end, waiter: waiter)
+            } else {
+                // Stopped first, then answered: the answer's reader sees the state it led to.
+                m.failuresInRow = 0
+                machine.send(.stop)
+                stopEngine(&m)
+                waiter?.resume(returning: .failed(error))
+            }
+        } else if id == m.context.pendingNext, let failed = m.queueIDs[id] {
+            queueEvents.yield(.itemFailed(id: failed, kind: error.kind, message: error.message))
+            m.failuresInRow += 1
+            m.context.pendingNext = nil
+            m.pendingNextQueueID = nil
+            refreshNext(&m, after: failed)
+        }
+    }
+
+    /// Names to the engine the item to join after the current one, when it changed (lock held).
+    /// `after` skips from a queue item that failed before it was heard.
+    func refreshNext(_ m: inout Model, after skipped: Int? = nil) {
+        guard let current = m.context.currentItem, let currentQueueID = m.queueIDs[current] else { return }
+        switch machine.currentState {
+        case .idle, .loading, .failed: return
+        default: break
+        }
+        var wanted = m.queue.next(after: skipped ?? currentQueueID)
+        if wanted != nil, m.failuresInRow >= max(m.queue.items.count, 1) { wanted = nil }
+        if wanted == m.pendingNextQueueID, skipped == nil, m.context.pendingNext != nil || wanted == nil { return }
+        if let wanted, let item = m.queue.item(id: wanted) {
+            m.nextEngineID += 1
+            let engineID = m.nextEngineID
+            guard engine.setNext(engineItem(engineID, item, m), after: current) else { return }
+            if let old = m.context.pendingNext { m.queueIDs.removeValue(forKey: old) }
+            m.queueIDs[engineID] = wanted
+            m.reasons[engineID] = .advance
+            m.context.pendingNext = engineID
+            m.pendingNextQueueID = wanted
+        } else {
+            guard engine.setNext(nil, after: current) else { return }
+            if let old = m.context.pendingNext { m.queueIDs.removeValue(forKey: old) }
+            m.context.pendingNext = nil
+            m.pendingNextQueueID = nil
+        }
+    }
+
+    func announceItem(_ engineID: Int, _ m: Model) {
+        guard let queueID = m.queueIDs[engineID], let item = m.queue.item(id: queueID) else { return }
+        queueEvents.yield(.item(id: queueID, url: item.url, reason: m.reasons[engineID] ?? .user))
+    }
+}

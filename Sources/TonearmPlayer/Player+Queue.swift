@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import TonearmCore
+import TonearmEngine
+import TonearmSync
+
+/// Queue edits: add, remove, move, clear, options, shuffle. Each tells the engine what follows
+/// the current item when that changed (`refreshNext`).
+extension Player {
+    // MARK: The queue
+
+    /// Adds entries at `position` (nil: the end); with `play`, plays the first of them.
+    public func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(PlayerError) -> (items: [QueueItem], version: Int) {
+        try model.withLock { m throws(PlayerError) in
+            let added: [QueueItem]
+            do throws(QueueError) { added = try m.queue.add(entries, at: position) } catch { throw PlayerError(error) }
+            if !added.isEmpty {
+                tags.request(added.map(\.url))
+                publishQueue(m)
+                refreshNext(&m)
+            }
+            return (added, m.queue.version)
+        }
+    }
+
+    public func remove(ids: [Int]) throws(PlayerError) -> Int {
+        try model.withLock { m throws(PlayerError) in
+            let currentRemoved = m.queue.currentID.map(ids.contains) ?? false
+            let position = m.queue.currentID.flatMap { m.queue.position(of: $0) }
+            let before = m.queue.version
+            do throws(QueueError) { try m.queue.remove(ids: ids) } catch { throw PlayerError(error) }
+            if m.queue.version != before { publishQueue(m) }
+            if currentRemoved, machine.currentState.isActive || isLoading {
+                // The item being heard is gone: what now sits in its place plays, in the same play state.
+                if let position, position < m.queue.items.count {
+                    let state = machine.currentState
+                    let playing = state == .playing || state.isResumingPlaying
+                    open(&m, queueID: m.queue.items[position].id, start: 0, skipsFailures: true, play: playing,
+                         reason: .user, waiter: nil)
+                } else {
+                    machine.send(.stop)
+                    stopEngine(&m)
+                }
+            } else {
+                refreshNext(&m)
+            }
+            return m.queue.version
+        }
+    }
+
+    var isLoading: Bool {
+        if case .loading = machine.currentState { return true }
+        return false
+    }
+
+    public func move(id: Int, to position: Int) throws(PlayerError) -> Int {
+        try model.withLock { m throws(PlayerError) in
+            let before = m.queue.version
+            do throws(QueueError) { try m.queue.move(id: id, to: position) } catch { throw PlayerError(error) }
+            if m.queue.version != before {
+                publishQueue(m)
+                refreshNext(&m)
+            }
+            return m.queue.version
+        }
+    }
+
+    /// Empties the queue and stops.
+    public func clear() -> Int {
+        model.withLock { m in
+            let before = m.queue.version
+            m.queue.clear()
+            if m.queue.version != before { publishQueue(m) }
+            if machine.currentState != .idle {
+                machine.send(.stop)
+                stopEngine(&m)
+            }
+            return m.queue.version
+        }
+    }
+
+    public func setOptions(_ change: (inout QueueOptions) -> Void) -> QueueOptions {
+        model.withLock { m in
+            var options = m.queue.options
+            change(&options)
+            let before = m.queue.version
+            m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
+            m.queue.setOptions(options, randomSeed: m.randomSeed)
+            if m.queue.version != before {
+                publishQueue(m)
+                settingsEvents.yield(.queueOptions)
+                refreshNext(&m)
+            }
+            return m.queue.options
+        }
+    }
+
+    /// Reorders the items at the positions in `range` (nil: all) at random, for good (MPD's
+    /// `shuffle`); returns the queue's version.
+    public func shuffle(_ range: Range<Int>? = nil) throws(PlayerError) -> Int {
+        try model.withLock { m throws(PlayerError) in
+            let before = m.queue.version
+            m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
+            do throws(QueueError) { try m.queue.shuffle(range, seed: m.randomSeed) } catch { throw PlayerError(error) }
+            if m.queue.version != before {
+                publishQueue(m)
+                refreshNext(&m)
+            }
+            return m.queue.version
+        }
+    }
+}

@@ -1,0 +1,300 @@
+import Foundation
+import Logging
+import TonearmCore
+import TonearmEngine
+import TonearmSync
+
+/// Loading, jumping through the queue, play, pause, stop, seek and retry: the user's commands
+/// that move playback. Each runs inside the player lock (see `Player`).
+extension Player {
+    // MARK: Loading and jumping
+
+    /// Replaces the queue with `url` and loads it; returns once it is ready (or playing, with
+    /// `play`) with the state that led to, or throws why not.
+    public func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+        guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
+        logger.info("load", metadata: ["url": "\(url.path)"])
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
+            model.withLock { m in
+                m.queue.clear()
+                guard let added = try? m.queue.add([(url: url, title: nil)]), let item = added.first else {
+                    continuation.resume(returning: .failed(PlaybackError(.internal, "cannot queue \(url)")))
+                    return
+                }
+                publishQueue(m)
+                tags.request([url])
+                open(&m, queueID: item.id, start: start, skipsFailures: false, play: false, reason: .user,
+                     waiter: continuation)
+            }
+        }
+        return try await settle(outcome, url: url, play: play)
+    }
+
+    /// Plays queue item `id` (a jump, from `start` seconds), or with nil: resumes, or starts the
+    /// queue when stopped. Returns the state this led to, once the item plays.
+    public func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
+        enum Start { case done(PlaybackTransition), jump(Int), failure(PlayerError) }
+        let step: Start = model.withLock { m in
+            if let id {
+                guard m.queue.item(id: id) != nil else { return .failure(.invalid("no queue item with id \(id)")) }
+                return .jump(id)
+            }
+            let from = machine.currentState
+            if case .idle = from, let first = m.queue.currentID ?? m.queue.first { return .jump(first) }
+            do throws(PlayerError) { return .done(try playNow(&m)) } catch { return .failure(error) }
+        }
+        switch step {
+        case .failure(let error): throw error
+        case .done(let transition): return (transition, nil, transition.to)
+        case .jump(let id):
+            let loaded = try await jump(to: id, play: true, reason: .user, start: max(0, start))
+            return (nil, loaded.media, loaded.state)
+        }
+    }
+
+    /// Goes to the next queue item (`next`): playing goes on playing it; otherwise it is loaded,
+    /// `ready`. At the end of the queue, stops.
+    public func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        let target: Int?? = model.withLock { m in
+            guard let current = m.queue.currentID else { return .some(m.queue.first) }
+            return .some(m.queue.userNext(after: current))
+        }
+        guard let id = target ?? nil else {
+            _ = try stop()
+            return (nil, machine.currentState)
+        }
+        return try await jump(to: id, play: nil, reason: .user)
+    }
+
+    /// Goes to the previous queue item; at the start of the queue, restarts the current one.
+    public func previous() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        let target: Int? = model.withLock { m in
+            guard let current = m.queue.currentID else { return m.queue.first }
+            return m.queue.previous(before: current) ?? current
+        }
+        guard let id = target else { throw .invalid("the queue is empty") }
+        return try await jump(to: id, play: nil, reason: .user)
+    }
+
+    /// Opens queue item `id`; `play` nil keeps the current play state. A file that fails is
+    /// skipped (an `item_failed` event) and the queue goes on.
+    func jump(to id: Int, play: Bool?, reason: ItemReason, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
+            model.withLock { m in
+                let state = machine.currentState
+                let playing = play ?? (state == .playing || state.isResumingPlaying)
+                open(&m, queueID: id, start: start, skipsFailures: true, play: playing, reason: reason, waiter: continuation)
+            }
+        }
+        switch outcome {
+        case .ready(let engineID):
+            let media = model.withLock { $0.media[engineID] }
+            return (media, machine.currentState)
+        case .failed(let error): throw .failed(error)
+        case .superseded: throw .superseded(by: machine.currentState)
+        case .refused(let error): throw error
+        }
+    }
+
+    /// Turns a load's outcome into its answer (and plays, when asked).
+    func settle(_ outcome: LoadOutcome, url: URL, play: Bool) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+        switch outcome {
+        case .failed(let error):
+            logger.warning("load failed", metadata: ["url": "\(url.path)", "error": "\(error)"])
+            throw .failed(error)
+        case .superseded:
+            throw .superseded(by: machine.currentState)
+        case .refused(let error):
+            throw error
+        case .ready(let engineID):
+            let result: Result<(MediaInfo, PlaybackState), PlayerError> = model.withLock { m in
+                guard let media = m.media[engineID], m.context.currentItem == engineID else {
+                    return .failure(.superseded(by: machine.currentState))
+                }
+                guard play else { return .success((media, .ready)) }
+                do throws(PlayerError) {
+                    return .success((media, try playNow(&m).to))
+                } catch .rejected(.failed(let error), _) {
+                    // It failed between ready and play (damage found early in the stream): that is the answer.
+                    return .failure(.failed(error))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            return try result.get()
+        }
+    }
+
+    /// Opens queue item `queueID` as the current item (lock held). Earlier waiting commands are
+    /// answered as superseded.
+    func open(_ m: inout Model, queueID: Int, start: Double, skipsFailures: Bool, play: Bool,
+                      reason: ItemReason, waiter: CheckedContinuation<LoadOutcome, Never>?) {
+        guard let item = m.queue.item(id: queueID) else {
+            waiter?.resume(returning: .failed(PlaybackError(.invalidRequest, "no queue item with id \(queueID)")))
+            return
+        }
+        supersedeWaiters(&m)
+        m.nextEngineID += 1
+        let engineID = m.nextEngineID
+        m.context.currentItem = engineID
+        m.context.pendingNext = nil
+        m.context.expectedSeekToken = nil
+        m.context.skipsFailures = skipsFailures
+        m.pendingNextQueueID = nil
+        m.queueIDs = [engineID: queueID]
+        m.media = m.media.filter { $0.key == engineID }
+        m.reasons = [engineID: reason]
+        m.playOnReady = play ? [engineID] : []
+        m.interruption = nil
+        if let waiter { m.loadWaiters[engineID] = waiter }
+        let before = m.queue.version
+        try? m.queue.setCurrent(queueID)
+        if m.queue.version != before { publishQueue(m) }
+        machine.send(.load(item.url))
+        engine.open(engineItem(engineID, item, m), startAt: start)
+    }
+
+    func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {
+        EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue))
+    }
+
+    /// ReplayGain `auto`: an item takes its album gain when the item before or after it in play
+    /// order has the same album tag (an album played through keeps its own dynamics).
+    func sharesAlbumWithNeighbour(_ item: QueueItem, _ queue: PlayQueue) -> Bool {
+        guard let album = tags.tags(for: item.url)?.album, !album.isEmpty else { return false }
+        let neighbours = [queue.previous(before: item.id), queue.next(after: item.id)]
+        return neighbours.contains { id in
+            guard let id, id != item.id, let other = queue.item(id: id) else { return false }
+            return tags.tags(for: other.url)?.album == album
+        }
+    }
+
+    public func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
+
+    /// Answers every waiting load and seek: a newer command replaced them (lock held).
+    func supersedeWaiters(_ m: inout Model) {
+        for waiter in m.loadWaiters.values { waiter.resume(returning: .superseded) }
+        m.loadWaiters = [:]
+        for waiter in m.seekWaiters { waiter.continuation.resume(returning: .superseded) }
+        m.seekWaiters = []
+    }
+
+    // MARK: Play, pause, stop, seek
+
+    /// Returns the transition this command made; `didChangeState` is false when it was accepted
+    /// but changed nothing (play while playing). Its `to` is the state this command led to, even
+    /// if the engine has moved on since (a short file may already have ended).
+    @discardableResult
+    public func play() throws(PlayerError) -> PlaybackTransition {
+        try model.withLock { m throws(PlayerError) in try playNow(&m) }
+    }
+
+    func playNow(_ m: inout Model) throws(PlayerError) -> PlaybackTransition {
+        try perform(.play, &m) { from, m in
+            if from == .ended {
+                m.nextSeekToken += 1
+                engine.seek(to: 0, token: -m.nextSeekToken, playing: true)
+            }
+            m.context.intent = engine.play()
+        }
+    }
+
+    /// Reaches the engine even when already paused: a pause while the device is lost must keep
+    /// the device's return from resuming playback.
+    @discardableResult
+    public func pause() throws(PlayerError) -> PlaybackTransition {
+        try model.withLock { m throws(PlayerError) in
+            try perform(.pause, &m, evenUnchanged: true) { _, m in m.context.intent = engine.pause() }
+        }
+    }
+
+    @discardableResult
+    public func stop() throws(PlayerError) -> PlaybackTransition {
+        try model.withLock { m throws(PlayerError) in
+            try perform(.stop, &m) { _, m in stopEngine(&m) }
+        }
+    }
+
+    /// Lock held.
+    func stopEngine(_ m: inout Model) {
+        supersedeWaiters(&m)
+        m.context.currentItem = nil
+        m.context.pendingNext = nil
+        m.context.expectedSeekToken = nil
+        m.pendingNextQueueID = nil
+        m.playOnReady = []
+        m.queueIDs = [:]
+        m.interruption = nil
+        engine.stop()
+    }
+
+    /// Seeks and returns the new position and the state the seek settled in, once the engine has landed there.
+    public func seek(to position: Double, relative: Bool = false) async throws(PlayerError) -> (position: Double, state: PlaybackState) {
+        guard position.isFinite else { throw .invalid("position must be a finite number of seconds") }
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<SeekOutcome, Never>) in
+            model.withLock { m in
+                let current = m.context.currentItem
+                let heard = engine.heard
+                var target = relative ? (heard.itemID == current ? heard.seconds : 0) + position : position
+                // Every finite position clamps to [0, duration] (to the longest position there
+                // is when the duration is unknown).
+                target = min(max(0, target), SavedPlayerState.maximumPosition)
+                if let current, let duration = m.media[current]?.duration { target = min(target, duration) }
+                let from = machine.currentState
+                if let current, m.media[current]?.isLive == true {
+                    continuation.resume(returning: .rejected(.invalid("cannot seek in a live stream (state \(from.name))")))
+                    return
+                }
+                guard let transition = machine.send(.seek(to: target)) else {
+                    continuation.resume(returning: .rejected(.rejected(state: from, action: .seek(to: target))))
+                    return
+                }
+                m.nextSeekToken += 1
+                let token = m.nextSeekToken
+                m.context.expectedSeekToken = token
+                var playing = false
+                if case .seeking(_, let previous) = transition.to { playing = previous == .playing }
+                guard engine.seek(to: target, token: token, playing: playing) != nil else {
+                    continuation.resume(returning: .superseded)
+                    return
+                }
+                m.seekWaiters.append((token, continuation))
+            }
+        }
+        switch outcome {
+        case .landed(let position, let state): return (position, state)
+        case .failed(let error): throw .failed(error)
+        case .superseded: throw .superseded(by: machine.currentState)
+        case .rejected(let error): throw error
+        }
+    }
+
+    /// Retries the item that failed (a recoverable failure only), as a new load of it.
+    public func retry() async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
+            model.withLock { m in
+                let from = machine.currentState
+                guard let current = m.queue.currentID else {
+                    continuation.resume(returning: .refused(.invalid("nothing to retry")))
+                    return
+                }
+                guard machine.send(.retry) != nil else {
+                    continuation.resume(returning: .refused(.rejected(state: from, action: .retry)))
+                    return
+                }
+                open(&m, queueID: current, start: 0, skipsFailures: false, play: false, reason: .user, waiter: continuation)
+            }
+        }
+        let url = queue.current?.url ?? URL(fileURLWithPath: "/")
+        return try await settle(outcome, url: url, play: false)
+    }
+
+    /// Sends a user action (lock held); when accepted and it changes the state, runs `engineCall`.
+    func perform(_ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
+                         _ engineCall: (PlaybackState, inout Model) -> Void) throws(PlayerError) -> PlaybackTransition {
+        let from = machine.currentState
+        guard let transition = machine.send(action) else { throw .rejected(state: from, action: action) }
+        if transition.didChangeState || evenUnchanged { engineCall(from, &m) }
+        return transition
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import TonearmCore
+import TonearmEngine
+import TonearmSync
+
+/// Everything `status` reports.
+public struct PlayerStatus: Sendable, Equatable {
+    public var state: PlaybackState
+    public var position: Double
+    /// Seconds of decoded audio ahead of what is heard (a network source's buffer fill).
+    public var buffered: Double
+    public var duration: Double?
+    public var media: MediaInfo?
+    public var output: OutputConfiguration
+    public var interruption: String?
+    /// Queue item ids: the one being heard (or loaded), and the one that follows it.
+    public var current: Int?
+    public var next: Int?
+    public var queueVersion: Int
+    public var volume: Int
+    public var replayGain: ReplayGainSettings
+}
+
+/// Why a new item starts being heard (the `item` event).
+public enum ItemReason: String, Sendable {
+    /// The previous item ended and this one joined it (gapless where the formats allow).
+    case advance
+    /// A user's command (load, play with an id, next, previous, …).
+    case user
+    /// Playback went on after an item failed or after the queue changed as an item ended.
+    case end
+}
+
+/// News about the queue for clients (`queue` and `item` events).
+public enum QueueEvent: Sendable, Equatable {
+    case queue(version: Int)
+    case item(id: Int, url: URL, reason: ItemReason)
+    case itemFailed(id: Int, kind: PlaybackError.Kind, message: String)
+    /// A stream's title changed, as it is heard (ICY StreamTitle).
+    case metadata(id: Int, title: String, artist: String?)
+}
+
+/// News about the player's settings (MPD's `mixer` and `options` subsystems).
+public enum SettingsEvent: Sendable, Equatable {
+    case volume(Int)
+    /// repeat, random, single, consume
+    case queueOptions
+    case replayGain
+}
+
+extension PlaybackState {
+    /// Seeking or buffering on the way back to playing.
+    var isResumingPlaying: Bool {
+        switch self {
+        case .seeking(_, .playing), .buffering(.playing): true
+        default: false
+        }
+    }
+}
+
+extension PlayerError {
+    init(_ error: QueueError) {
+        switch error {
+        case .unknownID(let id): self = .invalid("no queue item with id \(id)")
+        case .positionOutOfRange(let position, let count):
+            self = .invalid("position \(position) is out of range (the queue has \(count) items)")
+        }
+    }
+}
