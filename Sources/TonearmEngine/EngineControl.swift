@@ -236,7 +236,6 @@ final class EngineControl: @unchecked Sendable {
             }
             snapshot.mediaInfo = info
             snapshot.duration = info?.duration
-            snapshot.currentTime = position
         }
     }
 }

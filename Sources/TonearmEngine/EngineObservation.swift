@@ -19,13 +19,10 @@ public struct EngineSnapshot: Sendable, Equatable {
     public var itemID: Int = 0
     public var status: EngineStatus = .unknown
     public var timeControlStatus: TimeControlStatus = .paused
-    /// Updated at discontinuities (load, seek, pause, end, item change) and, while playing, at
-    /// each new second of the track, at most twice a second of wall time; `PlayerEngine.currentTime` reads the exact position at any time.
-    public var currentTime: Double = 0
     public var duration: Double?
     public var mediaInfo: MediaInfo?
-    public var isPlaybackBufferEmpty: Bool = true
-    public var isPlaybackLikelyToKeepUp: Bool = false
+    // No position: it moves every sample, and is read when asked (`PlayerEngine.currentTime`),
+    // never published (a publication per second woke the delivery thread for no reader).
 }
 
 /// What happened, in the order it happened, each about one named engine item. This is the one

@@ -51,10 +51,7 @@ extension EngineControl {
                              EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
                              intent: intent))
         }
-        publish {
-            $0.timeControlStatus = .paused
-            $0.currentTime = heard.seconds
-        }
+        publish { $0.timeControlStatus = .paused }
         closeDevice(&state)
     }
 
@@ -116,10 +113,7 @@ extension EngineControl {
         state.announcedLoss = nil
         post(.deviceRestored(itemID: itemID, resumes: true, intent: intent))
         if playRequested {
-            publish {
-                $0.timeControlStatus = .playing
-                $0.isPlaybackLikelyToKeepUp = true
-            }
+            publish { $0.timeControlStatus = .playing }
         }
     }
 

@@ -20,11 +20,6 @@ extension EngineControl {
         var device: (any OutputDevice)?
         var devicePaused = false
         var waitingReported = false
-        var lastPublishedSecond = -1
-        /// When the position was last published: a device without a clock plays minutes in a
-        /// second, and a publication each track second would keep the delivery thread busy
-        /// for nothing (`engine.currentTime` reads the exact position at any time).
-        var lastPublishedAt = -Double.infinity
         /// Pacing clock: frames counted from `paceAnchor`, consumed at rate × speed.
         var paceAnchor = 0.0
         var pacedFrames = 0
@@ -165,8 +160,6 @@ extension EngineControl {
         state.waitingReported = true
         publish {
             $0.timeControlStatus = .waitingToPlay
-            $0.isPlaybackBufferEmpty = true
-            $0.isPlaybackLikelyToKeepUp = false
         }
         post(.bufferingStarted(itemID: itemID, intent: intent))
     }
@@ -251,8 +244,6 @@ extension EngineControl {
             publish {
                 $0.status = .readyToPlay
                 $0.timeControlStatus = .paused
-                $0.isPlaybackBufferEmpty = false
-                $0.isPlaybackLikelyToKeepUp = true
             }
             post(.ready(itemID: head.itemID))
         case .seek(let token):
@@ -348,11 +339,7 @@ extension EngineControl {
         lock.lock()
         state.devicePaused = inPlace
         if !inPlace { rewindToHeard(now: now) }
-        let position = clock.position(now: now)
-        publish {
-            $0.timeControlStatus = .paused
-            $0.currentTime = position.seconds
-        }
+        publish { $0.timeControlStatus = .paused }
         return true
     }
 
@@ -375,10 +362,7 @@ extension EngineControl {
         state.waitingReported = false
         // A device back from a loss is not playing until it proved itself (`confirmRestore`).
         guard state.unconfirmedRestore == nil else { return }
-        publish {
-            $0.timeControlStatus = .playing
-            $0.isPlaybackLikelyToKeepUp = true
-        }
+        publish { $0.timeControlStatus = .playing }
     }
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
@@ -451,11 +435,7 @@ extension EngineControl {
             playRequested = false
             confirmRestore(&state, itemID: ended)
             post(.didPlayToEnd(itemID: ended))
-            let position = Double(heard.frame) / Double(heard.sampleRate)
-            publish {
-                $0.timeControlStatus = .paused
-                $0.currentTime = position
-            }
+            publish { $0.timeControlStatus = .paused }
             return
         }
         if state.waitingReported {
@@ -491,11 +471,7 @@ extension EngineControl {
         guard let device = state.device else { return }
         if state.waitingReported {
             state.waitingReported = false
-            publish {
-                $0.timeControlStatus = .playing
-                $0.isPlaybackBufferEmpty = false
-                $0.isPlaybackLikelyToKeepUp = true
-            }
+            publish { $0.timeControlStatus = .playing }
             post(.bufferingEnded(itemID: head.itemID, intent: intent))
         }
         let format = head.format
@@ -549,13 +525,6 @@ extension EngineControl {
             }
             crossBorders(now: writtenAt)
             announceTitleIfHeard(&state, now: writtenAt)
-            let position = clock.position(now: writtenAt)
-            let second = Int(position.seconds)
-            if second != state.lastPublishedSecond, writtenAt - state.lastPublishedAt >= 0.5 {
-                state.lastPublishedSecond = second
-                state.lastPublishedAt = writtenAt
-                publish { $0.currentTime = Double(second) }
-            }
         case .recovered:
             post(.underrun(itemID: head.itemID))
         case .lost(let reason):

@@ -212,7 +212,6 @@ public final class PlayerEngine: Sendable {
                 snapshot.timeControlStatus = .paused
                 snapshot.mediaInfo = nil
                 snapshot.duration = nil
-                snapshot.currentTime = 0
             }
         }
     }
