@@ -470,6 +470,16 @@ final class MediaDecoder {
     private func noteMetadataUpdate(_ context: UnsafeMutablePointer<AVFormatContext>) {
         guard context.pointee.event_flags & AVFMT_EVENT_FLAG_METADATA_UPDATED != 0 else { return }
         context.pointee.event_flags &= ~AVFMT_EVENT_FLAG_METADATA_UPDATED
+        // FFmpeg adds each block's keys to the context's metadata and never removes one: a
+        // station that sends ever-new keys grows it without end, and each copy into it is
+        // linear in its size (a core's worth after a minute). Only StreamTitle and StreamUrl are
+        // kept.
+        var kept: OpaquePointer?
+        for key in ["StreamTitle", "StreamUrl"] {
+            if let entry = av_dict_get(context.pointee.metadata, key, nil, 0) { av_dict_set(&kept, key, entry.pointee.value, 0) }
+        }
+        av_dict_free(&context.pointee.metadata)
+        context.pointee.metadata = kept
         guard let entry = av_dict_get(context.pointee.metadata, "StreamTitle", nil, 0) else { return }
         let title = String(cString: entry.pointee.value)
         guard title != streamTitle, !title.isEmpty else { return }
