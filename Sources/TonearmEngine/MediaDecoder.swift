@@ -228,8 +228,10 @@ final class MediaDecoder {
         info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
                 rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
 
-        let seekable = (context.pointee.pb?.pointee.seekable ?? 0) & AVIO_SEEKABLE_NORMAL != 0
-        isLive = isNetwork && (duration == nil || !seekable)
+        // Live means without end: no duration and no length. A file on a server that cannot
+        // seek (no ranges) still has an end, where it ends; it is not rejoined from its start.
+        let length = context.pointee.pb.map { avio_size($0) } ?? -1
+        isLive = isNetwork && duration == nil && length <= 0
         packet = av_packet_alloc()
         frame = av_frame_alloc()
         scratchCapacityFrames = 8192

@@ -233,6 +233,27 @@ extension DaemonTests.DaemonNetworkTests {
 }
 
 extension DaemonTests.DaemonNetworkTests {
+    /// A file on a simple web server (a length, no ranges, as `python3 -m http.server`) has an
+    /// end: it is not live, plays once to its end and is not fetched again (the outside passes'
+    /// issue, §5).
+    @Test func aFileWithoutRangesEndsAtItsEnd() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        server.route("/tone.mp3", .fileWithoutRanges(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg"))
+        let (daemon, client) = try start(dir, extra: ["--pace"])
+        defer { withExtendedLifetime(daemon) {} }
+        let load = try client.call("load", ["url": server.url("/tone.mp3"), "play": true], timeout: 15)
+        #expect(load.stateName == "playing", "\(load)")
+        let media = try #require(load.result?["media"] as? [String: Any])
+        #expect(media["live"] as? Bool != true, "\(media)")
+        let ended = try waitForStatus(client, timeout: 15) { ["ended", "failed"].contains($0.name ?? "") }
+        #expect(ended.name == "ended", "\(ended)")
+        #expect((ended["position"] as? Double ?? 99) <= 3.1, "\(ended)")
+        #expect(server.requests.filter { $0.path == "/tone.mp3" }.count == 1, "\(server.requests)")
+    }
+
     /// ICY metadata whose every block carries new key names (the outside passes' issue, §6):
     /// the daemon's cost stays flat as the blocks come, instead of growing with every key FFmpeg
     /// has ever seen.

@@ -15,6 +15,9 @@ public final class TestHTTPServer: @unchecked Sendable {
     public enum Route: Sendable {
         /// The file's bytes, with Content-Length, Accept-Ranges and Range.
         case file(path: String, contentType: String)
+        /// The file's bytes with Content-Length but no ranges (`Range` ignored, no Accept-Ranges),
+        /// as `python3 -m http.server` serves them.
+        case fileWithoutRanges(path: String, contentType: String)
         /// The file's bytes in a loop without end, `bytesPerSecond` at a time, no length: a radio.
         case live(path: String, contentType: String, bytesPerSecond: Int)
         /// `live`, with ICY metadata as Shoutcast and Icecast send it to a client that asks
@@ -137,6 +140,10 @@ public final class TestHTTPServer: @unchecked Sendable {
             }
         case .file(let filePath, let contentType):
             serveFile(fd, filePath, contentType: contentType, range: range, cut: cut)
+        case .fileWithoutRanges(let filePath, let contentType):
+            guard let data = FileManager.default.contents(atPath: filePath) else { return }
+            guard send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(data.count)\r\nConnection: close\r\n\r\n") else { return }
+            send(fd, data)
         case .live(let filePath, let contentType, let rate):
             serveLive(fd, filePath, contentType: contentType, bytesPerSecond: rate, cut: cut)
         case .liveICY(let filePath, let contentType, let rate, let metaint, let titles):
