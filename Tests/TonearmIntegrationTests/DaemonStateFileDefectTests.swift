@@ -212,6 +212,30 @@ extension DaemonTests {
             #expect(try client.call("status").stateName == "idle")
             #expect(daemon.terminate() == 0)
         }
+
+        /// The outside passes' issue, §8: SIGTERM while the resume still waits on a server that
+        /// answers with endless headers is a graceful stop (exit 0, the state kept), not the
+        /// signal's default action.
+        @Test func sigtermDuringASlowResumeStopsGracefully() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let server = try TestHTTPServer()
+            defer { server.stop() }
+            server.route("/headers", .endlessHeaders)
+            let state = dir.path("state")
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            try stateJSON(position: "0", url: server.url("/headers"), playback: "playing")
+                .write(toFile: state + "/state.json", atomically: false, encoding: .utf8)
+            let config = dir.path("tonearmd.toml")
+            try "[input]\ntimeout_ms = 30000\n[state]\nresume = \"playing\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let (daemon, client) = try start(state, ["--config", config])
+            #expect(try client.call("status").result?["current"] as? Int == 0)
+            #expect(daemon.terminate() == 0, "\(daemon.log)")
+            #expect(daemon.log.contains("shutting down"), "\(daemon.log)")
+            let (again, restarted) = try start(state)
+            #expect(try ids(restarted) == [0], "the queue was kept")
+            #expect(again.terminate() == 0)
+        }
     }
 }
 
