@@ -21,6 +21,10 @@ public struct InputConfiguration: Sendable, Equatable {
     public var caFile: String
 
     public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
+    /// `input.roots`, resolved: a local file is opened only if the file opened lies inside one
+    /// (empty: any file the daemon can read). Checked again on the file opened, not only when
+    /// an item is queued.
+    public var roots: [String] = []
 
     public init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
                 timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300, tlsVerify: Bool = true,

@@ -103,7 +103,16 @@ final class MediaDecoder {
         }
         isNetwork = InputConfiguration.isNetwork(url)
         if isNetwork { Self.networkInit }
-        if url.isFileURL { try Self.checkRegularReadableFile(path) }
+        // A local file is opened here first, and FFmpeg is handed that open file
+        // (/proc/self/fd/N names the same inode): `input.roots` is checked on the file actually
+        // opened, so a file swapped for a link after it was queued cannot lead outside them.
+        var localFile: Int32 = -1
+        defer { if localFile >= 0 { close(localFile) } }
+        if url.isFileURL {
+            try Self.checkRegularReadableFile(path)
+            localFile = try Self.openInsideRoots(path, roots: input.roots)
+        }
+        let openPath = localFile >= 0 ? "/proc/self/fd/\(localFile)" : path
 
         let interrupt = AVIOInterruptCB(callback: { opaque in
             guard let opaque else { return 0 }
@@ -127,7 +136,7 @@ final class MediaDecoder {
         av_dict_set(&options, "probesize", isNetwork ? "262144" : "5000000", 0)
         av_dict_set(&options, "analyzeduration", isNetwork ? "1000000" : "5000000", 0)
         av_dict_set(&options, "protocol_whitelist", isNetwork ? input.networkWhitelist : input.ffmpegWhitelist, 0)
-        let openResult = avformat_open_input(&context, path, nil, &options)
+        let openResult = avformat_open_input(&context, openPath, nil, &options)
         av_dict_free(&options)
         guard openResult >= 0, let context else {
             // A context FFmpeg freed on failure leaves the connection to us.
@@ -330,6 +339,34 @@ final class MediaDecoder {
         guard av_opt_get(UnsafeMutableRawPointer(pb), "location", AV_OPT_SEARCH_CHILDREN, &value) >= 0, let value else { return nil }
         defer { av_free(value) }
         return String(cString: value)
+    }
+
+    /// Opens a local file for reading and, with `roots`, refuses it unless the file opened (its
+    /// path as the kernel names the descriptor) lies inside one.
+    private static func openInsideRoots(_ path: String, roots: [String]) throws(EngineFailure) -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT, ENOTDIR: throw EngineFailure(.fileNotFound, "no such file: \(path)")
+            case EACCES: throw EngineFailure(.permissionDenied, "permission denied: \(path)")
+            default: throw EngineFailure(.ioError, "cannot open \(path): \(String(cString: strerror(code)))")
+            }
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw EngineFailure(.unsupportedFormat, "is not a regular file: \(path)")
+        }
+        guard !roots.isEmpty else { return fd }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        let opened = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        guard roots.contains(where: { opened == $0 || opened.hasPrefix($0 == "/" ? "/" : $0 + "/") }) else {
+            close(fd)
+            throw EngineFailure(.permissionDenied, "\(path) is outside input.roots (it is \(opened.isEmpty ? "unknown" : opened))")
+        }
+        return fd
     }
 
     /// Only regular files are opened: opening a FIFO blocks until a writer comes (no timeout or

@@ -182,6 +182,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                         return path
                     }
                     config.security.roots = MediaRoots(roots)
+                    config.input.roots = config.security.roots.paths
                 case "protocols":
                     let supported = InputConfiguration.supportedProtocols
                     guard let array = value.array else { throw Invalid("\(source): input.protocols must be an array of protocol names") }

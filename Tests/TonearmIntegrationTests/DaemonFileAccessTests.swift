@@ -63,6 +63,33 @@ extension DaemonTests {
             #expect(try mpd.command("listplaylist \"\(dir.path("x.m3u"))\"").values("file").count == 2)
         }
 
+        /// §6: `input.roots` is checked on the file opened when the item plays, not only when it
+        /// was added: a file inside a root, swapped for a link to one outside after it was
+        /// queued, is refused, and nothing of the outside file is heard.
+        @Test func aFileSwappedForALinkAfterItWasQueuedIsRefused() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let music = dir.path("music"), outside = dir.path("outside")
+            try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+            let song = music + "/song.wav"
+            try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: song)
+            try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: outside + "/secret.wav")
+            let config = dir.path("tonearmd.toml")
+            try "[input]\nroots = [\"\(music)\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--config", config])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            #expect(try client.call("add", ["urls": [song]]).result != nil)
+            try FileManager.default.removeItem(atPath: song)
+            #expect(symlink(outside + "/secret.wav", song) == 0)
+            let play = try client.call("play", ["id": 0])
+            #expect(play.errorData?["kind"] as? String == "permission_denied" || play.stateName != "playing", "\(play)")
+            usleep(300_000)
+            #expect(readWholeFile(dir.path("out.raw")).isEmpty, "nothing of the outside file was heard")
+            #expect(daemon.log.contains("outside input.roots"), "\(daemon.log)")
+        }
+
         /// §7: with `input.roots`, a playlist link that flips between a playlist inside the roots
         /// and one outside never yields the outside one's entries: the roots are checked on the
         /// file opened, and the entries read from it.
