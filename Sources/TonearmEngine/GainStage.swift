@@ -7,7 +7,8 @@ import Foundation
 struct GainStage {
     /// The gain applied to the last frame written.
     private(set) var current: Double = 1
-    /// Set when sound starts anew (play, resume, a new run): nothing is heard to ramp from, so
+    /// Set when sound starts anew (play, resume, a new run; the output thread's `startConsuming`,
+    /// like every field here: the stage is `OutputState.gain`, the output thread's alone): nothing is heard to ramp from, so
     /// the first frame is already at the target. A volume set while stopped or paused is then in
     /// force from the first sample instead of ramping down from the level before it.
     private var settles = true

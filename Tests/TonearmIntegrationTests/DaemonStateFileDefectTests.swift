@@ -33,6 +33,21 @@ extension DaemonTests {
             #"{"format":1,"playback":"\#(playback)","position":\#(position),"volume":50,"replayGainMode":"off","replayGainPreampDB":0,"queue":{"items":[{"id":0,"url":"\#(url)"}],"currentID":0,"nextID":1,"version":1,"options":{"repeat":false,"single":false,"consume":false,"random":false},"shuffleOrder":[],"rng":{"state":0}}}"#
         }
 
+        /// A state directory whose saved current item, playing, is on `server` answering with
+        /// endless headers, and a config that resumes it playing with `timeoutMilliseconds`.
+        private func slowStationSaved(_ dir: TemporaryDirectory, _ server: TestHTTPServer,
+                                      timeoutMilliseconds: Int) throws -> (state: String, config: String) {
+            server.route("/headers", .endlessHeaders)
+            let state = dir.path("state")
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            try stateJSON(position: "0", url: server.url("/headers"), playback: "playing")
+                .write(toFile: state + "/state.json", atomically: false, encoding: .utf8)
+            let config = dir.path("tonearmd.toml")
+            try "[input]\ntimeout_ms = \(timeoutMilliseconds)\n[state]\nresume = \"playing\"\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            return (state, config)
+        }
+
         /// After a state was set aside: the daemon serves, empty, and saves a good state again.
         private func expectStartsEmptyAndSavesAgain(_ state: String, _ daemon: DaemonProcess, _ client: LineClient) throws {
             #expect(try client.call("ping")["result"] as? String == "pong")
@@ -192,13 +207,7 @@ extension DaemonTests {
             defer { dir.remove() }
             let server = try TestHTTPServer()
             defer { server.stop() }
-            server.route("/headers", .endlessHeaders)
-            let state = dir.path("state")
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            try stateJSON(position: "0", url: server.url("/headers"), playback: "playing")
-                .write(toFile: state + "/state.json", atomically: false, encoding: .utf8)
-            let config = dir.path("tonearmd.toml")
-            try "[input]\ntimeout_ms = 8000\n[state]\nresume = \"playing\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let (state, config) = try slowStationSaved(dir, server, timeoutMilliseconds: 8000)
             let started = Date()
             let (daemon, client) = try start(state, ["--config", config])
             let serving = Date().timeIntervalSince(started)
@@ -221,13 +230,7 @@ extension DaemonTests {
             defer { dir.remove() }
             let server = try TestHTTPServer()
             defer { server.stop() }
-            server.route("/headers", .endlessHeaders)
-            let state = dir.path("state")
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            try stateJSON(position: "0", url: server.url("/headers"), playback: "playing")
-                .write(toFile: state + "/state.json", atomically: false, encoding: .utf8)
-            let config = dir.path("tonearmd.toml")
-            try "[input]\ntimeout_ms = 30000\n[state]\nresume = \"playing\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let (state, config) = try slowStationSaved(dir, server, timeoutMilliseconds: 30000)
             let (daemon, client) = try start(state, ["--config", config])
             #expect(try client.call("status").result?["current"] as? Int == 0)
             #expect(daemon.terminate() == 0, "\(daemon.log)")
