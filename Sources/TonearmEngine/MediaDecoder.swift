@@ -90,11 +90,14 @@ final class MediaDecoder {
 
     /// A source read over the network (http, https): buffered, reconnected, never stat-checked.
     let isNetwork: Bool
+    /// How long a network request may take to answer (`input.timeout_ms`).
+    private let networkTimeout: Double
     /// A network source with no end and no seeking (a radio stream): it is rejoined, not resumed.
     private(set) var isLive = false
 
     init(url: URL, input: InputConfiguration = InputConfiguration(), cancellation: CancellationFlag) throws(EngineFailure) {
         self.cancellation = cancellation
+        networkTimeout = input.timeoutSeconds
         FFmpegLog.install
         let path = url.isFileURL ? url.path : url.absoluteString
         let scheme = InputConfiguration.scheme(of: url)
@@ -583,10 +586,17 @@ final class MediaDecoder {
         guard let context = formatContext, let codec = codecContext else { return }
         let seconds = Double(target) / Double(outputFormat.sampleRate)
         let timestamp = streamStart + Int64(seconds / av_q2d(streamTimeBase))
+        // Over the network a seek is a new request: it is bounded like the first open, so a
+        // server that trickles its answer's headers cannot hold it for ever.
+        if isNetwork { cancellation.setDeadline(secondsFromNow: networkTimeout) }
+        defer { if isNetwork { cancellation.setDeadline(secondsFromNow: nil) } }
         var rc = avformat_seek_file(context, streamIndex, Int64.min, timestamp, timestamp, 0)
-        if rc < 0 { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_BACKWARD) }
-        if rc < 0 { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_ANY) }
+        if rc < 0 && !cancellation.shouldInterrupt { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_BACKWARD) }
+        if rc < 0 && !cancellation.shouldInterrupt { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_ANY) }
         guard rc >= 0 else {
+            if isNetwork && cancellation.shouldInterrupt && !cancellation.isCancelled {
+                throw EngineFailure(.network, "seek to \(seconds) s: the server did not answer within \(networkTimeout) s")
+            }
             throw EngineFailure(.decodeFailed, "seek to \(seconds) s failed: \(FFmpegError.describe(rc))")
         }
         avcodec_flush_buffers(codec)

@@ -18,6 +18,9 @@ public final class TestHTTPServer: @unchecked Sendable {
         /// The file's bytes with Content-Length but no ranges (`Range` ignored, no Accept-Ranges),
         /// as `python3 -m http.server` serves them.
         case fileWithoutRanges(path: String, contentType: String)
+        /// `file`, except that a request for a range from past the first MiB gets header lines,
+        /// one every half second (each read is answered well within any timeout), for ever.
+        case fileTricklingRanges(path: String, contentType: String)
         /// The file's bytes in a loop without end, `bytesPerSecond` at a time, no length: a radio.
         case live(path: String, contentType: String, bytesPerSecond: Int)
         /// `live`, with ICY metadata as Shoutcast and Icecast send it to a client that asks
@@ -139,6 +142,18 @@ public final class TestHTTPServer: @unchecked Sendable {
                 usleep(2_000)
             }
         case .file(let filePath, let contentType):
+            serveFile(fd, filePath, contentType: contentType, range: range, cut: cut)
+        case .fileTricklingRanges(let filePath, let contentType):
+            if let range, range.hasPrefix("bytes="),
+               let from = Int(range.dropFirst("bytes=".count).prefix { $0 != "-" }), from > 1 << 20 {
+                guard send(fd, "HTTP/1.1 206 Partial Content\r\n") else { return }
+                var count = 0
+                while send(fd, "X-Filler-\(count): \(String(repeating: "x", count: 60))\r\n") {
+                    count += 1
+                    usleep(500_000)
+                }
+                return
+            }
             serveFile(fd, filePath, contentType: contentType, range: range, cut: cut)
         case .fileWithoutRanges(let filePath, let contentType):
             guard let data = FileManager.default.contents(atPath: filePath) else { return }
