@@ -125,7 +125,7 @@ final class ClientSession: Sendable {
     func logRefusal(method: String) {
         let first = refusalsLogged.withLock { $0.count < 64 && $0.insert(method).inserted }
         guard first else { return }
-        logger.warning("refused a command", metadata: ["protocol": "json-rpc", "peer": "\(peer)", "method": "\(method)"])
+        RefusalLog.warn(logger, "refused a command", ["protocol": "json-rpc", "peer": "\(peer)", "method": "\(method)"])
     }
 
     /// The client has subscribed to events: it waits for news, and its silence is expected.

@@ -221,6 +221,22 @@ extension DaemonTests {
             #expect(refusals.contains { $0.contains("command=setvol") && $0.contains("uid=65534") && $0.contains("pid=") },
                     "\(refusals)")
             #expect(refusals.contains { $0.contains("method=clear") && $0.contains("uid=65534") }, "\(refusals)")
+
+            // A flood of clients, each refused once: the journal gets at most 20 lines a minute
+            // of them, then one saying the rest are left out.
+            let flood = """
+                import socket, sys
+                for _ in range(60):
+                    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(5)
+                    f = s.makefile('rwb'); f.readline()
+                    f.write(b'clear\\n'); f.flush(); f.readline(); s.close()
+                """
+            let flooded = try runTool("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                           "/usr/bin/python3", "-c", flood, daemon.mpdSocketPath], timeout: 30)
+            #expect(flooded.status == 0, "\(flooded.output)")
+            let lines = daemon.log.components(separatedBy: "\n")
+            #expect(lines.filter { $0.contains("refused a command") }.count == 20, "\(lines.count) lines")
+            #expect(lines.filter { $0.contains("more refused commands") }.count == 1)
         }
     }
 }

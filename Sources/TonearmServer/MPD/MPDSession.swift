@@ -211,7 +211,7 @@ final class MPDSession: RequestSession {
     /// of refused commands writes one line each).
     private func logRefusal(_ command: String, _ error: MPDError) {
         guard error.code == .permission, refusalsLogged.count < 64, refusalsLogged.insert(command).inserted else { return }
-        logger.warning("refused a command", metadata: ["protocol": "mpd", "peer": "\(peer)", "command": "\(command)"])
+        RefusalLog.warn(logger, "refused a command", ["protocol": "mpd", "peer": "\(peer)", "command": "\(command)"])
     }
 
     private enum ConnectionOutcome { case done, failed, close, idle, notMine }
