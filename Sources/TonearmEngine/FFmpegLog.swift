@@ -7,13 +7,7 @@ import TonearmSync
 /// packet (thousands of "Header missing" lines a second), which would flood the journal of a
 /// box nobody looks at; the failures that matter reach clients as `failed` reasons anyway.
 enum FFmpegLog {
-    private static let window = 10.0
-    private static let linesPerWindow = 20
-    private struct Budget {
-        var windowStart = 0.0
-        var lines = 0
-    }
-    private static let budget = Locked(Budget())
+    private static let budget = Locked(RateBudget(limit: 20, window: 10))
 
     /// The threads watching for what FFmpeg's tls protocol says while they open a connection,
     /// and what it said (its error lines are the only place a failed verification is told
@@ -63,18 +57,15 @@ enum FFmpegLog {
     /// Writes one formatted line to stderr, within the budget.
     private static func write(_ line: UnsafePointer<CChar>) {
         let now = EngineLock.now()
-        let verdict: Int = budget.withLock { budget in
-            if now - budget.windowStart >= window { budget = Budget(windowStart: now, lines: 0) }
-            budget.lines += 1
-            return budget.lines <= linesPerWindow ? 1 : (budget.lines == linesPerWindow + 1 ? 0 : -1)
-        }
-        guard verdict >= 0 else { return }
-        if verdict == 0 {
-            let notice = "(further FFmpeg messages suppressed for up to \(Int(window)) s)\n"
+        switch budget.withLock({ $0.admit(at: now) }) {
+        case .admitted:
+            _ = Glibc.write(2, line, strlen(line))
+        case .firstLeftOut:
+            let notice = "(further FFmpeg messages suppressed for up to \(Int(budget.withLock { $0.window })) s)\n"
             _ = notice.withCString { Glibc.write(2, $0, strlen($0)) }
-            return
+        case .leftOut:
+            break
         }
-        _ = Glibc.write(2, line, strlen(line))
     }
 
 }
