@@ -37,11 +37,17 @@ extension Player {
                     } catch {}
                 }
             }
-            let playback: SavedPlayerState.Playback = switch state {
+            var playback: SavedPlayerState.Playback = switch state {
             case .playing, .seeking(_, .playing), .buffering(.playing): .playing
             case .loading: m.playOnReady.isEmpty ? .paused : .playing
             case .ready, .paused, .seeking, .buffering: .paused
             case .idle, .ended, .failed: .stopped
+            }
+            let notLoadedYet: Bool = if case .loading = state { true } else { state == .idle }
+            if let pending = m.pendingResume, pending.itemID == m.queue.currentID, notLoadedYet {
+                // The resume at start has not loaded the item yet: it stands where it stood.
+                playback = pending.playback
+                position = pending.position
             }
             return SavedPlayerState(queue: queue, playback: playback, position: position, volume: m.volume,
                                     replayGain: m.replayGain)
@@ -50,9 +56,12 @@ extension Player {
 
     /// Brings back a saved state at start, at once: the queue, volume and ReplayGain. No I/O.
     /// `resume(_:mode:)` then loads the current item, in the background of a serving daemon.
-    public func restore(_ saved: SavedPlayerState) {
+    public func restore(_ saved: SavedPlayerState, resuming mode: ResumeMode) {
         model.withLock { m in
             m.queue = saved.queue
+            if mode != .off, let current = saved.queue.currentID, saved.playback != .stopped {
+                m.pendingResume = (current, saved.playback, saved.position)
+            }
             m.volume = saved.volume
             engine.setVolume(Self.factor(saved.volume))
             if let replayGain = saved.replayGain {
@@ -69,6 +78,11 @@ extension Player {
     /// and the queue goes on; a slow network source delays nothing but this. A user's command
     /// that moved playback elsewhere meanwhile is left alone.
     public func resume(_ saved: SavedPlayerState, mode: ResumeMode) async {
+        // Done loading (or not to be loaded): from here the state as it is is the one to keep.
+        defer {
+            model.withLock { $0.pendingResume = nil }
+            changeObserver?.playerChanged()
+        }
         guard mode != .off, let current = saved.queue.currentID, saved.playback != .stopped,
               queue.currentID == current, state == .idle else { return }
         let play = mode == .playing && saved.playback == .playing

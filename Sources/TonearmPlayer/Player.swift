@@ -73,6 +73,10 @@ public final class Player: Sendable {
         var volume: Int
         var replayGain: ReplayGainSettings
         var randomSeed: UInt64 = 0x5EED
+        /// Where playback stood at the last stop, until the resume at start has loaded it: saved
+        /// as it was meanwhile, so a stop before the resume is done loses neither play/pause nor
+        /// the position.
+        var pendingResume: (itemID: Int, playback: SavedPlayerState.Playback, position: Double)?
     }
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,

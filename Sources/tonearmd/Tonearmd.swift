@@ -166,7 +166,7 @@ struct Tonearmd: AsyncParsableCommand {
             logger.warning("cannot lock the state directory; the state may not be saved", metadata: ["error": "\(error)"])
         }
         defer { withExtendedLifetime(stateLock) {} }
-        let saved = restoreState(player, from: stateFile, logger: logger)
+        let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         let keeper = saved.writable
             ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil
         keeper?.start()
@@ -205,7 +205,7 @@ struct Tonearmd: AsyncParsableCommand {
     /// item). A file that cannot be a state, or cannot be read, is moved aside and the daemon
     /// starts empty: a bad file never stops it (no crash loop), and is never written over. Where
     /// it cannot even be moved, the daemon runs without saving (`writable` false).
-    private func restoreState(_ player: Player, from file: StateFile, logger: Logger)
+    private func restoreState(_ player: Player, from file: StateFile, resume: ResumeMode, logger: Logger)
         -> (state: SavedPlayerState?, writable: Bool) {
         switch file.load() {
         case .none:
@@ -213,7 +213,7 @@ struct Tonearmd: AsyncParsableCommand {
         case .state(let saved):
             logger.info("resuming", metadata: ["file": "\(file.path)", "items": "\(saved.queue.items.count)",
                                                 "position": "\(saved.position)"])
-            player.restore(saved)
+            player.restore(saved, resuming: resume)
             return (saved, true)
         case .setAside(let reason, let keptAs):
             logger.error("the saved state is unusable; starting empty", metadata: [

@@ -35,12 +35,12 @@ extension DaemonTests {
 
         /// A state directory whose saved current item, playing, is on `server` answering with
         /// endless headers, and a config that resumes it playing with `timeoutMilliseconds`.
-        private func slowStationSaved(_ dir: TemporaryDirectory, _ server: TestHTTPServer,
-                                      timeoutMilliseconds: Int) throws -> (state: String, config: String) {
+        private func slowStationSaved(_ dir: TemporaryDirectory, _ server: TestHTTPServer, timeoutMilliseconds: Int,
+                                      position: String = "0") throws -> (state: String, config: String) {
             server.route("/headers", .endlessHeaders)
             let state = dir.path("state")
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            try stateJSON(position: "0", url: server.url("/headers"), playback: "playing")
+            try stateJSON(position: position, url: server.url("/headers"), playback: "playing")
                 .write(toFile: state + "/state.json", atomically: false, encoding: .utf8)
             let config = dir.path("tonearmd.toml")
             try "[input]\ntimeout_ms = \(timeoutMilliseconds)\n[state]\nresume = \"playing\"\n"
@@ -230,11 +230,15 @@ extension DaemonTests {
             defer { dir.remove() }
             let server = try TestHTTPServer()
             defer { server.stop() }
-            let (state, config) = try slowStationSaved(dir, server, timeoutMilliseconds: 30000)
+            let (state, config) = try slowStationSaved(dir, server, timeoutMilliseconds: 30000, position: "12.5")
             let (daemon, client) = try start(state, ["--config", config])
             #expect(try client.call("status").result?["current"] as? Int == 0)
+            usleep(300_000)  // the state keeper has saved once meanwhile
             #expect(daemon.terminate() == 0, "\(daemon.log)")
             #expect(daemon.log.contains("shutting down"), "\(daemon.log)")
+            // Still where it stood: the resume had not loaded the item, so nothing else was heard.
+            let saved = try String(contentsOfFile: state + "/state.json", encoding: .utf8)
+            #expect(saved.contains(#""playback":"playing""#) && saved.contains(#""position":12.5"#), "\(saved)")
             let (again, restarted) = try start(state)
             #expect(try ids(restarted) == [0], "the queue was kept")
             #expect(again.terminate() == 0)
