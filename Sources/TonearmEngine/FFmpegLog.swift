@@ -33,6 +33,9 @@ enum FFmpegLog {
         // "[tls @ 0x…] Peer certificate failed verification": the words after the prefix.
         let words = line.range(of: "] ").map { String(line[$0.upperBound...]) } ?? line
         let message = words.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Only what verification says ("Peer certificate failed verification", "The
+        // certificate's owner does not match hostname …"), not a reset or an early end.
+        guard message.localizedCaseInsensitiveContains("certificate") else { return }
         tlsWatch.withLock { watch in
             if let noted = watch[thread], noted == nil { watch[thread] = .some(message) }
         }

@@ -106,14 +106,16 @@ final class MediaDecoder {
         }
         isNetwork = InputConfiguration.isNetwork(url)
         if isNetwork { Self.networkInit }
-        // A local file is opened here first, and FFmpeg is handed that open file
-        // (/proc/self/fd/N names the same inode): `input.roots` is checked on the file actually
+        // With `input.roots`, a local file is opened here first and FFmpeg is handed that open
+        // file (/proc/self/fd/N names the same inode): the roots are checked on the file actually
         // opened, so a file swapped for a link after it was queued cannot lead outside them.
         var localFile: Int32 = -1
         defer { if localFile >= 0 { close(localFile) } }
         if url.isFileURL {
             try Self.checkRegularReadableFile(path)
-            localFile = try Self.openInsideRoots(path, roots: input.roots)
+            // Only with roots: FFmpeg then sees a path without the file's extension, which a
+            // few formats are told apart by; without roots it opens the path itself.
+            if !input.roots.isEmpty { localFile = try Self.openInsideRoots(path, roots: input.roots) }
         }
         let openPath = localFile >= 0 ? "/proc/self/fd/\(localFile)" : path
 
@@ -347,7 +349,7 @@ final class MediaDecoder {
     /// Opens a local file for reading and, with `roots`, refuses it unless the file opened (its
     /// path as the kernel names the descriptor) lies inside one.
     private static func openInsideRoots(_ path: String, roots: [String]) throws(EngineFailure) -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let code = errno
             switch code {

@@ -102,7 +102,7 @@ public struct StateFile: Sendable {
     /// grows meanwhile. POSIX calls, not `Data(contentsOf:)`: FoundationEssentials leaks its read
     /// buffer when the file is empty (seen with LSan).
     static func readRegularFile(_ path: String, limit: Int) -> Result<[UInt8], ReadRefusal> {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
             switch errno {
             case ENOENT, ENOTDIR: return .failure(.missing)

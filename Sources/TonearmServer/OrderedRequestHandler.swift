@@ -121,10 +121,12 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         closeIfDone(context: context)
     }
 
-    /// A `.waiting` line's reply is written: the lines behind it go on.
+    /// A `.waiting` line's reply is written: the lines behind it go on, and silence counts
+    /// from now (the idle check lapsed while the reply was awaited).
     func finished() {
         guard let context else { return }
         busy = false
+        heard()
         serveQueued(context: context)
         flushIfNeeded(context: context)
         releaseRead(context: context)
@@ -186,11 +188,17 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         queued.removeAll()
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer ?? ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
+        // A client that never reads would keep the flush, and so the connection, for ever.
+        context.eventLoop.assumeIsolated().scheduleTask(in: limits.idleTimeout ?? .seconds(60)) {
+            channel.close(promise: nil)
+        }
     }
 
     /// Closes now, for a reason worth a log line (bad input, limits).
     func close(because reason: String) {
         guard let context, !closing else { return }
+        // The replies to the lines before this one go out first.
+        flushIfNeeded(context: context)
         closing = true
         queued.removeAll()
         logger.info("closing a client: \(reason)", metadata: ["peer": "\(peer)"])

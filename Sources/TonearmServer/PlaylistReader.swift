@@ -24,7 +24,7 @@ enum PlaylistReader {
     /// files any client may use (the music directory), or nil.
     static func entries(at path: String, kind: PlaylistFile.Kind, for peer: ClientPeer, sources: SourcePolicy,
                         served: String?) throws(Refusal) -> [PlaylistEntry] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let code = errno
             switch code {

@@ -192,6 +192,17 @@ extension DaemonTests {
             #expect(try mpd.command("status")["state"] == "stop")
         }
 
+        /// Lines that arrive together are answered in order, also when a later one closes the
+        /// connection (a command while idle): the replies before it are not dropped.
+        @Test func repliesBeforeAClosingLineAreWritten() throws {
+            let (daemon, music) = try Self.daemon(music: [:])
+            defer { music.remove() }
+            let mpd = try daemon.connectMPD()
+            try mpd.connection.send(raw: Data("ping\nidle\nstatus\n".utf8))
+            #expect(try mpd.connection.readLine(timeout: 5) == "OK", "ping's answer came before the close")
+            #expect(mpd.isClosed(), "a command while idle closes the connection")
+        }
+
         /// The other defects issue's §9: only `scheme://` makes a URI; a name with a colon is a path.
         @Test func aNameWithAColonIsAPathNotAURIScheme() throws {
             let (daemon, music) = try Self.daemon(music: ["Bach: Suite.flac": "tone.flac", "Live: 2020/a.flac": "tone.flac"])
