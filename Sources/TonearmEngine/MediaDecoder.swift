@@ -346,8 +346,8 @@ final class MediaDecoder {
         return String(cString: value)
     }
 
-    /// Opens a local file for reading and, with `roots`, refuses it unless the file opened (its
-    /// path as the kernel names the descriptor) lies inside one.
+    /// Opens a local file for reading and refuses it unless the file opened (its path as the
+    /// kernel names the descriptor) lies inside one of `roots` (called only when there are roots).
     private static func openInsideRoots(_ path: String, roots: [String]) throws(EngineFailure) -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
@@ -363,7 +363,6 @@ final class MediaDecoder {
             close(fd)
             throw EngineFailure(.unsupportedFormat, "is not a regular file: \(path)")
         }
-        guard !roots.isEmpty else { return fd }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
         let opened = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
