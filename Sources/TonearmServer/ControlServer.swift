@@ -68,9 +68,9 @@ public final class ControlServer: Service, Sendable {
     private var sources: SourcePolicy { SourcePolicy(roots: security.roots, input: player.engine.input) }
 
     /// The JSON-RPC control socket as a front-end.
-    private func controlFrontEnd() -> FrontEnd {
+    private func controlFrontEnd(longReplies: LongReplies) -> FrontEnd {
         let maxLineLength = self.maxLineLength
-        let router = RequestRouter(player: player, sources: sources)
+        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies)
         let player = self.player
         let logger = self.logger
         return FrontEnd(
@@ -99,13 +99,15 @@ public final class ControlServer: Service, Sendable {
     }
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
+        let longReplies = LongReplies()
+        defer { longReplies.shutdown() }
         let mpd = mpd.flatMap { settings in
-            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources,
+            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources, longReplies: longReplies,
                                          controlSocket: socketPath, logger: logger) : nil
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.
-        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [controlFrontEnd()]
+        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [controlFrontEnd(longReplies: longReplies)]
         var listeners: [Listener] = []
         do {
             for frontEnd in frontEnds {

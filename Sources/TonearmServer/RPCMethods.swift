@@ -47,7 +47,8 @@ enum RPCMethods {
             guard case .array(let urls)? = request.params.member("urls") else { return false }
             return urls.contains { if case .string(let text) = $0 { PlaylistFile.kind(forPath: text) != nil } else { false } }
         }),
-        RPCMethod("queue", .read, [], .now),
+        // Later for a long queue, to encode it off the event loop (`LongReplies`).
+        RPCMethod("queue", .read, [], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("play", .control, ["id"], .laterWhen { request, player in request.params.member("id") != nil || player.playStartsQueue }),
         RPCMethod("pause", .control, [], .now),
         RPCMethod("stop", .control, [], .now),

@@ -10,6 +10,8 @@ import TonearmProtocol
 struct RequestRouter: Sendable {
     let player: Player
     var sources = SourcePolicy()
+    /// Where a long queue's listing is encoded, off the event loop.
+    var longReplies: LongReplies
     /// `status`, encoded once per change of the player's status.
     let statusEncoding = EncodedOnce<PlayerStatus>()
     static let version = "0.1.0"
@@ -104,9 +106,20 @@ struct RequestRouter: Sendable {
             case .failure(let error): throw error
             }
             return .object(answer)
+        case "queue":
+            // A long queue: encoded off the event loop, which goes on serving the other clients.
+            return await longReplies.encode {
+                var bytes = ByteBuffer()
+                JSONCoding.serialize(queueListing(), into: &bytes)
+                return .encoded(bytes)
+            }
         default:
             throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
         }
+    }
+
+    private func queueListing() -> JSONValue {
+        ProtocolEncoding.queue(player.queue, next: player.status.next, tags: player.tags(for:))
     }
 
     private func immediate(_ request: RPC.Request, session: ClientSession) throws -> JSONValue {
@@ -127,8 +140,7 @@ struct RequestRouter: Sendable {
         case "add":
             return try add(params, for: session.peer).answer
         case "queue":
-            let status = player.status
-            return ProtocolEncoding.queue(player.queue, next: status.next, tags: player.tags(for:))
+            return queueListing()
         case "remove":
             let ids = try params.requiredIntegerArray("ids")
             return ["version": JSONValue(try player.remove(ids: ids))]

@@ -82,6 +82,10 @@ extension DaemonTests {
             let line = front.line(mpd: "playlistinfo", rpc: "queue")
             let sent = flood(abuser.fd, with: line, bytes: 300 * line.utf8.count, seconds: 3)
             #expect(sent == 300 * line.utf8.count, "the requests were all taken in: \(sent)")
+            // Another client is served while the first replies are encoded: off the event loop
+            // (a 10,000-item listing takes it a good part of a second).
+            let meanwhile = try slowestPing(front, daemon, count: 25)
+            #expect(meanwhile < 0.05 * Sanitizer.timeScale, "another client's slowest ping while replies are encoded: \(meanwhile) s")
             // Held back, the daemon encodes a reply or two and then rests, with ~300 unanswered;
             // serving them all would take it minutes of CPU.
             let pid = daemon.process.processIdentifier
@@ -93,8 +97,7 @@ extension DaemonTests {
                 quiet = try ProcessResources.cpuSeconds(pid: pid) - start < 0.05
             }
             #expect(quiet, "the daemon rests while the client does not read")
-            // Another client is served meanwhile. While the one reply is encoded (a 10,000-item
-            // queue) it waits for it: bounded by one reply, not by the 300.
+            // And once it rests, too.
             let slowest = try slowestPing(front, daemon, count: 40)
             let during = try residentMiB(daemon)
             #expect(slowest < 0.05 * Sanitizer.timeScale, "another client's slowest ping: \(slowest) s")
@@ -109,6 +112,45 @@ extension DaemonTests {
                 #expect(after - before < 20, "\(before) → \(after) MiB once the client left")
             }
             #expect(try client.call("ping")["result"] as? String == "pong")
+        }
+
+        /// §1, fairness: a client that reads, and asks for a long listing again and again, costs
+        /// another client's `ping` nothing (each listing is encoded off the event loop).
+        @Test(arguments: Front.allCases)
+        func longListingsLeaveOtherClientsServed(_ front: Front) throws {
+            let daemon = try daemon()
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            try addTenThousandItems(client)
+            let stop = Guarded(false)
+            let listed = Guarded<(count: Int, failure: String?)>((0, nil))
+            let socket = front.socket(daemon)
+            let lister = Thread {
+                do {
+                    let mpd = front == .mpd ? try MPDTestClient(path: socket) : nil
+                    let rpc = front == .jsonRPC ? try LineClient(path: socket) : nil
+                    while !stop.value {
+                        let items = try mpd.map { try $0.command("playlistinfo", timeout: 30).values("file").count }
+                            ?? ((try rpc!.call("queue", timeout: 30)["result"] as? [String: Any])?["items"] as? [Any])?.count
+                        guard items == 10_000 else {
+                            throw LineClient.Failure(description: "a listing had \(items.map(String.init) ?? "no") items")
+                        }
+                        listed.update { $0.count += 1 }
+                    }
+                } catch {
+                    listed.update { $0.failure = "\(error)" }
+                }
+            }
+            lister.start()
+            usleep(200_000)
+            let slowest = try slowestPing(front, daemon, count: 60)
+            stop.value = true
+            let deadline = Date().addingTimeInterval(30 * Sanitizer.timeScale)
+            while !lister.isFinished && Date() < deadline { usleep(50_000) }
+            let result = listed.value
+            #expect(result.failure == nil, "\(result.failure ?? "")")
+            #expect(result.count >= 2, "the lister got \(result.count) listings")
+            #expect(slowest < 0.05 * Sanitizer.timeScale, "another client's slowest ping while listings are encoded: \(slowest) s")
         }
 
         /// §2 and §3: 20 MiB of pings never read, and lines sent behind a command that waits on a

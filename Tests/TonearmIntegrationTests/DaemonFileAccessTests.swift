@@ -109,7 +109,7 @@ extension DaemonTests {
             _ = try daemon.connect()
             let link = music + "/link.m3u"
             #expect(symlink(music + "/inside.m3u", link) == 0)
-            let stop = Atomic(false)
+            let stop = Guarded(false)
             let flipper = Thread {
                 var inside = false
                 while !stop.value {
@@ -134,16 +134,5 @@ extension DaemonTests {
             #expect(leaked == 0, "entries from outside the roots came back \(leaked) times")
             #expect(listed > 0, "the inside playlist was listed too")
         }
-    }
-}
-
-/// A flag for a test's helper thread (tests only).
-private final class Atomic<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

@@ -72,8 +72,8 @@ struct MPDProtocolTests {
 
     private static let environment: MPDEnvironment = {
         let player = Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null")), logger: Logger(label: "test"))
-        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), password: nil,
-                              outputName: "null")
+        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), longReplies: LongReplies(),
+                              password: nil, outputName: "null")
     }()
 
     @Test func rangesParseAsInMPD() throws {

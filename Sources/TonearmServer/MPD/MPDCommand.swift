@@ -17,12 +17,37 @@ enum MPDPermission: Int, Sendable, Comparable {
 /// One command of the MPD front-end: who may run it, how many arguments it takes, and what it
 /// does. Most answer at once on the connection's event loop; those that wait for the engine
 /// (`play`, `seek`, `next`, …) or read the disk (`lsinfo`, …) run in a task and hand their
-/// reply back.
+/// reply back, and so do listings of a long queue.
 struct MPDCommand: Sendable {
+    typealias Now = @Sendable (MPDCall, inout MPDResponse) throws(MPDError) -> Void
+    /// The reply's lines (nil: none), written back on the event loop.
+    typealias Later = @Sendable (MPDCall) async throws(MPDError) -> ByteBuffer?
+
     enum Body: Sendable {
-        case now(@Sendable (MPDCall, inout MPDResponse) throws(MPDError) -> Void)
-        /// The reply's lines (nil: none), written back on the event loop.
-        case later(@Sendable (MPDCall) async throws(MPDError) -> ByteBuffer?)
+        case now(Now)
+        case later(Later)
+        /// A listing of the queue: encoded at once while the queue is short, on
+        /// `LongReplies`' thread (and written back as `later`'s) when it is long.
+        case listing(Now)
+
+        /// When the body runs, for a queue of `queueLength` items.
+        func timing(queueLength: Int, allocator: ByteBufferAllocator) -> Either {
+            switch self {
+            case .now(let body): return .now(body)
+            case .later(let body): return .later(body)
+            case .listing(let listing):
+                guard LongReplies.isLong(queueLength) else { return .now(listing) }
+                return .later { call throws(MPDError) in
+                    try await call.environment.longReplies.encode { () throws(MPDError) in
+                        var lines = MPDResponse(allocator: allocator)
+                        try listing(call, &lines)
+                        return lines.buffer
+                    }
+                }
+            }
+        }
+
+        enum Either { case now(Now), later(Later) }
     }
 
     let name: String

@@ -62,19 +62,19 @@ extension MPDCommands {
             let target = try call.unsigned(1, max: queue.items.count - 1)
             try moveBlock([id], from: from, to: target, call.player)
         }),
-        MPDCommand("playlistinfo", .read, 0...1, .now { call, r throws(MPDError) in
+        MPDCommand("playlistinfo", .read, 0...1, .listing { call, r throws(MPDError) in
             let queue = call.player.queue
             let range = call.count == 1 ? try call.clippedRange(0, count: queue.items.count) : 0..<queue.items.count
             writeSongs(range, call, into: &r)
         }),
-        MPDCommand("playlist", .read, 0...0, .now { call, r in
+        MPDCommand("playlist", .read, 0...0, .listing { call, r in
             // Deprecated in MPD: "POS:file: URI" lines.
             let queue = call.player.queue
             for (position, item) in queue.items.enumerated() {
                 r.add("\(position):file", call.environment.library.uri(for: item.url))
             }
         }),
-        MPDCommand("playlistid", .read, 0...1, .now { call, r throws(MPDError) in
+        MPDCommand("playlistid", .read, 0...1, .listing { call, r throws(MPDError) in
             let queue = call.player.queue
             guard call.count == 1 else {
                 writeSongs(0..<queue.items.count, call, into: &r)
@@ -84,7 +84,7 @@ extension MPDCommands {
             guard let position = queue.position(of: id) else { throw MPDError(.noExist, "No such song") }
             writeSongs(position..<(position + 1), call, into: &r)
         }),
-        MPDCommand("plchanges", .read, 1...2, .now { call, r throws(MPDError) in
+        MPDCommand("plchanges", .read, 1...2, .listing { call, r throws(MPDError) in
             let queue = call.player.queue
             let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
             let status = call.player.status
@@ -93,7 +93,7 @@ extension MPDCommands {
                 call.environment.writeSong(item, position: position, media: item.id == status.current ? status.media : nil, shown: call.tags, into: &r)
             }
         }),
-        MPDCommand("plchangesposid", .read, 1...2, .now { call, r throws(MPDError) in
+        MPDCommand("plchangesposid", .read, 1...2, .listing { call, r throws(MPDError) in
             let queue = call.player.queue
             let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
             for position in try changedPositions(call, queue) where window.contains(position) {

@@ -4,11 +4,12 @@ import TonearmEngine
 import TonearmPlayer
 import TonearmSync
 
-/// What every MPD connection shares: the player, the library, the password, and the counters
+/// What every MPD connection shares: the player, the library, the long replies' thread, the password, and the counters
 /// `stats` reports.
 final class MPDEnvironment: Sendable {
     let player: Player
     let library: MPDLibrary
+    let longReplies: LongReplies
     let password: String?
     let outputName: String
     /// Tells every connection what changed (idle).
@@ -25,9 +26,10 @@ final class MPDEnvironment: Sendable {
     /// since when. Updated from the player's transitions.
     private let playing = Locked<(total: Duration, since: ContinuousClock.Instant?)>((.zero, nil))
 
-    init(player: Player, library: MPDLibrary, password: String?, outputName: String) {
+    init(player: Player, library: MPDLibrary, longReplies: LongReplies, password: String?, outputName: String) {
         self.player = player
         self.library = library
+        self.longReplies = longReplies
         self.password = password
         self.outputName = outputName
     }

@@ -31,10 +31,7 @@ final class MPDLibrary: Sendable {
 
     /// Runs disk work on the library's thread.
     func perform<T: Sendable>(_ job: @escaping @Sendable () throws(MPDError) -> T) async throws(MPDError) -> T {
-        let result: Result<T, MPDError> = await worker.run {
-            do throws(MPDError) { return .success(try job()) } catch { return .failure(error) }
-        }
-        return try result.get()
+        try await worker.run(job)
     }
 
     // MARK: URIs (no disk access)

@@ -14,13 +14,14 @@ final class MPDServer: Sendable {
     /// MPD's input buffer holds 8192 bytes with the newline; a longer line closes the connection.
     static let maxLineLength = 8191
 
-    init(settings: MPDSettings, player: Player, sources: SourcePolicy, controlSocket: String, logger: Logger) {
+    init(settings: MPDSettings, player: Player, sources: SourcePolicy, longReplies: LongReplies, controlSocket: String,
+         logger: Logger) {
         self.settings = settings
         self.logger = logger
         self.controlSocket = controlSocket
         let library = MPDLibrary(root: settings.musicDirectory ?? sources.roots.paths.first, sources: sources)
-        environment = MPDEnvironment(player: player, library: library, password: settings.password,
-                                     outputName: player.engine.configuration.device)
+        environment = MPDEnvironment(player: player, library: library, longReplies: longReplies,
+                                     password: settings.password, outputName: player.engine.configuration.device)
     }
 
     /// The Unix socket (with the control socket's mode, group and access lists) and the TCP one.

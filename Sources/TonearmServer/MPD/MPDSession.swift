@@ -158,7 +158,7 @@ final class MPDSession: RequestSession {
                     return .answered
                 }
                 let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer)
-                switch command.body {
+                switch command.body.timing(queueLength: environment.player.queue.items.count, allocator: allocator) {
                 case .now(let body):
                     do throws(MPDError) {
                         try body(call, &response)
@@ -168,17 +168,7 @@ final class MPDSession: RequestSession {
                         return .answered
                     }
                 case .later(let body):
-                    let index = index
-                    let eventLoop = self.eventLoop
-                    let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
-                    Task {
-                        let result: Result<ByteBuffer?, MPDError>
-                        do throws(MPDError) { result = .success(try await body(call)) } catch { result = .failure(error) }
-                        eventLoop.execute {
-                            let (session, response) = bound.value
-                            session.finished(result, command: command.name, batch: batch, ok: ok, index: index, response: response)
-                        }
-                    }
+                    runLater(body, call: call, command: command.name, batch: batch, ok: ok, index: index, response: response)
                     return .waiting
                 }
             }
@@ -188,6 +178,22 @@ final class MPDSession: RequestSession {
         response.ok()
         send(response)
         return .answered
+    }
+
+    /// Runs a command that answers later in a task; its answer comes back to `finished` on the
+    /// event loop.
+    private func runLater(_ body: @escaping MPDCommand.Later, call: MPDCall,
+                          command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse) {
+        let eventLoop = self.eventLoop
+        let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
+        Task {
+            let result: Result<ByteBuffer?, MPDError>
+            do throws(MPDError) { result = .success(try await body(call)) } catch { result = .failure(error) }
+            eventLoop.execute {
+                let (session, response) = bound.value
+                session.finished(result, command: command, batch: batch, ok: ok, index: index, response: response)
+            }
+        }
     }
 
     /// A command that waited has its answer: the run goes on (it may wait again), then the
