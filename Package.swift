@@ -81,6 +81,7 @@ let package = Package(
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
         .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmPlayerTests", dependencies: ["TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmTestSupport"]),
         .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmProtocol", "TonearmTestSupport"]),
     ]
 )

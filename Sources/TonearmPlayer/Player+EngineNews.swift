@@ -35,7 +35,11 @@ extension Player {
                 // the item ended), it plays.
                 let next = m.queue.next(after: current)
                 endOneshot(&m)
-                if next != current, m.queue.finish(current) { publishQueue(m) }
+                if next != current {
+                    let before = m.queue.version
+                    try? edit(&m, .finish(id: current))
+                    if m.queue.version != before { publishQueue(m) }
+                }
                 if let next {
                     open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
                 }
@@ -79,7 +83,7 @@ extension Player {
             }
             return
         }
-        try? m.queue.advance(from: finished, to: queueID)
+        try? edit(&m, .advance(from: finished, to: queueID))
         endOneshot(&m)
         m.queueIDs = m.queueIDs.filter { $0.key == id }
         m.media = m.media.filter { $0.key == id }
@@ -96,9 +100,8 @@ extension Player {
         var options = m.queue.options
         options.single = false
         options.oneshot = false
-        m.queue.setOptions(options, randomSeed: m.randomSeed)
+        try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
         settingsEvents.yield(.queueOptions)
-        changeObserver?.playerChanged()
     }
 
     /// An engine item failed: the current one (a load's answer, or a queue skip) or the one

@@ -13,7 +13,9 @@ extension Player {
     public func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(PlayerError) -> (items: [QueueItem], version: Int) {
         try model.withLock { m throws(PlayerError) in
             let added: [QueueItem]
-            do throws(QueueError) { added = try m.queue.add(entries, at: position) } catch { throw PlayerError(error) }
+            do throws(QueueError) {
+                added = try edit(&m, .add(entries: entries.map { QueueEdit.Entry(url: $0.url, title: $0.title) }, at: position))
+            } catch { throw PlayerError(error) }
             if !added.isEmpty {
                 tags.request(added.map(\.url))
                 publishQueue(m)
@@ -28,7 +30,7 @@ extension Player {
             let currentRemoved = m.queue.currentID.map(ids.contains) ?? false
             let position = m.queue.currentID.flatMap { m.queue.position(of: $0) }
             let before = m.queue.version
-            do throws(QueueError) { try m.queue.remove(ids: ids) } catch { throw PlayerError(error) }
+            do throws(QueueError) { try edit(&m, .remove(ids: ids)) } catch { throw PlayerError(error) }
             if m.queue.version != before { publishQueue(m) }
             if currentRemoved, machine.currentState.isActive || isLoading {
                 // The item being heard is gone: what now sits in its place plays, in the same play state.
@@ -56,7 +58,7 @@ extension Player {
     public func move(id: Int, to position: Int) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
             let before = m.queue.version
-            do throws(QueueError) { try m.queue.move(id: id, to: position) } catch { throw PlayerError(error) }
+            do throws(QueueError) { try edit(&m, .move(id: id, to: position)) } catch { throw PlayerError(error) }
             if m.queue.version != before {
                 publishQueue(m)
                 refreshNext(&m)
@@ -69,7 +71,7 @@ extension Player {
     public func clear() -> Int {
         model.withLock { m in
             let before = m.queue.version
-            m.queue.clear()
+            try? edit(&m, .clear)
             if m.queue.version != before { publishQueue(m) }
             if machine.currentState != .idle {
                 machine.send(.stop)
@@ -85,7 +87,7 @@ extension Player {
             change(&options)
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
-            m.queue.setOptions(options, randomSeed: m.randomSeed)
+            try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
             if m.queue.version != before {
                 publishQueue(m)
                 settingsEvents.yield(.queueOptions)
@@ -101,7 +103,7 @@ extension Player {
         try model.withLock { m throws(PlayerError) in
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
-            do throws(QueueError) { try m.queue.shuffle(range, seed: m.randomSeed) } catch { throw PlayerError(error) }
+            do throws(QueueError) { try edit(&m, .shuffle(range: range, seed: m.randomSeed)) } catch { throw PlayerError(error) }
             if m.queue.version != before {
                 publishQueue(m)
                 refreshNext(&m)

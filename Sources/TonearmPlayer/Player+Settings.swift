@@ -14,9 +14,10 @@ extension Player {
             var newLevel = m.volume
             if let level { newLevel = level }
             if let delta { newLevel += delta }
+            let before = m.volume
             m.volume = min(max(newLevel, 0), 100)
             engine.setVolume(Self.factor(m.volume))
-            changeObserver?.playerChanged()
+            if m.volume != before { changes.record(.volume(level: m.volume)) }
             // News even when the level did not change, as MPD's mixer gives it.
             settingsEvents.yield(.volume(m.volume))
             return m.volume
@@ -32,10 +33,13 @@ extension Player {
 
     public func setReplayGain(mode: ReplayGainMode? = nil, preampDB: Double? = nil) -> ReplayGainSettings {
         model.withLock { m in
+            let before = m.replayGain
             if let mode { m.replayGain.mode = mode }
             if let preampDB { m.replayGain.preampDB = preampDB }
             engine.setReplayGain(m.replayGain)
-            changeObserver?.playerChanged()
+            if m.replayGain != before {
+                changes.record(.replayGain(mode: m.replayGain.mode.rawValue, preampDB: m.replayGain.preampDB))
+            }
             settingsEvents.yield(.replayGain)
             return m.replayGain
         }

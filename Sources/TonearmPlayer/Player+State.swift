@@ -4,8 +4,9 @@ import TonearmEngine
 
 /// Told of every change worth saving, and of the player's shutdown (see `StateKeeper`).
 public protocol PlayerChangeObserver: AnyObject, Sendable {
-    /// The queue, the current item, the volume or ReplayGain changed. Called with the player
-    /// lock held: it must only note the change.
+    /// Where playback stands changed (a transition, the end of the resume at start): worth a
+    /// snapshot. Queue edits, volume and ReplayGain go to `Player.changes` instead. Called with
+    /// the player lock held: it must only note the change.
     func playerChanged()
     /// The player is about to stop for good: the state as it is now is the one to keep.
     func playerWillShutDown() async
@@ -49,8 +50,12 @@ extension Player {
                 playback = pending.playback
                 position = pending.position
             }
-            return SavedPlayerState(queue: queue, playback: playback, position: position, volume: m.volume,
-                                    replayGain: m.replayGain)
+            var saved = SavedPlayerState(queue: queue, playback: playback, position: position, volume: m.volume,
+                                         replayGain: m.replayGain)
+            // Read under the player lock, which every change is recorded under: the snapshot
+            // holds exactly the changes up to this number.
+            saved.journalSequence = changes.recorded
+            return saved
         }
     }
 
@@ -58,6 +63,7 @@ extension Player {
     /// `resume(_:mode:)` then loads the current item, in the background of a serving daemon.
     public func restore(_ saved: SavedPlayerState, resuming mode: ResumeMode) {
         model.withLock { m in
+            changes.start(at: saved.journalSequence ?? 0)
             m.queue = saved.queue
             if mode != .off, let current = saved.queue.currentID, saved.playback != .stopped {
                 m.pendingResume = (current, saved.playback, saved.position)

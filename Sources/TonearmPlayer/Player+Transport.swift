@@ -16,8 +16,9 @@ extension Player {
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
-                m.queue.clear()
-                guard let added = try? m.queue.add([(url: url, title: nil)]), let item = added.first else {
+                try? edit(&m, .clear)
+                guard let added = try? edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: nil)], at: nil)),
+                      let item = added.first else {
                     continuation.resume(returning: .failed(PlaybackError(.internal, "cannot queue \(url)")))
                     return
                 }
@@ -148,7 +149,7 @@ extension Player {
         m.interruption = nil
         if let waiter { m.loadWaiters[engineID] = waiter }
         let before = m.queue.version
-        try? m.queue.setCurrent(queueID)
+        try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
         engine.open(engineItem(engineID, item, m), startAt: start)

@@ -33,6 +33,9 @@ public final class Player: Sendable {
     let changeObserverBox = Locked<WeakChangeObserver>(WeakChangeObserver())
     /// Tags of queued files (titles for `queue`, albums for ReplayGain's `auto`).
     let tags = TagReader()
+    /// Every change worth keeping, numbered, on its way to the state journal: a front-end
+    /// answers a command that changed something once its change is durable.
+    public let changes = ChangeLog()
 
     /// What a waiting load or jump learns.
     enum LoadOutcome: Sendable {
@@ -151,7 +154,15 @@ public final class Player: Sendable {
 
     func publishQueue(_ m: Model) {
         queueEvents.yield(.queue(version: m.queue.version))
-        changeObserver?.playerChanged()
+    }
+
+    /// Makes a queue edit, and records it for the state journal if it changed the queue. Lock held.
+    @discardableResult
+    func edit(_ m: inout Model, _ edit: QueueEdit) throws(QueueError) -> [QueueItem] {
+        let before = m.queue.version
+        let added = try m.queue.apply(edit)
+        if m.queue.version != before { changes.record(.queue(edit: edit)) }
+        return added
     }
 
     /// Stops playback and waits until the device is closed (shutdown).

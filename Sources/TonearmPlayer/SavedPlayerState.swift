@@ -20,6 +20,9 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
     /// would overflow the engine's frame counts.
     public static let maximumPosition = 1e8
     public var volume: Int
+    /// The number of the last journaled change this snapshot holds (see `StateJournal`): the
+    /// journal's later changes are replayed onto it. nil in files from before the journal.
+    public var journalSequence: Int?
     public var replayGainMode: String
     public var replayGainPreampDB: Double
 
@@ -46,6 +49,9 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
             return "position \(position) is not a time within an item"
         }
         if !(0...100).contains(volume) { return "volume \(volume) is out of 0…100" }
+        if let journalSequence, !(0...(1 << 53)).contains(journalSequence) {
+            return "journal sequence \(journalSequence) is out of range"
+        }
         if replayGain == nil { return "replay gain '\(replayGainMode)' \(replayGainPreampDB) dB is not valid" }
         return nil
     }

@@ -70,7 +70,7 @@ public struct StateFile: Sendable {
         return .stuck(reason: reason, renameError: "no free name to keep it as")
     }
 
-    private static func stamp(_ date: Date) -> String {
+    static func stamp(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)

@@ -4,14 +4,20 @@ import TonearmCore
 import TonearmEngine
 import TonearmSync
 
-/// Keeps the state file up to date, on a thread of its own ("tonearm-state"), never on the
-/// audio path's threads: after every change (queue, current item, transition, volume, ReplayGain)
-/// and, while playing, the position every `interval`. It sleeps on its condition otherwise: an
-/// idle or paused daemon makes it wake for nothing. Writes only what differs from the last write.
+/// Keeps the state on disk, on a thread of its own ("tonearm-state"), never on the audio path's
+/// threads, in two files it alone writes:
+/// - the journal (`StateJournal`): each acknowledged change (queue edits, options, the current
+///   item, volume, ReplayGain), appended and flushed before its command is answered. What
+///   arrives while one append is being flushed goes in the next one, together (group commit).
+/// - the snapshot (`StateFile`): the whole state, rewritten atomically on each transition, while
+///   playing every `interval` (the position), when the journal has grown past `foldSize`, and
+///   at shutdown. A durable snapshot holds everything the journal did, which is then emptied.
+/// It sleeps on its condition otherwise: an idle or paused daemon makes it wake for nothing.
 ///
-/// `@unchecked Sendable`: `dirty`, `finishing`, `done` and `finishWaiters` are read and written
-/// only with `condition` locked; `lastWritten` and `lastError` only on the keeper's thread;
-/// `transitionsTask` only by `start` and `playerWillShutDown`, which the daemon calls in turn.
+/// `@unchecked Sendable`: `dirty`, `journalPending`, `finishing`, `done` and `finishWaiters` are
+/// read and written only with `condition` locked; `writer`, `lastWritten` and `lastError` only
+/// on the keeper's thread; `transitionsTask` only by `start` and `playerWillShutDown`, which the
+/// daemon calls in turn.
 public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private let player: Player
     private let file: StateFile
@@ -19,6 +25,11 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private let logger: Logger
     private let condition = NSCondition()
     private var dirty = true
+    /// The player recorded changes the journal does not hold yet.
+    private var journalPending = false
+    private let writer: JournalWriter
+    /// Past this many journal bytes, the keeper folds the journal into a snapshot.
+    static let foldSize = 1 << 20
     private var finishing = false
     private var done = false
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []
@@ -33,16 +44,25 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         self.file = file
         self.interval = max(interval, 0.1)
         self.logger = logger
+        writer = JournalWriter(StateJournal(directory: file.directory))
     }
 
     /// Starts the thread and the watch on transitions; the player reports its other changes.
     public func start() {
         player.changeObserver = self
+        player.changes.keep { [weak self] in self?.journalChanged() }
         let stream = player.transitions()
         transitionsTask = Task { [weak self] in
             for await _ in stream { self?.playerChanged() }
         }
         NamedThread.start("tonearm-state") { [self] in run() }
+    }
+
+    private func journalChanged() {
+        condition.lock()
+        journalPending = true
+        condition.signal()
+        condition.unlock()
     }
 
     public func playerChanged() {
@@ -73,6 +93,13 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private func run() {
         condition.lock()
         while !finishing {
+            if journalPending {
+                journalPending = false
+                condition.unlock()
+                commit()
+                condition.lock()
+                continue
+            }
             if dirty {
                 dirty = false
                 condition.unlock()
@@ -83,7 +110,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
             condition.unlock()
             let playing = player.state == .playing
             condition.lock()
-            if dirty || finishing { continue }
+            if dirty || journalPending || finishing { continue }
             if playing {
                 // While playing the position moves on: saved every `interval`.
                 if !condition.wait(until: Date(timeIntervalSinceNow: interval)) { dirty = true }
@@ -93,6 +120,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         }
         condition.unlock()
         save()
+        player.changes.release()
         condition.lock()
         done = true
         let waiters = finishWaiters
@@ -101,32 +129,71 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Appends the changes recorded since the last append, flushes them, and lets the replies
+    /// waiting for them go. Should the journal fail, a snapshot holds them instead.
+    private func commit() {
+        let records = player.changes.takePending()
+        guard let last = records.last?.sequence else { return }
+        var bytes: [UInt8] = []
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            for (sequence, change) in records {
+                bytes += try encoder.encode(StateJournal.Record(sequence: sequence, change: change))
+                bytes.append(UInt8(ascii: "\n"))
+            }
+            try writer.append(bytes)
+            succeeded()
+        } catch {
+            failed("\(error)")
+            // The snapshot holds every change so far; if it cannot be written either, the reply
+            // goes anyway: the change is in force, and the log says the state is not saved.
+            save()
+        }
+        player.changes.markDurable(through: last)
+        if writer.size > Self.foldSize { save() }
+    }
+
+    /// Writes the whole state (if it differs from the last written); once it is durable, the
+    /// journal it folds in is emptied.
     private func save() {
+        let state = player.savedState
         let data: Data
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            data = try encoder.encode(player.savedState)
+            data = try encoder.encode(state)
         } catch {
             logger.error("cannot encode the state", metadata: ["error": "\(error)"])
             return
         }
         let bytes = [UInt8](data)
-        guard bytes != lastWritten else { return }
-        do throws(StateFile.WriteError) {
-            try file.write(data)
-            lastWritten = bytes
-            if lastError != nil {
-                lastError = nil
-                logger.notice("state saved again", metadata: ["file": "\(file.path)"])
-            }
-        } catch {
-            // A full disk or a read-only directory: said once per kind of failure, and tried again
-            // at the next change.
-            if lastError != error.description {
-                lastError = error.description
-                logger.warning("cannot save the state; playback goes on", metadata: ["error": "\(error.description)"])
+        let sequence = state.journalSequence ?? 0
+        if bytes != lastWritten {
+            do throws(StateFile.WriteError) {
+                try file.write(data)
+                lastWritten = bytes
+                succeeded()
+            } catch {
+                failed(error.description)
+                return
             }
         }
+        player.changes.markDurable(through: sequence)
+        writer.empty()
+    }
+
+    private func succeeded() {
+        guard lastError != nil else { return }
+        lastError = nil
+        logger.notice("state saved again", metadata: ["file": "\(file.path)"])
+    }
+
+    /// A full disk or a read-only directory: said once until saving works again (the journal
+    /// and the snapshot fail together, each in its words), and tried again at the next change.
+    private func failed(_ description: String) {
+        guard lastError == nil else { return }
+        lastError = description
+        logger.warning("cannot save the state; playback goes on", metadata: ["error": "\(description)"])
     }
 }

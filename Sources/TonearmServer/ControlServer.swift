@@ -93,7 +93,8 @@ public final class ControlServer: Service, Sendable {
                     let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
                     try channel.pipeline.syncOperations.addHandlers(
                         ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
-                        OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description))
+                        OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description,
+                                              changes: player.changes))
                 }
             })
     }

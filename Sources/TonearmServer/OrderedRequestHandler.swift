@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import TonearmPlayer
 import TonearmProtocol
 
 /// What a protocol does with one client's lines (`RPCSession`, `MPDSession`). Called on the
@@ -42,6 +43,11 @@ public struct ClientLimits: Sendable, Equatable {
 /// `idleTimeout` (and not waiting for news), too. After a half-close it closes once every reply
 /// is written.
 ///
+/// A reply to a line that changed what the daemon keeps (the queue, options, volume) is held
+/// until the change is durable (`ChangeLog`): what the client has been told survives a crash.
+/// Meanwhile the lines already read are served and their replies gathered behind it, so a
+/// burst of edits costs one flush to disk, not one each.
+///
 /// It is the pipeline's last handler: `read` comes to it from the channel's auto-read and is held
 /// here while reading must wait.
 final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler, RequestConnection {
@@ -53,6 +59,8 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private let limits: ClientLimits
     private let logger: Logger
     private let peer: String
+    /// The player's numbered changes; nil: nothing to wait for (tests of the handler alone).
+    private let changes: ChangeLog?
 
     // Event-loop state.
     private var context: ChannelHandlerContext?
@@ -73,16 +81,24 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private static var gatherLimit: Int { 64 * 1024 }
     private var lastHeard = NIODeadline.now()
     private var idleCheck: Scheduled<Void>?
+    /// The player's change number when the line being served began (or when output was last held).
+    private var servedSince = 0
+    /// Output is gathered, not written, until the changes up to this number are durable.
+    private var heldUntil: Int?
+    /// The session asked to close while output was held: it closes once that is written.
+    private var closeAfterHold = false
 
-    init(session: Session, limits: ClientLimits, logger: Logger, peer: String) {
+    init(session: Session, limits: ClientLimits, logger: Logger, peer: String, changes: ChangeLog?) {
         self.session = session
         self.limits = limits
         self.logger = logger
         self.peer = peer
+        self.changes = changes
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        servedSince = changes?.recorded ?? 0
         scheduleIdleCheck(context: context)
     }
 
@@ -114,7 +130,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     }
 
     private func serveQueued(context: ChannelHandlerContext) {
-        while !busy, !closing, context.channel.isWritable, let line = queued.popFirst() {
+        while !busy, !closing, context.channel.isWritable, heldUntil == nil || (gathered?.readableBytes ?? 0) < Self.gatherLimit,
+              let line = queued.popFirst() {
+            servedSince = changes?.recorded ?? 0
             if session.serve(line, self) == .waiting { busy = true }
             guard checkOutput(context: context) else { return }
         }
@@ -143,7 +161,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     }
 
     private func mayRead(_ context: ChannelHandlerContext) -> Bool {
-        !busy && !closing && queued.isEmpty && context.channel.isWritable
+        !busy && !closing && heldUntil == nil && queued.isEmpty && context.channel.isWritable
     }
 
     private func releaseRead(context: ChannelHandlerContext) {
@@ -163,10 +181,15 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     // MARK: Replies out
 
-    /// Writes `buffer`: now, or with the rest of the read burst it answers.
+    /// Writes `buffer`: now, or with the rest of the read burst it answers, or once the changes
+    /// made since the line began are durable.
     func write(_ buffer: ByteBuffer) {
         guard let context, !closing else { return }
-        guard reading else {
+        if let changes {
+            let now = changes.recorded
+            if now != servedSince { hold(until: now) }
+        }
+        guard reading || heldUntil != nil else {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             _ = checkOutput(context: context)
             return
@@ -183,6 +206,17 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     /// Writes `buffer` (if any), then closes once it is flushed; nothing more is served.
     func writeAndClose(_ buffer: ByteBuffer?) {
         guard let context, !closing else { return }
+        if let changes, changes.recorded != servedSince { hold(until: changes.recorded) }
+        if heldUntil != nil {
+            // After the held replies, once they may go.
+            if var buffer {
+                if gathered == nil { gathered = buffer } else { gathered!.writeBuffer(&buffer) }
+            }
+            closing = true
+            closeAfterHold = true
+            queued.removeAll()
+            return
+        }
         flushIfNeeded(context: context)
         closing = true
         queued.removeAll()
@@ -206,7 +240,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     }
 
     private func flushIfNeeded(context: ChannelHandlerContext) {
-        guard let buffer = gathered else { return }
+        guard heldUntil == nil, let buffer = gathered else { return }
         gathered = nil
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         _ = checkOutput(context: context)
@@ -225,6 +259,37 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         return false
     }
 
+    // MARK: Replies held until their changes are durable
+
+    /// Gathers output until the changes up to `sequence` are durable.
+    private func hold(until sequence: Int) {
+        servedSince = sequence
+        guard let changes, let context, sequence > (heldUntil ?? 0) else { return }
+        heldUntil = sequence
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        changes.whenDurable(sequence) {
+            eventLoop.execute { bound.value.durable(through: sequence) }
+        }
+    }
+
+    private func durable(through sequence: Int) {
+        guard let held = heldUntil, sequence >= held, let context else { return }
+        heldUntil = nil
+        if closeAfterHold {
+            closeAfterHold = false
+            closing = false
+            let buffer = gathered
+            gathered = nil
+            writeAndClose(buffer)
+            return
+        }
+        flushIfNeeded(context: context)
+        serveQueued(context: context)
+        flushIfNeeded(context: context)
+        releaseRead(context: context)
+    }
+
     // MARK: End of input, silence, the end
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -238,7 +303,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     /// After a half-close: closes once nothing is running or queued (the replies are flushed first).
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !busy, queued.isEmpty else { return }
+        guard inputClosed, !busy, heldUntil == nil, queued.isEmpty else { return }
         writeAndClose(nil)
     }
 
@@ -251,7 +316,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { [self] in
             idleCheck = nil
             guard let context = self.context, !closing else { return }
-            if busy || session.waitsForNews { return }
+            if busy || heldUntil != nil || session.waitsForNews { return }
             if NIODeadline.now() >= lastHeard + timeout {
                 close(because: "silent for \(timeout.nanoseconds / 1_000_000_000) s")
             } else {

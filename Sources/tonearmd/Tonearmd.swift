@@ -207,12 +207,24 @@ struct Tonearmd: AsyncParsableCommand {
     /// it cannot even be moved, the daemon runs without saving (`writable` false).
     private func restoreState(_ player: Player, from file: StateFile, resume: ResumeMode, logger: Logger)
         -> (state: SavedPlayerState?, writable: Bool) {
+        let journal = StateJournal(directory: file.directory)
         switch file.load() {
         case .none:
+            // No snapshot, but maybe a journal (a crash before the first snapshot): its changes
+            // are replayed onto the state the daemon starts with.
+            var fresh = player.savedState
+            let replay = journal.replay(onto: &fresh)
+            report(replay, journal, logger)
+            if replay.applied > 0 {
+                player.restore(fresh, resuming: resume)
+                return (fresh, true)
+            }
             logger.info("no saved state yet", metadata: ["file": "\(file.path)"])
-        case .state(let saved):
+        case .state(var saved):
+            let replay = journal.replay(onto: &saved)
+            report(replay, journal, logger)
             logger.info("resuming", metadata: ["file": "\(file.path)", "items": "\(saved.queue.items.count)",
-                                                "position": "\(saved.position)"])
+                                                "position": "\(saved.position)", "journaled_changes": "\(replay.applied)"])
             player.restore(saved, resuming: resume)
             return (saved, true)
         case .setAside(let reason, let keptAs):
@@ -224,6 +236,18 @@ struct Tonearmd: AsyncParsableCommand {
             return (nil, false)
         }
         return (nil, true)
+    }
+
+    /// Says what the journal's replay found, when it found anything worth saying.
+    private func report(_ replay: StateJournal.Replay, _ journal: StateJournal, _ logger: Logger) {
+        if replay.droppedTornLine {
+            logger.notice("the state journal ends in a change cut short by a crash (never acknowledged); it is dropped",
+                          metadata: ["file": "\(journal.path)"])
+        }
+        guard let problem = replay.problem else { return }
+        logger.error("the state journal is damaged; its changes up to the damage are kept", metadata: [
+            "file": "\(journal.path)", "reason": "\(problem)", "applied": "\(replay.applied)",
+            "kept_as": "\(replay.keptAs ?? "(cannot be moved aside)")"])
     }
 
     /// What `systemctl status` shows: the state, and what is playing.

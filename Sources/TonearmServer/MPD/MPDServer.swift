@@ -35,7 +35,8 @@ final class MPDServer: Sendable {
                                          eventLoop: channel.eventLoop, allocator: channel.allocator)
                 try channel.pipeline.syncOperations.addHandlers(
                     ByteToMessageHandler(LineDecoder(maxLength: Self.maxLineLength, keepsEmptyLines: true)),
-                    OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description))
+                    OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description,
+                                          changes: environment.player.changes))
             }
         }
         let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in

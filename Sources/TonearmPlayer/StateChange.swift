@@ -1,0 +1,36 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+
+/// One acknowledged change to what the state file keeps, as the state journal records it:
+/// a queue edit (options and the current item included), the volume, or ReplayGain. Where
+/// playback stands (play/pause, the position) is not journaled: the keeper saves it in the
+/// snapshot, on every transition and every `state.save_interval` while playing.
+public enum StateChange: Sendable, Equatable, Codable {
+    case queue(edit: QueueEdit)
+    case volume(level: Int)
+    case replayGain(mode: String, preampDB: Double)
+}
+
+extension SavedPlayerState {
+    /// Makes `change` on this state (replaying the journal at start).
+    public mutating func apply(_ change: StateChange) throws(StateChangeError) {
+        switch change {
+        case .queue(let edit):
+            do throws(QueueError) { try queue.apply(edit) } catch { throw StateChangeError(description: "\(error)") }
+        case .volume(let level):
+            guard (0...100).contains(level) else { throw StateChangeError(description: "volume \(level) is out of 0…100") }
+            volume = level
+        case .replayGain(let mode, let preampDB):
+            guard ReplayGainMode(rawValue: mode) != nil, preampDB.isFinite, (-15...15).contains(preampDB) else {
+                throw StateChangeError(description: "replay gain '\(mode)' \(preampDB) dB is not valid")
+            }
+            replayGainMode = mode
+            replayGainPreampDB = preampDB
+        }
+    }
+}
+
+public struct StateChangeError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}

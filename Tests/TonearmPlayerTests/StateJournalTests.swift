@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import TonearmCore
+import TonearmEngine
+@testable import TonearmPlayer
+import TonearmTestSupport
+
+/// `StateJournal.replay`: the changes after the snapshot, in order; a torn last line dropped;
+/// damage stops the replay there and sets the journal aside.
+@Suite("StateJournal: replay")
+struct StateJournalTests {
+    private static let url = URL(fileURLWithPath: "/music/a.flac")
+
+    private func emptyState() -> SavedPlayerState {
+        SavedPlayerState(queue: PlayQueue(), playback: .stopped, position: 0, volume: 100, replayGain: ReplayGainSettings())
+    }
+
+    private func line(_ sequence: Int, _ change: String) -> String {
+        #"{"sequence":\#(sequence),"change":\#(change)}"# + "\n"
+    }
+
+    private let add = #"{"queue":{"edit":{"add":{"entries":[{"url":"file:///music/a.flac"}]}}}}"#
+
+    private func journal(_ text: String) throws -> (StateJournal, TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        try text.write(toFile: dir.path("state.journal"), atomically: false, encoding: .utf8)
+        return (StateJournal(directory: dir.url.path), dir)
+    }
+
+    @Test func changesAfterTheSnapshotAreAppliedInOrder() throws {
+        let (journal, dir) = try journal(line(1, add) + line(2, add) + line(3, #"{"volume":{"level":40}}"#)
+                                         + line(4, #"{"replayGain":{"mode":"album","preampDB":-2.5}}"#))
+        defer { dir.remove() }
+        var state = emptyState()
+        try state.apply(.queue(edit: .add(entries: [QueueEdit.Entry(url: Self.url, title: nil)], at: nil)))
+        state.journalSequence = 1
+        let replay = journal.replay(onto: &state)
+        #expect(replay == StateJournal.Replay(applied: 3))
+        #expect(state.queue.items.map(\.id) == [0, 1], "change 1 is the snapshot's already")
+        #expect(state.volume == 40)
+        #expect(state.replayGain == ReplayGainSettings(mode: .album, preampDB: -2.5))
+        #expect(state.journalSequence == 4)
+    }
+
+    @Test func aLastLineCutShortIsDropped() throws {
+        let (journal, dir) = try journal(line(1, add) + #"{"sequence":2,"chan"#)
+        defer { dir.remove() }
+        var state = emptyState()
+        let replay = journal.replay(onto: &state)
+        #expect(replay == StateJournal.Replay(applied: 1, droppedTornLine: true))
+        #expect(FileManager.default.fileExists(atPath: journal.path), "not set aside")
+    }
+
+    @Test(arguments: [
+        ("garbage", "line 2 is not a change"),
+        (#"{"sequence":3,"change":{"volume":{"level":1}}}"#, "change 2 is missing"),
+        (#"{"sequence":2,"change":{"queue":{"edit":{"remove":{"ids":[7]}}}}}"#, "change 2 does not apply"),
+        (#"{"sequence":2,"change":{"volume":{"level":101}}}"#, "change 2 does not apply"),
+    ])
+    func damageStopsTheReplayAndSetsTheJournalAside(_ bad: String, _ problem: String) throws {
+        let (journal, dir) = try journal(line(1, add) + bad + "\n" + line(3, add))
+        defer { dir.remove() }
+        var state = emptyState()
+        let replay = journal.replay(onto: &state)
+        #expect(replay.applied == 1)
+        #expect(replay.problem?.hasPrefix(problem) == true, "\(replay)")
+        #expect(state.queue.items.count == 1)
+        #expect(state.journalSequence == 1)
+        let kept = try #require(replay.keptAs)
+        #expect(kept.hasPrefix(journal.path + ".bad-"))
+        #expect(FileManager.default.fileExists(atPath: kept))
+        #expect(!FileManager.default.fileExists(atPath: journal.path))
+    }
+
+    @Test func noJournalIsNothingToReplay() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var state = emptyState()
+        #expect(StateJournal(directory: dir.url.path).replay(onto: &state) == StateJournal.Replay())
+        #expect(state.journalSequence == nil, "left as it was")
+    }
+}
