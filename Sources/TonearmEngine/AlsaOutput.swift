@@ -151,6 +151,22 @@ final class AlsaOutput: OutputDevice {
         snd_pcm_prepare(pcm)
     }
 
+    /// ALSA's rewind: what the device holds beyond what it is playing now (less a safety margin
+    /// near the hardware pointer, `snd_pcm_rewindable`) can be taken back. All or nothing.
+    func rewind(frames: Int) -> Int {
+        guard let pcm, frames > 0 else { return 0 }
+        let rewindable = snd_pcm_rewindable(pcm)
+        guard rewindable >= frames else { return 0 }
+        let rewound = snd_pcm_rewind(pcm, snd_pcm_uframes_t(frames))
+        if rewound == frames { return frames }
+        // Less than asked (the hardware moved on meanwhile): undone, all or nothing. The frames are
+        // still in the buffer; forwarding over them puts them back.
+        if rewound > 0 { snd_pcm_forward(pcm, snd_pcm_uframes_t(rewound)) }
+        return 0
+    }
+
+    var canRewind: Bool { true }
+
     /// Discards what the device holds and makes it ready for new frames.
     func discard() {
         guard let pcm else { return }

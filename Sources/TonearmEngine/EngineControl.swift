@@ -69,6 +69,10 @@ final class EngineControl: @unchecked Sendable {
     /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
     /// the decoder leaves them. Written by callers; emptied by `beginEpoch` (any thread).
     var abandoned: [Int] = []
+    /// The next item after this one was replaced after some of it was handed to the device, not
+    /// yet heard: the output takes those frames back (`OutputWorker.takeBack`). Set by callers
+    /// (`setNext`), cleared by the output thread.
+    var takeBackAfter: Int?
     /// Whether the user wants sound. Written by callers, and by the output thread at the end and
     /// when the device is lost or restored.
     var playRequested = false
@@ -125,6 +129,11 @@ final class EngineControl: @unchecked Sendable {
     var outputLeadSeconds = 0.0
     /// When the clock last stopped consuming (a pause carried out, a run parked ready).
     var stoppedConsumingAt = 0.0
+    /// The open device can take back frames it holds unheard (`OutputDevice.rewind`), and how
+    /// soon the output thread acts on a take-back at worst (it may be in a blocking write of a
+    /// period). false and 0 when closed.
+    var outputRewinds = false
+    var outputResponseSeconds = 0.0
 
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
@@ -189,6 +198,7 @@ final class EngineControl: @unchecked Sendable {
     /// Starts a new epoch: everything queued so far is void. Lock held.
     func beginEpoch() {
         epoch += 1
+        takeBackAfter = nil
         abandoned.removeAll(keepingCapacity: true)
         chainEndedAfter = nil
         lastEndedItem = nil
@@ -225,6 +235,17 @@ final class EngineControl: @unchecked Sendable {
     func publish(_ change: (inout EngineSnapshot) -> Void) { observers.update(change) }
 
     func post(_ event: EngineEvent) { observers.post(event) }
+
+    /// Whether the item after `itemID`, partly handed to the device, can still be taken back:
+    /// `itemID` is heard, and the border into what follows is far enough ahead for the output
+    /// thread to act before it (lock held).
+    func canTakeBack(after itemID: Int) -> Bool {
+        guard outputRewinds, outputEpoch == epoch else { return false }
+        let now = clockNow
+        guard clock.framesWritten(after: itemID, now: now) != nil else { return false }
+        guard let border = clock.nextSegmentHeardAt else { return true }  // not consuming: nothing moves
+        return border - now > outputResponseSeconds
+    }
 
     /// Makes `itemID` the snapshot's item (lock held): its info, duration and status.
     func publishHeard(_ itemID: Int, position: Double) {

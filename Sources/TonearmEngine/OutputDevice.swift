@@ -19,6 +19,11 @@ protocol OutputDevice: AnyObject {
     /// false when it dropped them (the caller keeps the position and refills).
     func pauseNow() -> Bool
     func resume()
+    /// Takes back the last `frames` written, if it still holds them all unheard: returns the
+    /// frames taken back (all of them, or 0; never some).
+    func rewind(frames: Int) -> Int
+    /// Whether `rewind` can ever take anything back.
+    var canRewind: Bool { get }
     /// Discards what it holds and is ready for new frames.
     func discard()
     /// Plays out what it holds, then is ready for the next stream.

@@ -65,6 +65,10 @@ extension EngineControl {
                 lock.unlock()
                 return
             }
+            if let after = takeBackAfter {
+                takeBack(after: after, &state)
+                continue
+            }
             dropVoidChunks()
             let head = pipe.first
             if let head, head.isNetwork, head.runStart != nil && head.runStart != .advance || state.refilling,
@@ -378,7 +382,7 @@ extension EngineControl {
         let ahead = Double(state.pacedFrames) - (now - state.paceAnchor) * rate
         let lead = Double(paceLeadFrames(device))
         guard ahead > lead else {
-            state.paceRoom = Int((lead - ahead).rounded(.up)) + device.pacedWriteFrames
+            state.paceRoom = Int((lead - ahead).rounded(.up)) + pacePieceFrames(device)
             return false
         }
         crossBorders(now: now)
@@ -403,6 +407,14 @@ extension EngineControl {
     /// 100 ms): a wake-up a little late still finds the device holding audio.
     private func paceLeadFrames(_ device: any OutputDevice) -> Int {
         max(device.periodFrames, device.format.sampleRate / 10)
+    }
+
+    /// With pacing, what one wake-up writes: the device's `pacedWriteFrames`, but on a device
+    /// that can take frames back no more than keeps everything unheard within its buffer (as a
+    /// clocked device would hold it), so that any of it can still be taken back.
+    private func pacePieceFrames(_ device: any OutputDevice) -> Int {
+        guard device.canRewind else { return device.pacedWriteFrames }
+        return min(device.pacedWriteFrames, max(device.periodFrames, device.bufferFrames - paceLeadFrames(device)))
     }
 
     // MARK: The end, and starvation
@@ -543,6 +555,35 @@ extension EngineControl {
         if heard.itemID == pending.itemID { post(.streamTitle(itemID: pending.itemID, pending.title)) }
     }
 
+    /// The item after `after` was replaced once some of it was handed to the device: the device
+    /// gives back what it holds after `after`'s last frame (unheard), and playback goes on from
+    /// there with what is decoded next. A device that can no longer give it back (the border
+    /// came too close meanwhile) plays what it holds; the chain still goes on with the new item.
+    private func takeBack(after: Int, _ state: inout OutputState) {
+        takeBackAfter = nil
+        guard outputEpoch == epoch, let device = state.device,
+              let frames = clock.framesWritten(after: after, now: clockNow) else { return }
+        lock.unlock()
+        let rewound = device.rewind(frames: Int(frames))
+        let delay = configuration.pace ? 0 : device.delayFrames()
+        lock.lock()
+        guard rewound > 0 else { return }
+        let now = EngineLock.now()
+        clock.unwrite(Int64(rewound), now: configuration.pace ? clockNow : now)
+        if configuration.pace {
+            state.pacedFrames -= rewound
+            state.paceRoom = 0
+        } else {
+            clock.heldFrames = delay
+            clock.heldAt = now
+        }
+        lastWrittenItem = after
+        lastEndedItem = after
+        // The gain ramps from what is heard next; the taken-back item's ramp never sounded.
+        state.endHandedOn = false
+        lock.wakeDecoder()
+    }
+
     /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).
     func crossBorders(now: Double) {
         // A border of a run that a seek, load or stop has voided is never announced: the player
@@ -559,8 +600,12 @@ extension EngineControl {
         state.paceRoom = 0
         deviceOpen = true
         let rate = Double(device.format.sampleRate)
-        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + device.pacedWriteFrames) / rate
+        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
             : Double(device.bufferFrames) / rate
+        outputRewinds = device.canRewind
+        // Paced, the thread sleeps on its condition and a take-back wakes it; otherwise it may be
+        // in a write that blocks until a period has room.
+        outputResponseSeconds = 0.002 + (configuration.pace ? 0 : Double(device.periodFrames) / rate)
     }
 
     func closeDevice(_ state: inout OutputState) {
@@ -570,6 +615,7 @@ extension EngineControl {
         state.unheldWrites = 0
         outputTakesBatches = false
         outputLeadSeconds = 0
+        outputRewinds = false
         deviceOpen = false
         if deviceLostReason == nil { deviceFormat = nil }
         lock.unlock()

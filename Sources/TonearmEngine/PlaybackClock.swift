@@ -89,6 +89,31 @@ struct PlaybackClock {
         deviceWritten += Int64(frames)
     }
 
+    /// The frames written after the last of `itemID`'s that the device still holds unheard:
+    /// what must be taken back so that nothing follows `itemID` but what is written next. nil
+    /// when `itemID` is not what is heard at `now`, or nothing was written after it.
+    func framesWritten(after itemID: Int, now: Double) -> Int64? {
+        let heard = heard(now: now)
+        guard heard.itemID == itemID else { return nil }
+        let device = Double(deviceWritten) - held(now: now)
+        for offset in 0..<count {
+            let segment = ring[(first + offset) % ring.count]
+            if segment.itemID != itemID, Double(segment.deviceStart) > device {
+                return deviceWritten - segment.deviceStart
+            }
+        }
+        return nil
+    }
+
+    /// The device took back the last `frames` it was handed, unheard: they were never written.
+    mutating func unwrite(_ frames: Int64, now: Double) {
+        let held = held(now: now)
+        deviceWritten -= frames
+        while let last, last.deviceStart >= deviceWritten { count -= 1 }
+        heldFrames = max(0, Int((held - Double(frames)).rounded()))
+        heldAt = now
+    }
+
     /// When the first segment not yet heard starts being heard (while consuming): a border, or
     /// the start of a discontinuity. nil when none is pending or the device is not consuming.
     var nextSegmentHeardAt: Double? {

@@ -101,14 +101,20 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Names the item to play after `after` ends, decoded ahead and joined without a gap. nil
-    /// withdraws it. Returns false when `after` is no longer where playback could go on from
-    /// (it ended, or a later item is already being heard): the caller acts on that news instead.
+    /// withdraws it. An item named before and already partly handed to the device is taken
+    /// back from it (while `after` is still heard). Returns false when `after` is no longer
+    /// where playback could go on from (it ended, or a later item is heard or about to be, too
+    /// soon to take it back): the caller acts on that news instead.
     @discardableResult
     public func setNext(_ item: EngineItem?, after: Int) -> Bool {
         control.lock.withLock {
             let c = control
             if c.chainEndedAfter == after { return false }
-            if let written = c.lastWrittenItem, written > after, c.outputEpoch == c.epoch { return false }
+            if let written = c.lastWrittenItem, written > after, c.outputEpoch == c.epoch {
+                guard item?.id != c.next?.item.id else { return true }
+                guard c.canTakeBack(after: after) else { return false }
+                c.takeBackAfter = after
+            }
             if let old = c.next, old.after == after, old.item.id != item?.id {
                 // What was decoded ahead is not wanted any more.
                 c.abandoned.append(old.item.id)

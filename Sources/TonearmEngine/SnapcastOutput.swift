@@ -105,6 +105,8 @@ final class SnapcastOutput: OutputDevice {
     func resume() {}
     /// What was sent cannot be called back; snapserver plays it out (a fraction of a second).
     func discard() {}
+    func rewind(frames: Int) -> Int { 0 }
+    var canRewind: Bool { false }
 
     /// snapserver reads its source in whole chunks (`chunk_ms`, 20 ms by default) and keeps a
     /// partial one until more comes, and when the data stops it calls the stream idle, which may

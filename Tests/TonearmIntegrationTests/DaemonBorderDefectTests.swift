@@ -89,6 +89,72 @@ extension DaemonTests {
             #expect(off.count == 0, "samples after the change are not at the new level, from \(off.first ?? 0)")
         }
 
+        enum Edit: String, CaseIterable, Sendable { case move, delete }
+
+        /// §1: items A B C D (1 s each, every sample of an item naming it) play gapless on a
+        /// paced capture; shortly before A ends, B is moved to the end or deleted. The capture
+        /// is then exactly what the replies say: A C D B, or A C D, each item whole, with no
+        /// frame of B between A and C, and every join is an `advance`.
+        @Test(arguments: Edit.allCases)
+        func aQueueEditJustBeforeABorderIsWhatIsHeard(_ edit: Edit) throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let frames = 44_100
+            let files = try (1...4).map { code in try codedWAV(dir.path("item\(code).wav"), code: Int16(code * 1000), frames: frames) }
+            for (trial, before) in [0.3, 0.2, 0.1, 0.05, 0.01].enumerated() {
+                let capture = "out\(trial).raw"
+                let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice(capture), "--pace", "--buffer-ms", "200"])
+                defer { withExtendedLifetime(daemon) {} }
+                let client = try daemon.connect()
+                let events = try daemon.connect()
+                _ = try events.call("subscribe", ["events": ["item"]])
+                let ids = try #require(client.call("add", ["urls": files]).result?["items"] as? [[String: Any]]).compactMap { $0["id"] as? Int }
+                #expect(try client.call("play", ["id": ids[0]]).stateName == "playing")
+                // Near A's end (polled: a status costs well under a millisecond).
+                let deadline = Date().addingTimeInterval(10)
+                while Date() < deadline, (try client.call("status").result?["position"] as? Double ?? 0) < 1.0 - before {}
+                let reply = edit == .move ? try client.call("move", ["id": ids[1], "position": 3]) : try client.call("remove", ["ids": [ids[1]]])
+                #expect(reply.result?["version"] != nil, "\(reply)")
+                let expected = edit == .move ? [1, 3, 4, 2] : [1, 3, 4]
+                let status = try #require(client.call("status").result)
+                #expect(status["next"] as? Int == ids[2], "\(before) s before the end: status.next right after the reply: \(status)")
+                _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
+                let runs = codeRuns(samples(Data(readWholeFile(dir.path(capture)))))
+                #expect(runs.map(\.code) == expected.map { $0 * 1000 }, "\(edit) \(before) s before the end: heard \(runs)")
+                #expect(runs.allSatisfy { $0.frames == frames }, "\(edit) \(before) s before the end: \(runs)")
+                var reasons: [String] = []
+                while reasons.count < expected.count - 1, let event = try? events.readJSON(timeout: 2) {
+                    if let params = event["params"] as? [String: Any], params["type"] as? String == "item",
+                       let reason = params["reason"] as? String, reason != "user" { reasons.append(reason) }
+                }
+                #expect(reasons == Array(repeating: "advance", count: expected.count - 1), "\(edit) \(before) s before: \(reasons)")
+                #expect(daemon.terminate() == 0)
+            }
+        }
+
+        /// A 44.1 kHz stereo WAV of `frames` frames, every sample `code`.
+        private func codedWAV(_ path: String, code: Int16, frames: Int) throws -> String {
+            var data = Data()
+            func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+            let bytes = frames * 4
+            data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + bytes)); data.append(contentsOf: Array("WAVEfmt ".utf8))
+            append(UInt32(16)); append(UInt16(1)); append(UInt16(2)); append(UInt32(44_100)); append(UInt32(44_100 * 4))
+            append(UInt16(4)); append(UInt16(16)); data.append(contentsOf: Array("data".utf8)); append(UInt32(bytes))
+            for _ in 0..<(frames * 2) { append(code) }
+            try data.write(to: URL(fileURLWithPath: path))
+            return path
+        }
+
+        /// Stereo s16 samples as runs of one value: (value, frames).
+        private func codeRuns(_ samples: [Int16]) -> [(code: Int, frames: Int)] {
+            var runs: [(code: Int, frames: Int)] = []
+            for index in stride(from: 0, to: samples.count - 1, by: 2) {
+                let code = Int(samples[index])
+                if let last = runs.last, last.code == code { runs[runs.count - 1].frames += 1 } else { runs.append((code, 1)) }
+            }
+            return runs
+        }
+
         private func samples(_ pcm: Data) -> [Int16] {
             pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         }
