@@ -129,12 +129,13 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// All-or-nothing: if any id is unknown, nothing is removed. Removing the current item sets
     /// `currentID` to nil; what to play then is the player's decision, not the queue's.
     public mutating func remove(ids: [Int]) throws(QueueError) {
-        let known = Set(items.lazy.map(\.id))
-        if let unknown = ids.first(where: { !known.contains($0) }) { throw .unknownID(unknown) }
-        guard !ids.isEmpty else { return }
         let removed = Set(ids)
-        let first = items.firstIndex { removed.contains($0.id) } ?? items.count
-        dropItems(removed)
+        let positions = items.indices.filter { removed.contains(items[$0].id) }
+        if positions.count < removed.count, let unknown = ids.first(where: { position(of: $0) == nil }) {
+            throw .unknownID(unknown)
+        }
+        guard let first = positions.first else { return }
+        dropItems(at: positions, removed)
         version += 1
         markChanged(from: first)
     }
@@ -224,7 +225,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         var changed = false
         var consumedAt: Int?
         if options.consume, let finished, finished != id, let at = position(of: finished) {
-            dropItems([finished])
+            dropItems(at: [at], [finished])
             consumedAt = at
             changed = true
         }
@@ -241,7 +242,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// with it. Returns whether the queue changed.
     public mutating func finish(_ id: Int) -> Bool {
         guard options.consume, let at = position(of: id) else { return false }
-        dropItems([id])
+        dropItems(at: [at], [id])
         version += 1
         markChanged(from: at)
         return true
@@ -299,10 +300,17 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         for index in from...last { positionVersions[index] = version }
     }
 
-    /// Removes the given (known) ids from items, the shuffle and current, in O(n).
-    private mutating func dropItems(_ ids: Set<Int>) {
-        items.removeAll { ids.contains($0.id) }
-        shuffleOrder.removeAll { ids.contains($0) }
+    /// Removes the items at `positions` (ascending), whose ids are `ids`, from items, the shuffle
+    /// and current, in O(n). Removed one by one from the back: each removal moves the items
+    /// after it as plain memory, where filtering the whole array touches (retains and releases)
+    /// every item, and a few removals from a long queue are the common case.
+    private mutating func dropItems(at positions: [Int], _ ids: Set<Int>) {
+        if positions.count <= 64 {
+            for position in positions.reversed() { items.remove(at: position) }
+        } else {
+            items.removeAll { ids.contains($0.id) }
+        }
+        if !shuffleOrder.isEmpty { shuffleOrder.removeAll { ids.contains($0) } }
         if let currentID, ids.contains(currentID) { self.currentID = nil }
     }
 

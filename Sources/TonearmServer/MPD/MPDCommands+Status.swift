@@ -47,10 +47,12 @@ extension MPDCommands {
 
     /// `status`, in MPD 0.23's order (src/command/PlayerCommands.cxx): encoded once per change.
     static func writeStatus(_ environment: MPDEnvironment, into r: inout MPDResponse) {
-        let source = MPDEnvironment.StatusSource(status: environment.player.status, queue: environment.player.queue)
+        let queue = environment.player.queue
+        let source = MPDEnvironment.StatusSource(status: environment.player.status, queueVersion: queue.version,
+                                                 options: queue.options, currentID: queue.currentID)
         var lines = environment.statusLines.bytes(for: source) { source in
             var lines = MPDResponse()
-            writeStatusLines(source.status, source.queue, into: &lines)
+            writeStatusLines(source.status, queue, into: &lines)
             return lines.buffer
         }
         r.buffer.writeBuffer(&lines)

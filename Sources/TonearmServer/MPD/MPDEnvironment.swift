@@ -16,9 +16,13 @@ final class MPDEnvironment: Sendable {
     let hub = MPDIdleHub()
     /// `status`'s lines, encoded once per change of the player's status or queue.
     let statusLines = EncodedOnce<StatusSource>()
+    /// What `status` shows: the player's status and what it says of the queue. Not the queue
+    /// itself: kept here, a copy would make the next edit of a long queue copy every item.
     struct StatusSource: Equatable, Sendable {
         var status: PlayerStatus
-        var queue: PlayQueue
+        var queueVersion: Int
+        var options: QueueOptions
+        var currentID: Int?
     }
     private let updateJobs = Locked<Int>(0)
     private let started = ContinuousClock.now
