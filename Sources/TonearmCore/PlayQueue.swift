@@ -130,9 +130,20 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// `currentID` to nil; what to play then is the player's decision, not the queue's.
     public mutating func remove(ids: [Int]) throws(QueueError) {
         let removed = Set(ids)
-        let positions = items.indices.filter { removed.contains(items[$0].id) }
-        if positions.count < removed.count, let unknown = ids.first(where: { position(of: $0) == nil }) {
-            throw .unknownID(unknown)
+        let positions: [Int]
+        if removed.count <= 16 {
+            // A few ids (the usual case): found by scanning for each, no hashing of every item.
+            var found: [Int] = []
+            for id in removed {
+                guard let at = position(of: id) else { throw .unknownID(ids.first { position(of: $0) == nil } ?? id) }
+                found.append(at)
+            }
+            positions = found.sorted()
+        } else {
+            positions = items.indices.filter { removed.contains(items[$0].id) }
+            if positions.count < removed.count, let unknown = ids.first(where: { position(of: $0) == nil }) {
+                throw .unknownID(unknown)
+            }
         }
         guard let first = positions.first else { return }
         dropItems(at: positions, removed)
@@ -146,8 +157,17 @@ public struct PlayQueue: Sendable, Equatable, Codable {
         guard let from = self.position(of: id) else { throw .unknownID(id) }
         guard position >= 0, position < items.count else { throw .positionOutOfRange(position, count: items.count) }
         guard from != position else { return }
-        let item = items.remove(at: from)
-        items.insert(item, at: position)
+        // One shift of the items between (as memory), where remove and insert would shift twice.
+        items.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            let moving = (base + from).move()
+            if from > position {
+                (base + position + 1).moveInitialize(from: base + position, count: from - position)
+            } else {
+                (base + from).moveInitialize(from: base + from + 1, count: position - from)
+            }
+            (base + position).initialize(to: moving)
+        }
         version += 1
         markChanged(from: min(from, position), through: max(from, position))
     }

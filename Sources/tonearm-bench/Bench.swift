@@ -19,7 +19,7 @@ struct Bench: ParsableCommand {
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
-    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, network, snapcast.") var only: String?
+    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast.") var only: String?
 
     func run() throws {
         let bench = Runner(daemon: daemon, floor: floor, media: media, repeats: quick ? 2 : repeats,
@@ -31,7 +31,7 @@ struct Bench: ParsableCommand {
         let sections: [(String, () throws -> Void)] = [
             ("startup", bench.startup), ("decode", bench.decodeCost), ("realtime", bench.realTime),
             ("idle", bench.idleAndMemory), ("control", bench.control), ("responsiveness", bench.responsiveness),
-            ("queue", bench.queue), ("network", bench.network), ("snapcast", bench.snapcast),
+            ("queue", bench.queue), ("edits", bench.edits), ("network", bench.network), ("snapcast", bench.snapcast),
         ]
         if let only, !sections.contains(where: { $0.0 == only }) { throw ValidationError("no section '\(only)'") }
         for (name, section) in sections where only == nil || only == name { try section() }
