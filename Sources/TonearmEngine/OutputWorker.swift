@@ -424,7 +424,17 @@ extension EngineControl {
     private func pipeRanDry(_ state: inout OutputState) {
         let now = EngineLock.now()
         if let ended = lastEndedItem, !moreComing(after: ended) {
-            if chainEndedAfter == ended { lock.waitOutput(); return }
+            if chainEndedAfter == ended {
+                if playRequested {
+                    // A play that crossed the end's news (its caller had not heard of it yet):
+                    // the end is said again, never waited out in silence as if playing.
+                    playRequested = false
+                    post(.didPlayToEnd(itemID: ended))
+                    publish { $0.timeControlStatus = .paused }
+                }
+                lock.waitOutput()
+                return
+            }
             if let device = state.device {
                 if !state.endHandedOn {
                     // Hands the device's last frames on at once (a `file:` device writes them only

@@ -87,12 +87,17 @@ public final class PlayerEngine: Sendable {
     // MARK: Commands
 
     /// Replaces whatever plays with `item`, from `startAt` seconds. The item's news (`ready` or
-    /// `failed`) carries its id. Play state is unchanged: call `play` to hear it.
-    public func open(_ item: EngineItem, startAt: Double = 0) {
+    /// `failed`) carries its id. With `playing` it plays as soon as it is ready; without, it
+    /// waits, ready, whatever played before: what the engine does is what its caller's state
+    /// says, never the previous item's play state carried over.
+    public func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) {
         control.lock.withLock {
             control.remember(item)
-            // While playing, the new item's first frames reaching the device are news too.
-            if control.playRequested { control.playRequestedAt = EngineLock.now() }
+            if control.playRequested != playing { control.intent += 1 }
+            control.playRequested = playing
+            if !playing { control.resumeOnRestore = false }
+            // Playing, the new item's first frames reaching the device are news too.
+            if playing { control.playRequestedAt = EngineLock.now() }
             control.target = DecodeTarget(item: item, startSeconds: max(0, startAt.isFinite ? startAt : 0), runStart: .opened)
             control.next = nil
             control.beginEpoch()

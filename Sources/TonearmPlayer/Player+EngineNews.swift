@@ -22,7 +22,7 @@ extension Player {
                 m.failuresInRow = 0
                 announceItem(id, m)
                 if m.playOnReady.remove(id) != nil { _ = try? playNow(&m) }
-                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .ready(engineID: id))
+                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .ready(engineID: id, state: machine.currentState))
                 refreshNext(&m)
             case .started(let id):
                 guard actions.contains(.didAdvance) else { return }

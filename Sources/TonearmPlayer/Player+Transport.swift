@@ -24,7 +24,7 @@ extension Player {
                 }
                 publishQueue(m)
                 tags.request([url])
-                open(&m, queueID: item.id, start: start, skipsFailures: false, play: false, reason: .user,
+                open(&m, queueID: item.id, start: start, skipsFailures: false, play: play, reason: .user,
                      waiter: continuation)
             }
         }
@@ -88,9 +88,9 @@ extension Player {
             }
         }
         switch outcome {
-        case .ready(let engineID):
+        case .ready(let engineID, let state):
             let media = model.withLock { $0.media[engineID] }
-            return (media, machine.currentState)
+            return (media, state)
         case .failed(let error): throw .failed(error)
         case .superseded: throw .superseded(by: machine.currentState)
         case .refused(let error): throw error
@@ -107,20 +107,16 @@ extension Player {
             throw .superseded(by: machine.currentState)
         case .refused(let error):
             throw error
-        case .ready(let engineID):
+        case .ready(let engineID, let state):
             let result: Result<(MediaInfo, PlaybackState), PlayerError> = model.withLock { m in
                 guard let media = m.media[engineID], m.context.currentItem == engineID else {
                     return .failure(.superseded(by: machine.currentState))
                 }
                 guard play else { return .success((media, .ready)) }
-                do throws(PlayerError) {
-                    return .success((media, try playNow(&m).to))
-                } catch .rejected(.failed(let error), _) {
-                    // It failed between ready and play (damage found early in the stream): that is the answer.
-                    return .failure(.failed(error))
-                } catch {
-                    return .failure(error)
-                }
+                // Played on its `ready` news (`playOnReady`), in order with what the engine said
+                // after; an item that failed early in the stream since answers so.
+                if case .failed(let error) = machine.currentState { return .failure(.failed(error)) }
+                return .success((media, state))
             }
             return try result.get()
         }
@@ -152,7 +148,7 @@ extension Player {
         try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
-        engine.open(engineItem(engineID, item, m), startAt: start)
+        engine.open(engineItem(engineID, item, m), startAt: start, playing: play)
     }
 
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {

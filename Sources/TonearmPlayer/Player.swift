@@ -39,7 +39,8 @@ public final class Player: Sendable {
 
     /// What a waiting load or jump learns.
     enum LoadOutcome: Sendable {
-        case ready(engineID: Int)
+        /// Ready, and the state that led to at that moment (playing, when asked to play on ready).
+        case ready(engineID: Int, state: PlaybackState)
         case failed(PlaybackError)
         case superseded
         /// The command was not possible (answered before any engine call).

@@ -31,6 +31,44 @@ struct EnginePlaybackTests {
         #expect(result.pcm == reference, "\(fixture): PCM differs from the WAV's data")
     }
 
+    /// A play that comes after the end (its caller had not heard of the end yet) is answered
+    /// with the end again, not a silent wait that the timeline calls playing.
+    @Test func aPlayAfterTheEndEndsAgain() async throws {
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null"))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { recorder.ended })
+        engine.play()
+        let ends = { recorder.recorded.filter { if case .didPlayToEnd = $0 { true } else { false } }.count }
+        #expect(await eventually { ends() == 2 }, "\(recorder.recorded)")
+        #expect(await eventually { engine.timeControlStatus == .paused })
+        engine.stop()
+        await engine.waitUntilReleased()
+    }
+
+    /// An item opened while another plays waits, ready, until `play`; opened `playing`, it plays.
+    @Test func openCarriesNoPlayStateOver() async throws {
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null", pace: true))
+        let recorder = EngineRecorder(engine)
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { engine.timeControlStatus == .playing })
+        let second = EngineItem.fresh(Fixtures.url("tone.flac"))
+        engine.open(second)
+        #expect(await eventually { recorder.contains { if case .ready(second.id) = $0 { true } else { false } } })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(engine.timeControlStatus == .paused)
+        #expect(engine.heard.seconds == 0, "nothing of it was played")
+        let third = EngineItem.fresh(Fixtures.url("tone.wav"))
+        engine.open(third, playing: true)
+        #expect(await eventually { engine.heard.itemID == third.id && engine.heard.seconds > 0.05 })
+        engine.stop()
+        await engine.waitUntilReleased()
+    }
+
     @Test func mediaInfoAndTags() async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
