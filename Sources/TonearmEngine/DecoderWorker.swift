@@ -434,7 +434,8 @@ extension EngineControl {
             lock.waitDecoder(untilMonotonic: plan.nextAt)
             return
         }
-        if input.reconnectForSeconds > 0 && now - plan.since >= input.reconnectForSeconds {
+        let windowEnd = input.reconnectForSeconds > 0 ? plan.since + input.reconnectForSeconds : nil
+        if let windowEnd, now >= windowEnd {
             let failure = EngineFailure(.network, "\(item.path): the connection was lost and not regained in "
                                         + "\(Int(now - plan.since)) s (\(plan.attempt) attempts); the last error: \(plan.lastError)")
             fail(item, failure, &state)
@@ -446,6 +447,9 @@ extension EngineControl {
         let myEpoch = epoch
         let format = state.format
         let cancellation = CancellationFlag()
+        // The attempt itself (opening, and seeking back to where it stopped, each with its
+        // `timeout_ms`) ends with the window too: a server that trickles cannot stretch it.
+        if let windowEnd { cancellation.capDeadlines(secondsFromNow: windowEnd - now) }
         decoderCancellation = cancellation
         lock.unlock()
         let reopened: Result<MediaDecoder, EngineFailure>
@@ -453,6 +457,7 @@ extension EngineControl {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
             try decoder.configureOutput(format)
             if !plan.isLive { try decoder.seek(toFrame: plan.resumeFrame) }
+            cancellation.uncap()
             reopened = .success(decoder)
         } catch {
             reopened = .failure(error)
@@ -474,7 +479,8 @@ extension EngineControl {
             // source is away): every failure is retried until the time is up.
             plan.lastError = failure.message
             plan.delay = min(Reconnect.longestDelay, plan.delay * 2)
-            plan.nextAt = EngineLock.now() + plan.delay
+            // The window's end is the last moment to try or to give up, not a wait past it.
+            plan.nextAt = min(EngineLock.now() + plan.delay, windowEnd ?? .infinity)
             state.reconnect = plan
         }
     }

@@ -9,13 +9,32 @@ final class CancellationFlag: Sendable {
     private let flag = Atomic<Bool>(false)
     /// Monotonic nanoseconds after which blocking I/O gives up; 0: no deadline.
     private let deadline = Atomic<UInt64>(0)
+    /// A deadline no later one may pass (a reconnect window's end); 0: none.
+    private let cap = Atomic<UInt64>(0)
     func cancel() { flag.store(true, ordering: .relaxed) }
     /// Makes the flag usable again for the same decoder's next piece of work (a seek).
     func reset() { flag.store(false, ordering: .relaxed) }
     var isCancelled: Bool { flag.load(ordering: .relaxed) }
 
     func setDeadline(secondsFromNow seconds: Double?) {
-        deadline.store(seconds.map { Self.nanosecondsNow() + UInt64(max(0, $0) * 1e9) } ?? 0, ordering: .relaxed)
+        let limit = cap.load(ordering: .relaxed)
+        var at = seconds.map { Self.nanosecondsNow() + UInt64(max(0, $0) * 1e9) } ?? limit
+        if limit != 0 { at = min(at, limit) }
+        deadline.store(at, ordering: .relaxed)
+    }
+
+    /// Every deadline from now on ends `seconds` from now at the latest, and so does the
+    /// blocking I/O of work that has none of its own.
+    func capDeadlines(secondsFromNow seconds: Double) {
+        let at = Self.nanosecondsNow() + UInt64(max(0, seconds) * 1e9)
+        cap.store(at, ordering: .relaxed)
+        deadline.store(at, ordering: .relaxed)
+    }
+
+    /// The work under the cap is done (a reconnect succeeded): deadlines are its own again.
+    func uncap() {
+        cap.store(0, ordering: .relaxed)
+        deadline.store(0, ordering: .relaxed)
     }
 
     /// Whether I/O must stop now: cancelled, or past the deadline.

@@ -242,11 +242,7 @@ extension DaemonTests.DaemonNetworkTests {
         defer { server.stop() }
         // 30 s of WAV (5 MiB): a seek to 25 s is past what is decoded ahead, so it asks the
         // server for a range, and gets headers without end.
-        let long = dir.path("long.wav")
-        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=30",
-                                                   "-ac", "2", "-ar", "44100", long], timeout: 30)
-        #expect(made.status == 0, "\(made.output)")
-        server.route("/long.wav", .fileTricklingRanges(path: long, contentType: "audio/wav"))
+        server.route("/long.wav", .fileTricklingRanges(path: try longWAV(dir), contentType: "audio/wav"))
         let (daemon, client) = try start(dir, input: "timeout_ms = 2000")
         defer { withExtendedLifetime(daemon) {} }
         #expect(try client.call("load", ["url": server.url("/long.wav")], timeout: 15).stateName == "ready")
@@ -256,6 +252,15 @@ extension DaemonTests.DaemonNetworkTests {
         #expect(took < 2 + 3 * Sanitizer.timeScale, "answered after \(took) s with timeout_ms 2000: \(seek)")
         #expect(seek.result != nil || seek.errorMessage != nil, "\(seek)")
         #expect(try client.call("status").result != nil, "the daemon keeps serving")
+    }
+
+    /// 30 s of WAV (5 MiB), made with ffmpeg in `dir`.
+    private func longWAV(_ dir: TemporaryDirectory) throws -> String {
+        let long = dir.path("long.wav")
+        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=30",
+                                                   "-ac", "2", "-ar", "44100", long], timeout: 30)
+        #expect(made.status == 0, "\(made.output)")
+        return long
     }
 
     /// A file on a simple web server (a length, no ranges, as `python3 -m http.server`) has an

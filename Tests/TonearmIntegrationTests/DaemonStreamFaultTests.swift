@@ -130,6 +130,29 @@ extension DaemonTests {
             #expect(status.result?.name == "playing", "\(status) \(events)")
         }
 
+        /// A dropped connection whose every reopen is answered with headers without end (so
+        /// FFmpeg's read timeout never fires) fails the item when `reconnect_for_s` is up, not
+        /// `timeout_ms` per attempt later, and the queue goes on (the outside passes' issue, §4).
+        @Test func aReconnectThatTricklesEndsWithItsWindow() throws {
+            let rig = try rig(input: "timeout_ms = 10000\nreconnect_for_s = 3")
+            defer { rig.stop() }
+            let added = try rig.client.call("add", ["urls": [rig.radio, Fixtures.path("tone.wav")], "play": true], timeout: 15)
+            let ids = (added.result?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } ?? []
+            #expect(ids.count == 2 && added.stateName == "playing", "\(added)")
+            _ = try waitForStatus(rig.client, timeout: 10) { ($0["position"] as? Double ?? 0) > 1 }
+            rig.server.route("/radio", .endlessHeaders)
+            rig.proxy.cut()
+            let cut = Date()
+            let events = try readEvents(rig.watcher, timeout: 30) { $0["type"] as? String == "item_failed" }
+            let took = Date().timeIntervalSince(cut)
+            #expect(events.contains { $0.performanceEvent == "reconnecting" }, "\(events)")
+            let failed = try #require(events.last)
+            #expect(failed["id"] as? Int == ids.first && failed["kind"] as? String == "network", "\(failed)")
+            #expect(took < 3 + 1.5 * Sanitizer.timeScale, "failed \(took) s after the cut, with reconnect_for_s 3: \(events)")
+            let next = try waitForStatus(rig.client, timeout: 10) { ["playing", "ended"].contains($0.name ?? "") }
+            #expect(next["current"] as? Int == ids.last, "the queue went on: \(next)")
+        }
+
         @Test func playAfterALongPauseRejoinsTheLiveStreamAndAShortOneGoesOn() throws {
             let rig = try rig()
             defer { rig.stop() }
