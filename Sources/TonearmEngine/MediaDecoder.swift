@@ -176,6 +176,8 @@ final class MediaDecoder {
             throw Self.openFailure(openResult, path: path, isNetwork: false, cancellation: cancellation)
         }
         self.connection = connection
+        // Right after the header: where a raw PCM file's samples start (WAV, AIFF, AU).
+        let dataStart = context.pointee.pb.map { avio_tell($0) } ?? -1
         // Until init completes, the handles live in locals and are freed here on failure.
         func failAndFree(_ failure: EngineFailure, codec: UnsafeMutablePointer<AVCodecContext>? = nil) -> EngineFailure {
             var codecToFree = codec
@@ -247,6 +249,11 @@ final class MediaDecoder {
         } else if stream.pointee.duration > 0 {
             duration = Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base)
         }
+        if let held = Self.rawPCMSeconds(stream.pointee.codecpar, container: context.pointee.iformat, dataStart: dataStart,
+                                         size: context.pointee.pb.map { avio_size($0) } ?? -1),
+           Self.headerContradicts(duration, held: held, container: context.pointee.iformat) {
+            duration = held
+        }
         func tag(_ key: String) -> String? {
             for dictionary in [context.pointee.metadata, stream.pointee.metadata] {
                 if let entry = av_dict_get(dictionary, key, nil, 0) {
@@ -269,6 +276,27 @@ final class MediaDecoder {
         frame = av_frame_alloc()
         scratchCapacityFrames = 8192
         scratch = UnsafeMutableRawPointer.allocate(byteCount: scratchCapacityFrames * 8 * 8, alignment: 16)
+    }
+
+    /// How long the samples of a raw PCM file (WAV, AIFF, AU, …) last, from the bytes after its
+    /// header: what decodes, whatever the header says. nil for any other codec, or when the
+    /// file's size or where its samples start is not known.
+    private static func rawPCMSeconds(_ parameters: UnsafeMutablePointer<AVCodecParameters>,
+                                      container: UnsafePointer<AVInputFormat>, dataStart: Int64, size: Int64) -> Double? {
+        let bits = av_get_bits_per_sample(parameters.pointee.codec_id)
+        let blockAlign = Int64(parameters.pointee.block_align)
+        let rate = Int64(parameters.pointee.sample_rate)
+        guard bits > 0, blockAlign > 0, rate > 0, dataStart > 0, size > dataStart else { return nil }
+        return Double((size - dataStart) / blockAlign) / Double(rate)
+    }
+
+    /// Whether a raw PCM file's header says a length its samples contradict: longer than the
+    /// file holds (cut short), or, in AIFF, whose frame count FFmpeg reports but does not
+    /// stop at (it reads the sound chunk to its end), far shorter.
+    private static func headerContradicts(_ stated: Double?, held: Double, container: UnsafePointer<AVInputFormat>) -> Bool {
+        guard let stated else { return false }
+        if stated > held + 0.001 { return true }
+        return String(cString: container.pointee.name) == "aiff" && stated < held - 0.001
     }
 
     /// FFmpeg's network layer (TLS libraries) is set up once, before the first network open.

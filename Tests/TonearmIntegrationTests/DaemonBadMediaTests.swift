@@ -108,6 +108,34 @@ extension DaemonTests {
             #expect(load.errorData?["recoverable"] as? Bool == false, "\(load)")
         }
 
+        /// §15: an AIFF whose header says 1 frame holds two seconds, and FFmpeg plays them all:
+        /// what decodes is trusted, so the duration, a seek and the end agree with what plays.
+        @Test func anAIFFWhoseHeaderUndercountsHasTheLengthThatPlays() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let aiff = dir.path("short-header.aiff")
+            let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
+                                        timeout: 30)
+            #expect(converted.status == 0, "\(converted.output)")
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aiff)))
+            let comm = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("COMM".utf8) })
+            bytes.replaceSubrange((comm + 10)..<(comm + 14), with: [0, 0, 0, 1])  // numSampleFrames: 1
+            try Data(bytes).write(to: URL(fileURLWithPath: aiff))
+            let seconds = Double(try Fixtures.wavPCM("tone.wav").count / 4) / 44_100
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "4"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            let load = try client.call("load", ["url": aiff])
+            let duration = try #require((load.result?["media"] as? [String: Any])?["duration"] as? Double, "\(load)")
+            #expect(abs(duration - seconds) < 0.01, "duration \(duration), \(seconds) s of samples")
+            let seek = try client.call("seek", ["position": 1.0])
+            #expect(abs((seek.result?["position"] as? Double ?? 0) - 1.0) < 0.01, "\(seek)")
+            #expect(try client.call("play").stateName == "playing")
+            let ended = try waitForStatus(client, timeout: 10) { $0.name == "ended" }
+            let position = ended["position"] as? Double ?? 99
+            #expect(position <= duration + 0.0001 && position > duration - 0.05, "ended at \(position) of \(duration)")
+        }
+
         @Test func garbageIsRefusedOrPlayedWithinBounds() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
