@@ -92,14 +92,7 @@ extension DaemonTests {
         @Test func aDamagedAIFFIsNotAMissingFile() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let aiff = dir.path("bad.aiff")
-            let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
-                                        timeout: 30)
-            #expect(converted.status == 0, "\(converted.output)")
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aiff)))
-            let comm = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("COMM".utf8) })
-            bytes.replaceSubrange((comm + 10)..<(comm + 14), with: [0xFF, 0xFF, 0xFF, 0xFE])  // numSampleFrames
-            try Data(bytes).write(to: URL(fileURLWithPath: aiff))
+            let aiff = try aiff(dir, frameCount: [0xFF, 0xFF, 0xFF, 0xFE])
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             defer { withExtendedLifetime(daemon) {} }
             let client = try daemon.connect()
@@ -108,19 +101,25 @@ extension DaemonTests {
             #expect(load.errorData?["recoverable"] as? Bool == false, "\(load)")
         }
 
-        /// §15: an AIFF whose header says 1 frame holds two seconds, and FFmpeg plays them all:
-        /// what decodes is trusted, so the duration, a seek and the end agree with what plays.
-        @Test func anAIFFWhoseHeaderUndercountsHasTheLengthThatPlays() throws {
-            let dir = try TemporaryDirectory()
-            defer { dir.remove() }
-            let aiff = dir.path("short-header.aiff")
+        /// tone.wav as AIFF, with the COMM chunk's frame count (big-endian) replaced.
+        private func aiff(_ dir: TemporaryDirectory, frameCount: [UInt8]) throws -> String {
+            let aiff = dir.path("patched.aiff")
             let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
                                         timeout: 30)
             #expect(converted.status == 0, "\(converted.output)")
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aiff)))
             let comm = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("COMM".utf8) })
-            bytes.replaceSubrange((comm + 10)..<(comm + 14), with: [0, 0, 0, 1])  // numSampleFrames: 1
+            bytes.replaceSubrange((comm + 10)..<(comm + 14), with: frameCount)  // numSampleFrames
             try Data(bytes).write(to: URL(fileURLWithPath: aiff))
+            return aiff
+        }
+
+        /// §15: an AIFF whose header says 1 frame holds two seconds, and FFmpeg plays them all:
+        /// what decodes is trusted, so the duration, a seek and the end agree with what plays.
+        @Test func anAIFFWhoseHeaderUndercountsHasTheLengthThatPlays() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let aiff = try aiff(dir, frameCount: [0, 0, 0, 1])
             let seconds = Double(try Fixtures.wavPCM("tone.wav").count / 4) / 44_100
             let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "4"])
             defer { withExtendedLifetime(daemon) {} }
