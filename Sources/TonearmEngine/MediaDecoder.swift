@@ -57,6 +57,8 @@ final class MediaDecoder {
     private var formatContext: UnsafeMutablePointer<AVFormatContext>?
     /// A network source's connection, opened by us (FFmpeg does not close it with the context).
     private var connection: UnsafeMutablePointer<AVIOContext>?
+    /// The context's `io_open` budget; it outlives the context (freed first, in deinit).
+    private var requestBudget: RequestBudget?
     private var codecContext: UnsafeMutablePointer<AVCodecContext>?
     private var resampler: OpaquePointer?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -152,6 +154,8 @@ final class MediaDecoder {
             connection = try Self.connect(path, input: input, interrupt: interrupt, cancellation: cancellation)
         }
         var context = avformat_alloc_context()
+        let budget = context.map { RequestBudget(installedOn: $0) }
+        requestBudget = budget
         context?.pointee.interrupt_callback = interrupt
         context?.pointee.pb = connection
         var options: OpaquePointer?
@@ -165,6 +169,7 @@ final class MediaDecoder {
         guard openResult >= 0, let context else {
             // A context FFmpeg freed on failure leaves the connection to us.
             avio_closep(&connection)
+            if let budget, budget.refused > 0 { throw EngineFailure(.unsupportedFormat, "\(path): \(budget.description)") }
             if isNetwork && !Self.isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
                 throw EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(openResult, cancellation))")
             }
@@ -189,6 +194,9 @@ final class MediaDecoder {
         }
 
         let infoResult = avformat_find_stream_info(context, nil)
+        if let budget, budget.refused > 0 {
+            throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): \(budget.description)"))
+        }
         if infoResult < 0 {
             if isNetwork && !Self.isContentError(infoResult) && infoResult != tonearm_averror(EINVAL) {
                 throw failAndFree(EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(infoResult, cancellation))"))

@@ -263,6 +263,59 @@ extension DaemonTests.DaemonNetworkTests {
         return long
     }
 
+    /// HLS playlists that name each other as variants, for ever: the load ends within its
+    /// bounds (a few dozen requests, not thousands), with a clear error, and the daemon's
+    /// memory is back where it was (the outside passes' issue, §7).
+    @Test func selfReferencingHLSPlaylistsAreBounded() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let master = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=128000\n/a.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=64000\n/b.m3u8\n"
+        for path in ["/a.m3u8", "/b.m3u8"] { server.route(path, .text(body: master, contentType: "application/vnd.apple.mpegurl")) }
+        let (daemon, client) = try start(dir, input: "timeout_ms = 5000")
+        defer { withExtendedLifetime(daemon) {} }
+        let pid = daemon.process.processIdentifier
+        let before = Double(try ProcessResources(pid: pid).residentKiB) / 1024
+        let started = Date()
+        let load = try client.call("load", ["url": server.url("/a.m3u8")], timeout: 30)
+        let took = Date().timeIntervalSince(started)
+        #expect(load.errorMessage != nil, "\(load)")
+        #expect(took < 5 + 2 * Sanitizer.timeScale, "answered after \(took) s")
+        #expect(server.requests.count < 64, "\(server.requests.count) requests")
+        usleep(300_000)
+        if Sanitizer.active == nil {
+            let after = Double(try ProcessResources(pid: pid).residentKiB) / 1024
+            #expect(after - before < 20, "\(before) → \(after) MiB")
+        }
+        #expect(try client.call("status").result != nil, "the daemon keeps serving")
+    }
+
+    /// A well-formed HLS stream (a master playlist, its variant, one-second segments) plays
+    /// to its end within the request budget.
+    @Test func anHLSStreamPlaysWithinItsRequestBudget() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
+                                                   "-hls_time", "1", "-hls_playlist_type", "vod", dir.path("index.m3u8")], timeout: 60)
+        #expect(made.status == 0, "\(made.output)")
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
+        where name.hasSuffix(".ts") || name.hasSuffix(".m3u8") {
+            server.route("/" + name, .file(path: dir.path(name), contentType: name.hasSuffix(".ts") ? "video/mp2t" : "application/vnd.apple.mpegurl"))
+        }
+        server.route("/master.m3u8", .text(body: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=128000\nindex.m3u8\n",
+                                           contentType: "application/vnd.apple.mpegurl"))
+        let (daemon, client) = try start(dir)
+        defer { withExtendedLifetime(daemon) {} }
+        let load = try client.call("load", ["url": server.url("/master.m3u8"), "play": true], timeout: 15)
+        #expect(load.stateName == "playing", "\(load)")
+        let ended = try waitForStatus(client, timeout: 20) { ["ended", "failed"].contains($0.name ?? "") }
+        #expect(ended.name == "ended", "\(ended)")
+        #expect(server.requests.filter { $0.path.hasSuffix(".ts") }.count >= 3, "\(server.requests)")
+    }
+
     /// A file on a simple web server (a length, no ranges, as `python3 -m http.server`) has an
     /// end: it is not live, plays once to its end and is not fetched again (the outside passes'
     /// issue, §5).

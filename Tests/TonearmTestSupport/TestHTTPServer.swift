@@ -32,6 +32,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         case html
         /// Header lines, one every few milliseconds, for ever.
         case endlessHeaders
+        /// `body` as it is, with a length.
+        case text(body: String, contentType: String)
     }
 
     public struct Request: Sendable {
@@ -134,6 +136,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         case .html:
             let body = "<!DOCTYPE html><html><head><title>Not audio</title></head><body>" + String(repeating: "<p>hello</p>", count: 400) + "</body></html>"
             send(fd, "HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+        case .text(let body, let contentType):
+            send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         case .endlessHeaders:
             guard send(fd, "HTTP/1.1 200 OK\r\n") else { return }
             var count = 0
