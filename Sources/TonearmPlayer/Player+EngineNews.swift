@@ -47,7 +47,8 @@ extension Player {
                 guard id == m.context.currentItem, token > 0 else { return }
                 let done = m.seekWaiters.filter { $0.token <= token }
                 m.seekWaiters.removeAll { $0.token <= token }
-                let landed = SeekOutcome.landed(position: Self.shown(position), state: machine.currentState)
+                let landed = SeekOutcome.landed(position: Self.shown(position, duration: m.media[id]?.duration),
+                                                state: machine.currentState)
                 for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
                 if actions.contains(.deviceLost) { m.interruption = failure.message }

@@ -27,14 +27,14 @@ extension Player {
             if let current = m.context.currentItem, state.isActive {
                 let heard = engine.heard
                 if heard.itemID == current {
-                    position = Self.shown(heard.seconds)
+                    position = Self.shown(heard.seconds, duration: m.media[current]?.duration)
                 } else if heard.itemID == m.context.pendingNext, let next = m.queueIDs[heard.itemID] {
                     // The engine already hears the item queued after the current one (a gapless
                     // join whose news the player has not taken up yet): saved as the player is
                     // about to have it, not as the current item back at its start.
                     do throws(QueueError) {
                         try queue.advance(from: m.queue.currentID, to: next)
-                        position = Self.shown(heard.seconds)
+                        position = Self.shown(heard.seconds, duration: m.media[heard.itemID]?.duration)
                     } catch {}
                 }
             }

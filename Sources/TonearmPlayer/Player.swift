@@ -106,9 +106,11 @@ public final class Player: Sendable {
         set { changeObserverBox.withLock { $0.observer = newValue } }
     }
 
-    /// A position as clients see it: never before the item's start (a decoder's first frame
-    /// may sit before 0, as Opus's pre-skip does).
-    static func shown(_ seconds: Double) -> Double { max(0, seconds) }
+    /// A position as clients see it: within [0, duration]. A decoder's first frame may sit
+    /// before 0 (Opus's pre-skip), and its last after the stated duration (AAC's padding in MP4).
+    static func shown(_ seconds: Double, duration: Double?) -> Double {
+        min(max(0, seconds), duration ?? .infinity)
+    }
 
     public var status: PlayerStatus {
         model.withLock { m in
@@ -119,9 +121,9 @@ public final class Player: Sendable {
             var media: MediaInfo?
             if let current, state.isActive {
                 let heard = engine.heardAndBuffered
-                position = heard.itemID == current ? Self.shown(heard.seconds) : 0
-                buffered = heard.buffered
                 media = m.media[current]
+                position = heard.itemID == current ? Self.shown(heard.seconds, duration: media?.duration) : 0
+                buffered = heard.buffered
             }
             return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                                 output: engine.configuration,

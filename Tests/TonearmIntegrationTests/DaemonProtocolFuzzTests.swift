@@ -159,6 +159,161 @@ extension DaemonTests {
             #expect(try client.call("status").stateName == "ready", "the player is where it was")
         }
 
+        /// Both protocols at once, from concurrent clients, for a few seconds of seeded random
+        /// commands (valid and not, command lists, idle): every MPD command or list gets exactly
+        /// one `OK` or `ACK`, every JSON-RPC request exactly one well-formed answer in order (a
+        /// notification none), positions stay within [0, duration], a subscriber's queue events
+        /// never go backwards, and the daemon serves on (the outside passes' issue, fuzz).
+        @Test(arguments: [UInt64(31), 32])
+        func concurrentClientsOfBothProtocolsKeepTheInvariants(_ seed: UInt64) throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
+            defer { withExtendedLifetime(daemon) {} }
+            let control = try daemon.connect()
+            let files = ["tone.wav", "tone.flac", "tone.mp3", "gapless-1.flac", "tone.opus", "tone.m4a"].map(Fixtures.path)
+            #expect(try control.call("add", ["urls": files, "play": true]).result != nil)
+            let failures = Guarded<[String]>([])
+            let counts = Guarded<(mpd: Int, rpc: Int, events: Int)>((0, 0, 0))
+            let seconds = 6.0
+            let until = Date().addingTimeInterval(seconds)
+            let socket = daemon.socketPath, mpdSocket = daemon.mpdSocketPath
+            var threads: [Thread] = []
+            for worker in 0..<3 {
+                threads.append(Thread {
+                    var random = SeededRandom(seed: seed &* 1000 &+ UInt64(worker))
+                    do {
+                        let client = try MPDTestClient(path: mpdSocket)
+                        while Date() < until {
+                            let line = Self.mpdCommand(&random, files)
+                            let reply = try client.command(line)
+                            if let elapsed = reply["elapsed"].flatMap(Double.init) {
+                                let duration = reply["duration"].flatMap(Double.init) ?? .infinity
+                                if elapsed < 0 || elapsed > duration + 0.001 { failures.update { $0.append("mpd elapsed \(elapsed) of \(duration)") } }
+                            }
+                            counts.update { $0.mpd += 1 }
+                        }
+                    } catch {
+                        failures.update { $0.append("mpd worker \(worker): \(error)") }
+                    }
+                })
+                threads.append(Thread {
+                    var random = SeededRandom(seed: seed &* 2000 &+ UInt64(worker))
+                    do {
+                        let client = try LineClient(path: socket)
+                        var id = 0
+                        while Date() < until {
+                            let (method, params, notification) = Self.rpcRequest(&random, files)
+                            var request: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
+                            if !notification {
+                                id += 1
+                                request["id"] = id
+                            }
+                            try client.send(raw: try JSONSerialization.data(withJSONObject: request) + Data("\n".utf8))
+                            guard !notification else { continue }
+                            let answer = try client.readJSON(timeout: 15)
+                            let hasResult = answer["result"] != nil, error = answer["error"] as? [String: Any]
+                            if answer["id"] as? Int != id || hasResult == (error != nil)
+                                || (error.map { !Self.knownCodes.contains($0["code"] as? Int ?? 0) } ?? false) {
+                                failures.update { $0.append("rpc \(method) id \(id): \(answer)") }
+                            }
+                            if method == "status", let result = answer["result"] as? [String: Any], let position = result["position"] as? Double {
+                                let duration = result["duration"] as? Double ?? .infinity
+                                if position < 0 || position > duration + 0.001 { failures.update { $0.append("rpc position \(position) of \(duration)") } }
+                            }
+                            counts.update { $0.rpc += 1 }
+                        }
+                    } catch {
+                        failures.update { $0.append("rpc worker \(worker): \(error)") }
+                    }
+                })
+            }
+            threads.append(Thread {
+                do {
+                    let subscriber = try LineClient(path: socket)
+                    _ = try subscriber.call("subscribe", ["events": ["queue"]])
+                    var last = -1
+                    while Date() < until {
+                        guard let event = try? subscriber.readJSON(timeout: 0.5) else { continue }
+                        guard let version = (event["params"] as? [String: Any])?["version"] as? Int else { continue }
+                        if version < last { failures.update { $0.append("queue event \(version) after \(last)") } }
+                        last = version
+                        counts.update { $0.events += 1 }
+                    }
+                } catch {
+                    failures.update { $0.append("subscriber: \(error)") }
+                }
+            })
+            for thread in threads { thread.start() }
+            let deadline = Date().addingTimeInterval(seconds + 40 * Sanitizer.timeScale)
+            while threads.contains(where: { !$0.isFinished }) && Date() < deadline { usleep(50_000) }
+            let allFinished = threads.allSatisfy { $0.isFinished }
+            #expect(allFinished, "a client was left waiting for an answer")
+            let found = failures.value
+            #expect(found.isEmpty, "\(found.count) broken invariants, first: \(found.prefix(5))")
+            let done = counts.value
+            #expect(done.mpd > 100 && done.rpc > 100, "\(done)")
+            #expect(try control.call("ping")["result"] as? String == "pong")
+            #expect(daemon.process.isRunning)
+        }
+
+        /// A random MPD command line (or command list, or idle and noidle): valid, out of range, or unknown.
+        private static func mpdCommand(_ r: inout SeededRandom, _ files: [String]) -> String {
+            func n(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &r) }
+            let file = files[n(0...(files.count - 1))]
+            switch n(0...25) {
+            case 0: return "status"
+            case 1: return "currentsong"
+            case 2: return "playlistinfo \(n(-1...6))"
+            case 3: return "add \"\(file)\""
+            case 4: return "addid \"\(file)\" \(n(-2...8))"
+            case 5: return "delete \(n(-1...8))"
+            case 6: return "deleteid \(n(-1...80))"
+            case 7: return "move \(n(0...8)) \(n(-1...8))"
+            case 8: return "moveid \(n(-1...80)) \(n(0...8))"
+            case 9: return "play \(n(-1...8))"
+            case 10: return "pause \(n(0...2))"
+            case 11: return "stop"
+            case 12: return "next"
+            case 13: return "previous"
+            case 14: return "seek \(n(0...6)) \(Double(n(-10...40)) / 10)"
+            case 15: return "seekcur \(["+", "-", ""][n(0...2)])\(Double(n(0...30)) / 10)"
+            case 16: return "setvol \(n(-5...105))"
+            case 17: return "\(["repeat", "random", "single", "consume"][n(0...3)]) \(n(0...2))"
+            case 18: return "plchanges \(n(-1...400))"
+            case 19: return n(0...9) == 0 ? "clear" : "playlistid \(n(-1...80))"
+            case 20: return "shuffle"
+            case 21: return "command_list_begin\nstatus\nadd \"\(file)\"\nmove 0 \(n(-1...4))\ncommand_list_end"
+            case 22: return "command_list_ok_begin\nping\ncurrentsong\ncommand_list_end"
+            case 23: return "idle\nnoidle"
+            case 24: return "frobnicate \(n(0...9))"
+            default: return "ping"
+            }
+        }
+
+        /// A random JSON-RPC method and params (valid, out of range or of the wrong type), and whether
+        /// it goes as a notification.
+        private static func rpcRequest(_ r: inout SeededRandom, _ files: [String]) -> (String, [String: Any], Bool) {
+            func n(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &r) }
+            let notification = n(0...19) == 0
+            switch n(0...15) {
+            case 0: return ("status", [:], notification)
+            case 1: return ("queue", [:], notification)
+            case 2: return ("add", ["urls": [files[n(0...(files.count - 1))]], "position": n(-1...6)], notification)
+            case 3: return ("remove", ["ids": [n(-1...80)]], notification)
+            case 4: return ("move", ["id": n(-1...80), "position": n(-1...8)], notification)
+            case 5: return ("play", n(0...1) == 0 ? [:] : ["id": n(-1...80)], notification)
+            case 6: return ("pause", [:], notification)
+            case 7: return (n(0...5) == 0 ? "stop" : "status", [:], notification)
+            case 8: return (n(0...1) == 0 ? "next" : "previous", [:], notification)
+            case 9: return ("seek", ["position": Double(n(-100...400)) / 10, "relative": n(0...1) == 0], notification)
+            case 10: return ("volume", n(0...1) == 0 ? ["level": n(-10...110)] : ["delta": n(-120...120)], notification)
+            case 11: return ("options", ["repeat": n(0...1) == 0, "random": n(0...1) == 0], notification)
+            case 12: return ("replay_gain", ["mode": ["off", "track", "album", "auto", "loud"][n(0...4)]], notification)
+            case 13: return ("seek", ["position": "x"], notification)
+            case 14: return ("nonsense", [:], notification)
+            default: return ("ping", [:], notification)
+            }
+        }
+
         @Test func halfClosedAndResetConnectionsLeaveTheDaemonServing() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let observer = try daemon.connect()
