@@ -154,7 +154,7 @@ final class MediaDecoder {
             connection = try Self.connect(path, input: input, interrupt: interrupt, cancellation: cancellation)
         }
         var context = avformat_alloc_context()
-        let budget = context.map { RequestBudget(installedOn: $0) }
+        let budget = context.map { RequestBudget(installedOn: $0, verifyAgainst: input.tlsVerify ? input.caFile : nil) }
         requestBudget = budget
         context?.pointee.interrupt_callback = interrupt
         context?.pointee.pb = connection

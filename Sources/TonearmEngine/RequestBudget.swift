@@ -10,6 +10,11 @@ import Foundation
 /// HLS stream reloads its playlist and fetches a segment every few seconds). Past it, opens
 /// fail (`EPERM`), and the item fails with a message naming the bound.
 ///
+/// The same hook passes the TLS checks (`tls_verify`, `ca_file`) to every https URL opened for
+/// the item: FFmpeg's HLS demuxer hands its segments and playlists only the options it saved
+/// from the first connection (headers, user agent, …), not these, so a verified playlist's
+/// segments were fetched unverified.
+///
 /// Used on the item's decoder thread only, where FFmpeg calls `io_open`.
 final class RequestBudget {
     static let burst = 32.0
@@ -19,19 +24,26 @@ final class RequestBudget {
     private var refilledAt = EngineLock.now()
     private(set) var refused = 0
     private let defaultOpen: IOOpen?
+    /// The CA file to verify https peers against; nil: no verification (`input.tls_verify = false`).
+    private let verifyAgainst: String?
 
     typealias IOOpen = @convention(c) (UnsafeMutablePointer<AVFormatContext>?,
                                        UnsafeMutablePointer<UnsafeMutablePointer<AVIOContext>?>?,
                                        UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
 
     /// Installs the budget on `context` (before it opens anything); the context must not outlive it.
-    init(installedOn context: UnsafeMutablePointer<AVFormatContext>) {
+    init(installedOn context: UnsafeMutablePointer<AVFormatContext>, verifyAgainst: String?) {
         defaultOpen = context.pointee.io_open
+        self.verifyAgainst = verifyAgainst
         context.pointee.opaque = Unmanaged.passUnretained(self).toOpaque()
         context.pointee.io_open = { context, pb, url, flags, options in
             guard let opaque = context?.pointee.opaque else { return tonearm_averror(EPERM) }
             let budget = Unmanaged<RequestBudget>.fromOpaque(opaque).takeUnretainedValue()
             guard budget.take() else { return tonearm_averror(EPERM) }
+            if let url, let options, strncasecmp(url, "https:", 6) == 0 {
+                av_dict_set(options, "tls_verify", budget.verifyAgainst == nil ? "0" : "1", 0)
+                if let ca = budget.verifyAgainst { av_dict_set(options, "ca_file", ca, 0) }
+            }
             return budget.defaultOpen?(context, pb, url, flags, options) ?? tonearm_averror(ENOSYS)
         }
     }

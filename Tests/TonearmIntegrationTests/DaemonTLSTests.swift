@@ -50,11 +50,11 @@ extension DaemonTests {
             let process = Process()
             let port: Int
 
-            init(_ certificates: Certificates, _ name: String) throws {
+            init(_ certificates: Certificates, _ name: String, serving directory: String = Fixtures.directory.path) throws {
                 let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("Scripts/tls_server.py").path
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
                 process.arguments = [script, certificates.directory.path("\(name).pem"), certificates.directory.path("\(name).key"),
-                                     Fixtures.directory.path]
+                                     directory]
                 let output = Pipe()
                 process.standardOutput = output
                 try process.run()
@@ -137,6 +137,35 @@ extension DaemonTests {
                 #expect(load.errorData?["kind"] as? String == "permission_denied", "\(target): \(load)")
             }
             #expect(readWholeFile(dir.path("out.raw")).isEmpty, "nothing of the plain-http file was played")
+        }
+
+        /// §1: an https HLS playlist on a verified server whose segments are on a server that
+        /// cannot be verified (self-signed): the segments are refused, nothing of them plays.
+        @Test func anHLSStreamsSegmentsAreVerifiedToo() throws {
+            let certificates = try Certificates()
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let served = dir.path("served")
+            try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
+            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
+                                                       "-hls_time", "1", "-hls_playlist_type", "vod", served + "/index.m3u8"], timeout: 60)
+            #expect(made.status == 0, "\(made.output)")
+            let selfSigned = try TLSServer(certificates, "self", serving: served)
+            let good = try TLSServer(certificates, "good", serving: served)
+            // The playlist on the good server; its segments on the self-signed one.
+            let index = try String(contentsOfFile: served + "/index.m3u8", encoding: .utf8)
+            let redirected = index.split(separator: "\n").map { $0.hasSuffix(".ts") ? selfSigned.url("/" + $0) : String($0) }
+            try redirected.joined(separator: "\n").write(toFile: served + "/mixed.m3u8", atomically: true, encoding: .utf8)
+            let (daemon, client) = try daemon(dir, input: "ca_file = \"\(certificates.ca)\"")
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("load", ["url": good.url("/index.m3u8")], timeout: 15).stateName == "ready",
+                    "the verified server's own segments play")
+            let load = try client.call("load", ["url": good.url("/mixed.m3u8"), "play": true], timeout: 15)
+            if load.stateName == "playing" {
+                _ = try waitForStatus(client, timeout: 20) { ["ended", "failed", "idle"].contains($0.name ?? "") }
+            }
+            #expect(readWholeFile(dir.path("out.raw")).isEmpty, "nothing from the unverified server was played: \(load)")
+            #expect(try client.call("ping")["result"] as? String == "pong")
         }
 
         /// §3: an HLS playlist served over http that names a local file does not play it.
