@@ -242,8 +242,13 @@ final class EngineControl: @unchecked Sendable {
     func canTakeBack(after itemID: Int) -> Bool {
         guard outputRewinds, outputEpoch == epoch else { return false }
         let now = clockNow
-        guard clock.framesWritten(after: itemID, now: now) != nil else { return false }
-        guard let border = clock.nextSegmentHeardAt else { return true }  // not consuming: nothing moves
+        guard clock.heard(now: now).itemID == itemID else { return false }
+        guard clock.consuming else { return true }  // paused or parked: nothing moves
+        // Where what follows starts: its recorded segment, or, while its first write is still in
+        // the device call (`lastWrittenItem` is set before it, the clock after), the end of
+        // what was written before.
+        guard let border = clock.framesWritten(after: itemID, now: now) != nil ? clock.nextSegmentHeardAt : clock.writtenHeardAt
+        else { return true }
         return border - now > outputResponseSeconds
     }
 

@@ -114,6 +114,12 @@ struct PlaybackClock {
         heldAt = now
     }
 
+    /// When everything written so far has been heard (while consuming); nil when not consuming.
+    var writtenHeardAt: Double? {
+        guard consuming else { return nil }
+        return heldAt + Double(heldFrames) / (Double(rest.sampleRate) * speed)
+    }
+
     /// When the first segment not yet heard starts being heard (while consuming): a border, or
     /// the start of a discontinuity. nil when none is pending or the device is not consuming.
     var nextSegmentHeardAt: Double? {
