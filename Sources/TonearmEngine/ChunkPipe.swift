@@ -121,9 +121,6 @@ final class ChunkPipe {
 
     var first: PCMChunk? { count > 0 ? chunks[fifo[head]] : nil }
 
-    /// The chunk after the head, if any (to see whether an item's end is followed by the next item).
-    var second: PCMChunk? { count > 1 ? chunks[fifo[(head + 1) % fifo.count]] : nil }
-
     /// Removes the head and returns it to the free list.
     func popFirst() {
         guard count > 0 else { return }

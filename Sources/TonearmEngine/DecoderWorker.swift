@@ -66,8 +66,8 @@ extension EngineControl {
     /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
     /// before the current one ends (gapless), little enough that a file changing on disk is noticed
     /// soon. It refills at half (see `pipeIsHalfEmpty`), so it decodes in bursts of half this,
-    /// each started cold after a sleep: with 2 s, FLAC at 1x cost the decoder 1.20-1.27 ms a
-    /// second, with 4 s 0.99-1.08 (the same decoding costs 1.0-1.07 unpaced).
+    /// each started cold after a sleep: longer bursts cost less per second of audio, and 4 s
+    /// brings paced decoding close to the cost of decoding unpaced (docs/performance.md).
     static let decodeAheadSeconds = 4.0
 
     /// The pipe level the decoder fills to: `decodeAheadSeconds` for a file; for a network

@@ -106,8 +106,8 @@ public final class ObservationToken: Sendable {
 /// Registry and delivery of observations. Every callback runs on one delivery thread per engine
 /// (`tonearm-events`), in the order the changes happened; callbacks must not block it.
 ///
-/// The output thread publishes and posts (a position each second, every change it makes), so
-/// neither allocates: a delivery is a value (the change and the handlers registered then, an
+/// The output thread publishes and posts every change it makes, where nothing may allocate, so
+/// neither does: a delivery is a value (the change and the handlers registered then, an
 /// array shared, not copied) appended to the delivery thread's queue, whose arrays keep their
 /// capacity.
 final class ObserverRegistry: Sendable {

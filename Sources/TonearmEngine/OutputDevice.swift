@@ -32,8 +32,8 @@ protocol OutputDevice: AnyObject {
 }
 
 extension OutputDevice {
-    /// A quarter of a second, or a period if that is longer: 100 ms pieces cost FLAC at 1x
-    /// 0.22 % of a core, 250 ms 0.18 % (ALSA's `null` device, on a 2-vCPU VM).
+    /// A quarter of a second, or a period if that is longer: with pacing every piece is a
+    /// wake-up, and fewer, larger pieces cost less (docs/performance.md).
     var pacedWriteFrames: Int { max(periodFrames, format.sampleRate / 4) }
 }
 

@@ -13,8 +13,8 @@ final class SnapcastOutput: OutputDevice {
     let format: PCMFormat
     let periodFrames: Int
     let bufferFrames: Int
-    /// Its period: snapserver reads what it is sent as it comes, and pieces of 250 ms, sent
-    /// while the whole test suite ran, made its clients add or drop samples (200 ms did not).
+    /// Its period: snapserver reads what it is sent as it comes, and pieces longer than its
+    /// clients' buffering can absorb under load made them add or drop samples.
     var pacedWriteFrames: Int { periodFrames }
     private let address: String
     private var socket: Int32
@@ -110,9 +110,8 @@ final class SnapcastOutput: OutputDevice {
 
     /// snapserver reads its source in whole chunks (`chunk_ms`, 20 ms by default) and keeps a
     /// partial one until more comes, and when the data stops it calls the stream idle, which may
-    /// cut what it was still handing on: at the end of playback the queue's last few ms were lost
-    /// (1 run in 3 with 50 ms of silence after them). A quarter second of silence completes the
-    /// chunk and keeps the stream playing past the end.
+    /// cut what it was still handing on: the queue's last few ms could be lost. A quarter second
+    /// of silence completes the chunk and keeps the stream playing past the end.
     func drain() {
         _ = write(silence, frames: silenceFrames)
     }
