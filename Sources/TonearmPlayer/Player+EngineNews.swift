@@ -41,7 +41,7 @@ extension Player {
                     if m.queue.version != before { publishQueue(m) }
                 }
                 if let next {
-                    open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
+                    open(&m, queueID: next, cause: .goesOn(play: true))
                 }
             case .seekCompleted(let id, let token, let position):
                 guard id == m.context.currentItem, token > 0 else { return }
@@ -77,7 +77,7 @@ extension Player {
         guard m.queue.item(id: queueID) != nil else {
             // It was removed from the queue as it was joined: play what follows now instead.
             if let finished, let next = m.queue.next(after: finished) {
-                open(&m, queueID: next, start: 0, skipsFailures: true, play: true, reason: .end, waiter: nil)
+                open(&m, queueID: next, cause: .goesOn(play: true))
             } else {
                 machine.send(.stop)
                 stopEngine(&m)
@@ -129,7 +129,7 @@ extension Player {
             let playing = m.playOnReady.contains(id) || state == .playing || state.isResumingPlaying
             if let failed = m.queueIDs[id], m.failuresInRow < m.queue.items.count,
                let next = m.queue.userNext(after: failed) {
-                open(&m, queueID: next, start: 0, skipsFailures: true, play: playing, reason: .end, waiter: waiter)
+                open(&m, queueID: next, cause: .goesOn(play: playing), waiter: waiter)
             } else {
                 // Stopped first, then answered: the answer's reader sees the state it led to.
                 m.failuresInRow = 0

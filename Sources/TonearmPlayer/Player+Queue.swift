@@ -37,8 +37,7 @@ extension Player {
                 if let position, position < m.queue.items.count {
                     let state = machine.currentState
                     let playing = state == .playing || state.isResumingPlaying
-                    open(&m, queueID: m.queue.items[position].id, start: 0, skipsFailures: true, play: playing,
-                         reason: .user, waiter: nil)
+                    open(&m, queueID: m.queue.items[position].id, cause: .jump(play: playing))
                 } else {
                     machine.send(.stop)
                     stopEngine(&m)

@@ -93,7 +93,7 @@ extension Player {
               queue.currentID == current, state == .idle else { return }
         let play = mode == .playing && saved.playback == .playing
         do throws(PlayerError) {
-            _ = try await jump(to: current, play: play, reason: .user, start: saved.position)
+            _ = try await jump(to: current, play: play, start: saved.position)
             // Ready at the position; a seek there makes it paused, as it was.
             if !play, queue.currentID == current, state == .ready, engine.mediaInfo?.isLive != true {
                 _ = try await seek(to: saved.position)

@@ -24,8 +24,7 @@ extension Player {
                 }
                 publishQueue(m)
                 tags.request([url])
-                open(&m, queueID: item.id, start: start, skipsFailures: false, play: play, reason: .user,
-                     waiter: continuation)
+                open(&m, queueID: item.id, start: start, cause: .load(play: play), waiter: continuation)
             }
         }
         return try await settle(outcome, url: url, play: play)
@@ -48,7 +47,7 @@ extension Player {
         case .failure(let error): throw error
         case .done(let transition): return (transition, nil, transition.to)
         case .jump(let id):
-            let loaded = try await jump(to: id, play: true, reason: .user, start: max(0, start))
+            let loaded = try await jump(to: id, play: true, start: max(0, start))
             return (nil, loaded.media, loaded.state)
         }
     }
@@ -64,7 +63,7 @@ extension Player {
             _ = try stop()
             return (nil, machine.currentState)
         }
-        return try await jump(to: id, play: nil, reason: .user)
+        return try await jump(to: id, play: nil)
     }
 
     /// Goes to the previous queue item; at the start of the queue, restarts the current one.
@@ -74,17 +73,17 @@ extension Player {
             return m.queue.previous(before: current) ?? current
         }
         guard let id = target else { throw .invalid("the queue is empty") }
-        return try await jump(to: id, play: nil, reason: .user)
+        return try await jump(to: id, play: nil)
     }
 
     /// Opens queue item `id`; `play` nil keeps the current play state. A file that fails is
     /// skipped (an `item_failed` event) and the queue goes on.
-    func jump(to id: Int, play: Bool?, reason: ItemReason, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+    func jump(to id: Int, play: Bool?, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
                 let state = machine.currentState
                 let playing = play ?? (state == .playing || state.isResumingPlaying)
-                open(&m, queueID: id, start: start, skipsFailures: true, play: playing, reason: reason, waiter: continuation)
+                open(&m, queueID: id, start: start, cause: .jump(play: playing), waiter: continuation)
             }
         }
         switch outcome {
@@ -124,8 +123,8 @@ extension Player {
 
     /// Opens queue item `queueID` as the current item (lock held). Earlier waiting commands are
     /// answered as superseded.
-    func open(_ m: inout Model, queueID: Int, start: Double, skipsFailures: Bool, play: Bool,
-                      reason: ItemReason, waiter: CheckedContinuation<LoadOutcome, Never>?) {
+    func open(_ m: inout Model, queueID: Int, start: Double = 0, cause: OpenCause,
+              waiter: CheckedContinuation<LoadOutcome, Never>? = nil) {
         guard let item = m.queue.item(id: queueID) else {
             waiter?.resume(returning: .failed(PlaybackError(.invalidRequest, "no queue item with id \(queueID)")))
             return
@@ -136,19 +135,19 @@ extension Player {
         m.context.currentItem = engineID
         m.context.pendingNext = nil
         m.context.expectedSeekToken = nil
-        m.context.skipsFailures = skipsFailures
+        m.context.skipsFailures = cause.skipsFailures
         m.pendingNextQueueID = nil
         m.queueIDs = [engineID: queueID]
         m.media = m.media.filter { $0.key == engineID }
-        m.reasons = [engineID: reason]
-        m.playOnReady = play ? [engineID] : []
+        m.reasons = [engineID: cause.reason]
+        m.playOnReady = cause.play ? [engineID] : []
         m.interruption = nil
         if let waiter { m.loadWaiters[engineID] = waiter }
         let before = m.queue.version
         try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
-        engine.open(engineItem(engineID, item, m), startAt: start, playing: play)
+        engine.open(engineItem(engineID, item, m), startAt: start, playing: cause.play)
     }
 
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {
@@ -279,7 +278,7 @@ extension Player {
                     continuation.resume(returning: .refused(.rejected(state: from, action: .retry)))
                     return
                 }
-                open(&m, queueID: current, start: 0, skipsFailures: false, play: false, reason: .user, waiter: continuation)
+                open(&m, queueID: current, cause: .retry, waiter: continuation)
             }
         }
         let url = queue.current?.url ?? URL(fileURLWithPath: "/")
