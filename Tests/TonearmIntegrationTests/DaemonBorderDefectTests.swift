@@ -117,7 +117,9 @@ extension DaemonTests {
                 #expect(reply.result?["version"] != nil, "\(reply)")
                 let expected = edit == .move ? [1, 3, 4, 2] : [1, 3, 4]
                 let status = try #require(client.call("status").result)
-                #expect(status["next"] as? Int == ids[2], "\(before) s before the end: status.next right after the reply: \(status)")
+                // C is next, or (a slow machine: the border passed since the reply) already current.
+                #expect(status["next"] as? Int == ids[2] || status["current"] as? Int == ids[2],
+                        "\(before) s before the end: status right after the reply: \(status)")
                 _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
                 let runs = codeRuns(samples(Data(readWholeFile(dir.path(capture)))))
                 #expect(runs.map(\.code) == expected.map { $0 * 1000 }, "\(edit) \(before) s before the end: heard \(runs)")

@@ -149,7 +149,8 @@ extension DaemonTests {
             while !lister.isFinished && Date() < deadline { usleep(50_000) }
             let result = listed.value
             #expect(result.failure == nil, "\(result.failure ?? "")")
-            #expect(result.count >= 2, "the lister got \(result.count) listings")
+            // Under a sanitizer a 10,000-item listing takes seconds: one overlapped the pings.
+            #expect(result.count >= (Sanitizer.active == nil ? 2 : 1), "the lister got \(result.count) listings")
             #expect(slowest < 0.05 * Sanitizer.timeScale, "another client's slowest ping while listings are encoded: \(slowest) s")
         }
 
