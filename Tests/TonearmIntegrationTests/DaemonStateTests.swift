@@ -49,7 +49,8 @@ extension DaemonTests {
 
             (daemon, client) = try start(state)
             // The item is resumed while the daemon already serves.
-            let after = try waitForStatus(client) { $0.name != "idle" && $0.name != "loading" }
+            // Once the resume settled: it loads the item, then seeks it to the saved place.
+            let after = try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
             #expect(after.name == "paused", "\(after)")
             #expect(after["position"] as? Double == position, "saved \(position), restored \(after)")
             #expect(after["current"] as? Int == 1)
@@ -177,7 +178,7 @@ extension DaemonTests {
                 do {
                     // What was saved playing or paused is resumed while the daemon already serves.
                     let status = expected == nil ? try #require(client.call("status").result, "round \(round): \(daemon.log)")
-                        : try waitForStatus(client) { !["idle", "loading"].contains($0.name ?? "") }
+                        : try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
                     let queueIDs = try ids(client)
                     #expect(Set(queueIDs).count == queueIDs.count, "round \(round): ids repeat")
                     #expect(Set(queueIDs).isSubset(of: everAdded), "round \(round): \(queueIDs) not all added")
