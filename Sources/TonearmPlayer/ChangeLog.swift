@@ -1,3 +1,4 @@
+import Synchronization
 import TonearmSync
 
 /// The player's acknowledged changes on their way to disk (see `StateKeeper`). The player
@@ -22,17 +23,22 @@ public final class ChangeLog: Sendable {
     }
 
     private let state = Locked(State())
+    /// `State.recorded`, readable without the lock: every request line reads it twice (the
+    /// request path compares it before and after serving), so it must cost a load, not a lock.
+    /// Stored under the lock, after `recorded` changes.
+    private let latest = Atomic<Int>(0)
 
     public init() {}
 
     /// The number of the latest change.
-    public var recorded: Int { state.withLock { $0.recorded } }
+    public var recorded: Int { latest.load(ordering: .acquiring) }
 
     /// Notes a change the player just made. Called with the player lock held, so that the
     /// changes are numbered in the order they were made.
     func record(_ change: StateChange) {
         let wake: (@Sendable () -> Void)? = state.withLock { s in
             s.recorded += 1
+            latest.store(s.recorded, ordering: .releasing)
             guard s.kept else {
                 s.durable = s.recorded
                 return nil
@@ -77,6 +83,7 @@ public final class ChangeLog: Sendable {
         state.withLock { s in
             guard s.recorded < sequence else { return }
             s.recorded = sequence
+            latest.store(sequence, ordering: .releasing)
             s.durable = max(s.durable, sequence)
         }
     }
@@ -111,6 +118,6 @@ public final class ChangeLog: Sendable {
             s.wake = nil
             s.pending.removeAll()
         }
-        markDurable(through: recorded)
+        markDurable(through: state.withLock { $0.recorded })
     }
 }
