@@ -89,11 +89,13 @@ public final class PlayerEngine: Sendable {
     /// Replaces whatever plays with `item`, from `startAt` seconds. The item's news (`ready` or
     /// `failed`) carries its id. With `playing` it plays as soon as it is ready; without, it
     /// waits, ready, whatever played before: what the engine does is what its caller's state
-    /// says, never the previous item's play state carried over.
-    public func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) {
+    /// says, never the previous item's play state carried over. Returns the intent number of
+    /// this command (see `play`): the open is the play or pause its item starts with.
+    @discardableResult
+    public func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) -> Int {
         control.lock.withLock {
             control.remember(item)
-            if control.playRequested != playing { control.intent += 1 }
+            control.intent += 1
             control.playRequested = playing
             if !playing { control.resumeOnRestore = false }
             // Playing, the new item's first frames reaching the device are news too.
@@ -102,6 +104,7 @@ public final class PlayerEngine: Sendable {
             control.next = nil
             control.beginEpoch()
             control.post(.loadStarted(itemID: item.id, url: item.url.absoluteString))
+            return control.intent
         }
     }
 

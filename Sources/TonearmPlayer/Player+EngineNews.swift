@@ -21,7 +21,12 @@ extension Player {
                 guard id == m.context.currentItem else { return }
                 m.failuresInRow = 0
                 announceItem(id, m)
-                if m.playOnReady.remove(id) != nil { _ = try? playNow(&m) }
+                if m.playOnReady.remove(id) != nil {
+                    // The engine was opened playing: only the state machine follows. Asking the
+                    // engine again would be a second play, one that revives a device it already
+                    // found lost since and announces the same loss twice.
+                    _ = try? perform(.play, &m) { _, _ in }
+                }
                 m.loadWaiters.removeValue(forKey: id)?.resume(returning: .ready(engineID: id, state: machine.currentState))
                 refreshNext(&m)
             case .started(let id):

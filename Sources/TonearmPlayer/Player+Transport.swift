@@ -147,7 +147,7 @@ extension Player {
         try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
-        engine.open(engineItem(engineID, item, m), startAt: start, playing: cause.play)
+        m.context.intent = engine.open(engineItem(engineID, item, m), startAt: start, playing: cause.play)
     }
 
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {
