@@ -16,18 +16,19 @@ extension Player {
             for action in actions { machine.send(action) }
             switch event {
             case .opened(let id, let info):
-                if m.queueIDs[id] != nil { m.media[id] = info }
+                m.inPlay[id]?.media = info
             case .ready(let id):
                 guard id == m.context.currentItem else { return }
                 m.failuresInRow = 0
                 announceItem(id, m)
-                if m.playOnReady.remove(id) != nil {
+                if m.inPlay[id]?.playsOnReady == true {
+                    m.inPlay[id]?.playsOnReady = false
                     // The engine was opened playing: only the state machine follows. Asking the
                     // engine again would be a second play, one that revives a device it already
                     // found lost since and announces the same loss twice.
                     _ = try? perform(.play, &m) { _, _ in }
                 }
-                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .ready(engineID: id, state: machine.currentState))
+                takeLoadWaiter(id, &m)?.resume(returning: .ready(engineID: id, state: machine.currentState))
                 refreshNext(&m)
             case .started(let id):
                 guard actions.contains(.didAdvance) else { return }
@@ -35,7 +36,7 @@ extension Player {
             case .failed(let id, let failure):
                 itemFailed(id, PlaybackError(failure), &m)
             case .didPlayToEnd(let id):
-                guard id == m.context.currentItem, let current = m.queueIDs[id] else { return }
+                guard id == m.context.currentItem, let current = m.inPlay[id]?.queueID else { return }
                 // Nothing followed in the engine; if the queue has a next item now (it changed as
                 // the item ended), it plays.
                 let next = m.queue.next(after: current)
@@ -52,7 +53,7 @@ extension Player {
                 guard id == m.context.currentItem, token > 0 else { return }
                 let done = m.seekWaiters.filter { $0.token <= token }
                 m.seekWaiters.removeAll { $0.token <= token }
-                let landed = SeekOutcome.landed(position: Self.shown(position, duration: m.media[id]?.duration),
+                let landed = SeekOutcome.landed(position: Self.shown(position, duration: m.inPlay[id]?.media?.duration),
                                                 state: machine.currentState)
                 for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
@@ -62,9 +63,9 @@ extension Player {
             case .bufferingEnded(let id, _):
                 if id == m.context.currentItem, actions.isEmpty == false { m.interruption = nil }
             case .streamTitle(let id, let title):
-                m.media[id]?.title = title.title
-                m.media[id]?.artist = title.artist
-                if let queueID = m.queueIDs[id] {
+                m.inPlay[id]?.media?.title = title.title
+                m.inPlay[id]?.media?.artist = title.artist
+                if let queueID = m.inPlay[id]?.queueID {
                     queueEvents.yield(.metadata(id: queueID, title: title.title, artist: title.artist))
                 }
             case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting:
@@ -76,9 +77,9 @@ extension Player {
     /// The engine joined `id` to the previous item: the queue moves on (lock held).
     func advance(from previous: Int?, to id: Int, _ m: inout Model) {
         m.failuresInRow = 0
-        guard let queueID = m.queueIDs[id] else { return }
+        guard let queueID = m.inPlay[id]?.queueID else { return }
         let before = m.queue.version
-        let finished = previous.flatMap { m.queueIDs[$0] }
+        let finished = previous.flatMap { m.inPlay[$0]?.queueID }
         guard m.queue.item(id: queueID) != nil else {
             // It was removed from the queue as it was joined: play what follows now instead.
             if let finished, let next = m.queue.next(after: finished) {
@@ -91,10 +92,10 @@ extension Player {
         }
         try? edit(&m, .advance(from: finished, to: queueID))
         endOneshot(&m)
-        m.queueIDs = m.queueIDs.filter { $0.key == id }
-        m.media = m.media.filter { $0.key == id }
+        for left in m.inPlay.keys where left != id { takeLoadWaiter(left, &m)?.resume(returning: .superseded) }
+        m.inPlay = m.inPlay.filter { $0.key == id }
+        m.inPlay[id]?.reason = .advance
         m.pendingNextQueueID = nil
-        m.reasons[id] = .advance
         if m.queue.version != before { publishQueue(m) }
         announceItem(id, m)
         refreshNext(&m)
@@ -114,10 +115,10 @@ extension Player {
     /// named to follow it (skipped before it is heard). Lock held.
     func itemFailed(_ id: Int, _ error: PlaybackError, _ m: inout Model) {
         if id == m.context.currentItem {
-            if let queueID = m.queueIDs[id] { queueEvents.yield(.itemFailed(id: queueID, kind: error.kind, message: error.message)) }
+            if let queueID = m.inPlay[id]?.queueID { queueEvents.yield(.itemFailed(id: queueID, kind: error.kind, message: error.message)) }
             logger.warning("item failed", metadata: ["error": "\(error)"])
             guard m.context.skipsFailures, !error.isDeviceFailure else {
-                m.loadWaiters.removeValue(forKey: id)?.resume(returning: .failed(error))
+                takeLoadWaiter(id, &m)?.resume(returning: .failed(error))
                 for waiter in m.seekWaiters { waiter.continuation.resume(returning: .failed(error)) }
                 m.seekWaiters = []
                 m.context.pendingNext = nil
@@ -127,12 +128,12 @@ extension Player {
             }
             // A queue skips what cannot play, and ends cleanly when nothing in it can.
             m.failuresInRow += 1
-            let waiter = m.loadWaiters.removeValue(forKey: id)
+            let waiter = takeLoadWaiter(id, &m)
             // Failed on the way to playing, or while playing (a dropped stream, damage mid-file):
             // the queue plays on.
             let state = machine.currentState
-            let playing = m.playOnReady.contains(id) || state == .playing || state.isResumingPlaying
-            if let failed = m.queueIDs[id], m.failuresInRow < m.queue.items.count,
+            let playing = m.inPlay[id]?.playsOnReady == true || state == .playing || state.isResumingPlaying
+            if let failed = m.inPlay[id]?.queueID, m.failuresInRow < m.queue.items.count,
                let next = m.queue.userNext(after: failed) {
                 open(&m, queueID: next, cause: .goesOn(play: playing), waiter: waiter)
             } else {
@@ -142,7 +143,7 @@ extension Player {
                 stopEngine(&m)
                 waiter?.resume(returning: .failed(error))
             }
-        } else if id == m.context.pendingNext, let failed = m.queueIDs[id] {
+        } else if id == m.context.pendingNext, let failed = m.inPlay[id]?.queueID {
             queueEvents.yield(.itemFailed(id: failed, kind: error.kind, message: error.message))
             m.failuresInRow += 1
             m.context.pendingNext = nil
@@ -154,7 +155,7 @@ extension Player {
     /// Names to the engine the item to join after the current one, when it changed (lock held).
     /// `after` skips from a queue item that failed before it was heard.
     func refreshNext(_ m: inout Model, after skipped: Int? = nil) {
-        guard let current = m.context.currentItem, let currentQueueID = m.queueIDs[current] else { return }
+        guard let current = m.context.currentItem, let currentQueueID = m.inPlay[current]?.queueID else { return }
         switch machine.currentState {
         case .idle, .loading, .failed: return
         default: break
@@ -166,21 +167,26 @@ extension Player {
             m.nextEngineID += 1
             let engineID = m.nextEngineID
             guard engine.setNext(engineItem(engineID, item, m), after: current) else { return }
-            if let old = m.context.pendingNext { m.queueIDs.removeValue(forKey: old) }
-            m.queueIDs[engineID] = wanted
-            m.reasons[engineID] = .advance
+            if let old = m.context.pendingNext { m.inPlay[old] = nil }
+            m.inPlay[engineID] = InPlay(queueID: wanted, reason: .advance)
             m.context.pendingNext = engineID
             m.pendingNextQueueID = wanted
         } else {
             guard engine.setNext(nil, after: current) else { return }
-            if let old = m.context.pendingNext { m.queueIDs.removeValue(forKey: old) }
+            if let old = m.context.pendingNext { m.inPlay[old] = nil }
             m.context.pendingNext = nil
             m.pendingNextQueueID = nil
         }
     }
 
     func announceItem(_ engineID: Int, _ m: Model) {
-        guard let queueID = m.queueIDs[engineID], let item = m.queue.item(id: queueID) else { return }
-        queueEvents.yield(.item(id: queueID, url: item.url, reason: m.reasons[engineID] ?? .user))
+        guard let inPlay = m.inPlay[engineID], let item = m.queue.item(id: inPlay.queueID) else { return }
+        queueEvents.yield(.item(id: inPlay.queueID, url: item.url, reason: inPlay.reason))
+    }
+
+    /// The load or jump waiting for `engineID`'s news, taken so it is answered once (lock held).
+    func takeLoadWaiter(_ engineID: Int, _ m: inout Model) -> CheckedContinuation<LoadOutcome, Never>? {
+        defer { m.inPlay[engineID]?.loadWaiter = nil }
+        return m.inPlay[engineID]?.loadWaiter
     }
 }

@@ -27,20 +27,20 @@ extension Player {
             if let current = m.context.currentItem, state.isActive {
                 let heard = engine.heard
                 if heard.itemID == current {
-                    position = Self.shown(heard.seconds, duration: m.media[current]?.duration)
-                } else if heard.itemID == m.context.pendingNext, let next = m.queueIDs[heard.itemID] {
+                    position = Self.shown(heard.seconds, duration: m.inPlay[current]?.media?.duration)
+                } else if heard.itemID == m.context.pendingNext, let next = m.inPlay[heard.itemID]?.queueID {
                     // The engine already hears the item queued after the current one (a gapless
                     // join whose news the player has not taken up yet): saved as the player is
                     // about to have it, not as the current item back at its start.
                     do throws(QueueError) {
                         try queue.advance(from: m.queue.currentID, to: next)
-                        position = Self.shown(heard.seconds, duration: m.media[heard.itemID]?.duration)
+                        position = Self.shown(heard.seconds, duration: m.inPlay[heard.itemID]?.media?.duration)
                     } catch {}
                 }
             }
             var playback: SavedPlayerState.Playback = switch state {
             case .playing, .seeking(_, .playing), .buffering(.playing): .playing
-            case .loading: m.playOnReady.isEmpty ? .paused : .playing
+            case .loading: m.inPlay.values.contains { $0.playsOnReady } ? .playing : .paused
             case .ready, .paused, .seeking, .buffering: .paused
             case .idle, .ended, .failed: .stopped
             }

@@ -88,7 +88,7 @@ extension Player {
         }
         switch outcome {
         case .ready(let engineID, let state):
-            let media = model.withLock { $0.media[engineID] }
+            let media = model.withLock { $0.inPlay[engineID]?.media }
             return (media, state)
         case .failed(let error): throw .failed(error)
         case .superseded: throw .superseded(by: machine.currentState)
@@ -108,11 +108,11 @@ extension Player {
             throw error
         case .ready(let engineID, let state):
             let result: Result<(MediaInfo, PlaybackState), PlayerError> = model.withLock { m in
-                guard let media = m.media[engineID], m.context.currentItem == engineID else {
+                guard let media = m.inPlay[engineID]?.media, m.context.currentItem == engineID else {
                     return .failure(.superseded(by: machine.currentState))
                 }
                 guard play else { return .success((media, .ready)) }
-                // Played on its `ready` news (`playOnReady`), in order with what the engine said
+                // Played on its `ready` news (`playsOnReady`), in order with what the engine said
                 // after; an item that failed early in the stream since answers so.
                 if case .failed(let error) = machine.currentState { return .failure(.failed(error)) }
                 return .success((media, state))
@@ -137,12 +137,8 @@ extension Player {
         m.context.expectedSeekToken = nil
         m.context.skipsFailures = cause.skipsFailures
         m.pendingNextQueueID = nil
-        m.queueIDs = [engineID: queueID]
-        m.media = m.media.filter { $0.key == engineID }
-        m.reasons = [engineID: cause.reason]
-        m.playOnReady = cause.play ? [engineID] : []
+        m.inPlay = [engineID: InPlay(queueID: queueID, reason: cause.reason, playsOnReady: cause.play, loadWaiter: waiter)]
         m.interruption = nil
-        if let waiter { m.loadWaiters[engineID] = waiter }
         let before = m.queue.version
         try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
@@ -169,8 +165,7 @@ extension Player {
 
     /// Answers every waiting load and seek: a newer command replaced them (lock held).
     func supersedeWaiters(_ m: inout Model) {
-        for waiter in m.loadWaiters.values { waiter.resume(returning: .superseded) }
-        m.loadWaiters = [:]
+        for id in m.inPlay.keys { takeLoadWaiter(id, &m)?.resume(returning: .superseded) }
         for waiter in m.seekWaiters { waiter.continuation.resume(returning: .superseded) }
         m.seekWaiters = []
     }
@@ -218,8 +213,7 @@ extension Player {
         m.context.pendingNext = nil
         m.context.expectedSeekToken = nil
         m.pendingNextQueueID = nil
-        m.playOnReady = []
-        m.queueIDs = [:]
+        m.inPlay = [:]
         m.interruption = nil
         engine.stop()
     }
@@ -235,9 +229,9 @@ extension Player {
                 // Every finite position clamps to [0, duration] (to the longest position there
                 // is when the duration is unknown).
                 target = min(max(0, target), SavedPlayerState.maximumPosition)
-                if let current, let duration = m.media[current]?.duration { target = min(target, duration) }
+                if let current, let duration = m.inPlay[current]?.media?.duration { target = min(target, duration) }
                 let from = machine.currentState
-                if let current, m.media[current]?.isLive == true {
+                if let current, m.inPlay[current]?.media?.isLive == true {
                     continuation.resume(returning: .rejected(.invalid("cannot seek in a live stream (state \(from.name))")))
                     return
                 }

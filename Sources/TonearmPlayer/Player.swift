@@ -60,15 +60,8 @@ public final class Player: Sendable {
         var context = AdapterContext()
         var nextEngineID = 0
         var nextSeekToken = 0
-        /// Engine item → queue item, for the items in play (the current one and the one after it).
-        var queueIDs: [Int: Int] = [:]
-        /// Media info of engine items in play, from their `opened` news.
-        var media: [Int: MediaInfo] = [:]
-        /// Why each engine item in play was opened, for its `item` event.
-        var reasons: [Int: ItemReason] = [:]
-        /// Engine items to start playing once ready (queue jumps made while playing).
-        var playOnReady: Set<Int> = []
-        var loadWaiters: [Int: CheckedContinuation<LoadOutcome, Never>] = [:]
+        /// The engine items in play (the current one and the one named after it), by engine id.
+        var inPlay: [Int: InPlay] = [:]
         var seekWaiters: [(token: Int, continuation: CheckedContinuation<SeekOutcome, Never>)] = []
         /// The queue item named to the engine as next, and failures in a row (a queue of bad files ends).
         var pendingNextQueueID: Int?
@@ -121,7 +114,7 @@ public final class Player: Sendable {
             var media: MediaInfo?
             if let current, state.isActive {
                 let heard = engine.heardAndBuffered
-                media = m.media[current]
+                media = m.inPlay[current]?.media
                 position = heard.itemID == current ? Self.shown(heard.seconds, duration: media?.duration) : 0
                 buffered = heard.buffered
             }
