@@ -44,8 +44,29 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        // The front-ends (JSON-RPC and MPD on one request path), config, listeners, systemd.
+        // What every front-end shares: listeners, access rules, the ordered request path with its
+        // back-pressure and limits, the source rules, work kept off the event loop.
+        .target(name: "TonearmFrontEnd", dependencies: [
+            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // JSON-RPC 2.0 on the control socket.
+        .target(name: "TonearmRPC", dependencies: [
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // MPD's text protocol, for the clients people already own.
+        .target(name: "TonearmMPD", dependencies: [
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The daemon's server: config, both front-ends on one event loop, systemd.
         .target(name: "TonearmServer", dependencies: [
+            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD",
             "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -54,7 +75,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer", "TonearmSync",
+            "TonearmServer", "TonearmFrontEnd", "TonearmSync",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -81,7 +102,22 @@ let package = Package(
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
         .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
-        .testTarget(name: "TonearmPlayerTests", dependencies: ["TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmPlayerTests", dependencies: [
+            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync", "TonearmTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "TonearmFrontEndTests", dependencies: ["TonearmFrontEnd"]),
+        .testTarget(name: "TonearmRPCTests", dependencies: [
+            "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmProtocol", "TonearmTestSupport",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+        .testTarget(name: "TonearmMPDTests", dependencies: [
+            "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "TonearmServerTests", dependencies: [
+            "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmEngine", "TonearmProtocol", "TonearmTestSupport",
+        ]),
         .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmProtocol", "TonearmTestSupport"]),
     ]
 )

@@ -3,14 +3,16 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import TonearmFrontEnd
+import TonearmMPD
 import TonearmPlayer
 import TonearmProtocol
+import TonearmRPC
 import TonearmSync
 
-/// The control sockets: JSON-RPC 2.0, one object per line, on a Unix domain socket, and (with
-/// `mpd`) MPD's text protocol on its own sockets, both serving the one player on one event loop.
-/// Each JSON-RPC client is served by an `OrderedRequestHandler` with an `RPCSession`; requests on one connection are
-/// answered in order, and its event notifications are written between answers. A `Service`: on
+/// The control sockets: JSON-RPC 2.0 on a Unix domain socket (`RPCServer`) and, with `mpd`,
+/// MPD's text protocol on its own sockets (`MPDServer`), both serving the one player on one
+/// event loop through the shared request path (`TonearmFrontEnd`). A `Service`: on
 /// graceful shutdown it stops accepting, closes every connection, stops playback and removes the
 /// socket files it made.
 public final class ControlServer: Service, Sendable {
@@ -67,38 +69,6 @@ public final class ControlServer: Service, Sendable {
     /// What clients of either front-end may name as a source.
     private var sources: SourcePolicy { SourcePolicy(roots: security.roots, input: player.engine.input) }
 
-    /// The JSON-RPC control socket as a front-end.
-    private func controlFrontEnd(longReplies: LongReplies) -> FrontEnd {
-        let maxLineLength = self.maxLineLength
-        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies)
-        let player = self.player
-        let logger = self.logger
-        return FrontEnd(
-            name: "control", address: .unix(path: socketPath, inherited: inherited), maxClients: maxClients,
-            socketMode: security.socketMode, socketGroup: security.socketGroup, policy: security.policy,
-            tcpAccess: .none,
-            refusal: { refusal in
-                let failure = switch refusal {
-                case .tooManyClients(let limit):
-                    RPC.Failure(.tooManyClients, "too many clients: at most \(limit) may be connected (control.max_clients)")
-                case .notAllowed(let uid):
-                    RPC.Failure(.permissionDenied, "permission denied: uid \(uid.map(String.init) ?? "?") may not use "
-                                + "this daemon (control.allow_uids, allow_gids, read_gids)")
-                }
-                return RPCFraming.line(RPC.response(id: .null, error: failure))
-            },
-            serve: { [limits] channel, access, peer in
-                channel.eventLoop.makeCompletedFuture {
-                    let client = ClientSession(player: player, channel: channel, logger: logger, access: access, peer: peer)
-                    let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
-                    try channel.pipeline.syncOperations.addHandlers(
-                        ByteToMessageHandler(LineDecoder(maxLength: maxLineLength)),
-                        OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description,
-                                              changes: player.changes))
-                }
-            })
-    }
-
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
         let longReplies = LongReplies()
         defer { longReplies.shutdown() }
@@ -108,7 +78,10 @@ public final class ControlServer: Service, Sendable {
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.
-        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [controlFrontEnd(longReplies: longReplies)]
+        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [
+            RPCServer(player: player, logger: logger).frontEnd(
+                address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
+                maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)]
         var listeners: [Listener] = []
         do {
             for frontEnd in frontEnds {
@@ -152,7 +125,3 @@ extension ListenAddress {
     }
 }
 
-public struct ServerError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import TOMLKit
 import TonearmEngine
+import TonearmFrontEnd
+import TonearmMPD
 import TonearmPlayer
 
 /// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,

@@ -5,6 +5,7 @@ import ServiceLifecycle
 import TonearmEngine
 import TonearmPlayer
 import TonearmProtocol
+import TonearmFrontEnd
 import TonearmServer
 
 @main

@@ -1,0 +1,368 @@
+import Logging
+import NIOCore
+import TonearmPlayer
+import TonearmProtocol
+
+/// What a protocol does with one client's lines (`RPCSession`, `MPDSession`). Called on the
+/// connection's event loop only, by its `OrderedRequestHandler`.
+package protocol RequestSession: AnyObject {
+    /// The connection is up (MPD greets here).
+    func start(_ connection: any RequestConnection)
+    /// Serves one line through `connection` (writes its reply, or none). `.waiting`: the reply
+    /// comes later, and the session then calls `connection.finished()` on the event loop; no other
+    /// line is served meanwhile.
+    func serve(_ line: InboundLine, _ connection: RequestConnection) -> RequestServed
+    /// The client waits for news (MPD's `idle`, a JSON-RPC subscription): silence is expected,
+    /// and the idle timeout does not apply.
+    var waitsForNews: Bool { get }
+    /// The connection is going away (closed by either side).
+    func connectionEnded()
+}
+
+package enum RequestServed { case answered, waiting }
+
+/// The limits every front-end applies to one client (`max_output_buffer_size`,
+/// `connection_timeout` in `[control]` and `[mpd]`).
+public struct ClientLimits: Sendable, Equatable {
+    /// Replies written and not yet taken by the client past which it is dropped (MPD's
+    /// `max_output_buffer_size`, 8 MiB by default).
+    public var maxOutputBytes = 8 << 20
+    /// A client that sends nothing this long, and waits for no news, is closed (MPD's
+    /// `connection_timeout`, 60 s). nil: never.
+    public var idleTimeout: TimeAmount? = .seconds(60)
+
+    public init() {}
+}
+
+/// One client's requests, served in order, on its event loop, for every protocol: the single
+/// request path. In the manner of swift-nio's `HTTPServerPipelineHandler`, it stops reading
+/// while a reply is pending: while a request waits (`.waiting`), while lines already read wait
+/// their turn, and while the client does not take what was written (the channel is not
+/// writable). A client that writes without reading meets back-pressure in its own socket, not
+/// memory in the daemon. Past `maxOutputBytes` of unread output it is closed; silent past
+/// `idleTimeout` (and not waiting for news), too. After a half-close it closes once every reply
+/// is written.
+///
+/// A reply to a line that changed what the daemon keeps (the queue, options, volume) is held
+/// until the change is durable (`ChangeLog`): what the client has been told survives a crash.
+/// Meanwhile the lines already read are served and their replies gathered behind it, so a
+/// burst of edits costs one flush to disk, not one each.
+///
+/// It is the pipeline's last handler: `read` comes to it from the channel's auto-read and is held
+/// here while reading must wait.
+final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler, RequestConnection {
+    typealias InboundIn = InboundLine
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let session: Session
+    private let limits: ClientLimits
+    private let logger: Logger
+    private let peer: String
+    /// The player's numbered changes; nil: nothing to wait for (tests of the handler alone).
+    private let changes: ChangeLog?
+
+    // Event-loop state.
+    private var context: ChannelHandlerContext?
+    private var queued = CircularBuffer<InboundLine>()
+    /// A served line's reply is still to come.
+    private var busy = false
+    private var inputClosed = false
+    private var closing = false
+    /// A `read` arrived while reading had to wait.
+    private var readHeld = false
+    /// Inside a read burst: replies are gathered in `gathered` and written once it is done, so a
+    /// client that sends many commands at once costs one write, and the channel holds one
+    /// buffer for them, not one per reply (a million unread `OK`s were 70 MiB of entries).
+    private var reading = false
+    private var gathered: ByteBuffer?
+    /// Past this many gathered bytes they go to the channel at once, so that its writability
+    /// (and so back-pressure) sees them.
+    private static var gatherLimit: Int { 64 * 1024 }
+    private var lastHeard = NIODeadline.now()
+    private var idleCheck: Scheduled<Void>?
+    /// The player's change number when the line being served began (or when output was last held).
+    private var servedSince = 0
+    /// Output is gathered, not written, until the changes up to this number are durable.
+    private var heldUntil: Int?
+    /// The session asked to close while output was held: it closes once that is written.
+    private var closeAfterHold = false
+
+    init(session: Session, limits: ClientLimits, logger: Logger, peer: String, changes: ChangeLog?) {
+        self.session = session
+        self.limits = limits
+        self.logger = logger
+        self.peer = peer
+        self.changes = changes
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        servedSince = changes?.recorded ?? 0
+        scheduleIdleCheck(context: context)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        session.start(self)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        idleCheck = nil
+        self.context = nil
+    }
+
+    // MARK: Lines in, in order
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastHeard = .now()
+        scheduleIdleCheck(context: context)
+        queued.append(unwrapInboundIn(data))
+        reading = true
+        serveQueued(context: context)
+        reading = false
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    private func serveQueued(context: ChannelHandlerContext) {
+        while !busy, !closing, context.channel.isWritable, heldUntil == nil || (gathered?.readableBytes ?? 0) < Self.gatherLimit,
+              let line = queued.popFirst() {
+            servedSince = changes?.recorded ?? 0
+            if session.serve(line, self) == .waiting { busy = true }
+            guard checkOutput(context: context) else { return }
+        }
+        closeIfDone(context: context)
+    }
+
+    /// A `.waiting` line's reply is written: the lines behind it go on, and silence counts
+    /// from now (the idle check lapsed while the reply was awaited).
+    func finished() {
+        guard let context else { return }
+        busy = false
+        heard()
+        serveQueued(context: context)
+        flushIfNeeded(context: context)
+        releaseRead(context: context)
+    }
+
+    // MARK: Reading held while a reply is pending
+
+    func read(context: ChannelHandlerContext) {
+        if mayRead(context) {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    private func mayRead(_ context: ChannelHandlerContext) -> Bool {
+        !busy && !closing && heldUntil == nil && queued.isEmpty && context.channel.isWritable
+    }
+
+    private func releaseRead(context: ChannelHandlerContext) {
+        guard readHeld, mayRead(context) else { return }
+        readHeld = false
+        context.read()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            serveQueued(context: context)
+            flushIfNeeded(context: context)
+            releaseRead(context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: Replies out
+
+    /// Writes `buffer`: now, or with the rest of the read burst it answers, or once the changes
+    /// made since the line began are durable.
+    func write(_ buffer: ByteBuffer) {
+        guard let context, !closing else { return }
+        if let changes {
+            let now = changes.recorded
+            if now != servedSince { hold(until: now) }
+        }
+        guard reading || heldUntil != nil else {
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            _ = checkOutput(context: context)
+            return
+        }
+        if gathered == nil {
+            gathered = buffer
+        } else {
+            var buffer = buffer
+            gathered!.writeBuffer(&buffer)
+        }
+        if gathered!.readableBytes >= Self.gatherLimit { flushIfNeeded(context: context) }
+    }
+
+    /// Writes `buffer` (if any), then closes once it is flushed; nothing more is served.
+    func writeAndClose(_ buffer: ByteBuffer?) {
+        guard let context, !closing else { return }
+        if let changes, changes.recorded != servedSince { hold(until: changes.recorded) }
+        if heldUntil != nil {
+            // After the held replies, once they may go.
+            if var buffer {
+                if gathered == nil { gathered = buffer } else { gathered!.writeBuffer(&buffer) }
+            }
+            closing = true
+            closeAfterHold = true
+            queued.removeAll()
+            return
+        }
+        flushIfNeeded(context: context)
+        closing = true
+        queued.removeAll()
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(buffer ?? ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
+        // A client that never reads would keep the flush, and so the connection, for ever.
+        context.eventLoop.assumeIsolated().scheduleTask(in: limits.idleTimeout ?? .seconds(60)) {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Closes now, for a reason worth a log line (bad input, limits).
+    func close(because reason: String) {
+        guard let context, !closing else { return }
+        // The replies to the lines before this one go out first.
+        flushIfNeeded(context: context)
+        closing = true
+        queued.removeAll()
+        logger.info("closing a client: \(reason)", metadata: ["peer": "\(peer)"])
+        context.close(promise: nil)
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
+        guard heldUntil == nil, let buffer = gathered else { return }
+        gathered = nil
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        _ = checkOutput(context: context)
+    }
+
+    /// Drops a client whose unread output passed the cap. Returns whether it is still open.
+    private func checkOutput(context: ChannelHandlerContext) -> Bool {
+        guard !closing else { return false }
+        guard let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
+              pending > limits.maxOutputBytes else { return true }
+        closing = true
+        queued.removeAll()
+        logger.warning("client does not read its replies; closing it", metadata: [
+            "peer": "\(peer)", "unread_bytes": "\(pending)", "limit": "\(limits.maxOutputBytes)"])
+        context.close(promise: nil)
+        return false
+    }
+
+    // MARK: Replies held until their changes are durable
+
+    /// Gathers output until the changes up to `sequence` are durable.
+    private func hold(until sequence: Int) {
+        servedSince = sequence
+        guard let changes, let context, sequence > (heldUntil ?? 0) else { return }
+        heldUntil = sequence
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        changes.whenDurable(sequence) {
+            eventLoop.execute { bound.value.durable(through: sequence) }
+        }
+    }
+
+    private func durable(through sequence: Int) {
+        guard let held = heldUntil, sequence >= held, let context else { return }
+        heldUntil = nil
+        if closeAfterHold {
+            closeAfterHold = false
+            closing = false
+            let buffer = gathered
+            gathered = nil
+            writeAndClose(buffer)
+            return
+        }
+        flushIfNeeded(context: context)
+        serveQueued(context: context)
+        flushIfNeeded(context: context)
+        releaseRead(context: context)
+    }
+
+    // MARK: End of input, silence, the end
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed = event as? ChannelEvent {
+            inputClosed = true
+            closeIfDone(context: context)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// After a half-close: closes once nothing is running or queued (the replies are flushed first).
+    private func closeIfDone(context: ChannelHandlerContext) {
+        guard inputClosed, !busy, heldUntil == nil, queued.isEmpty else { return }
+        writeAndClose(nil)
+    }
+
+    /// One timer per connection, only while it could fall silent: it wakes at the timeout, and
+    /// again for what is left of it when the client was heard meanwhile; a client waiting for
+    /// news lets it lapse (no wake-ups for it) until it is heard again.
+    private func scheduleIdleCheck(context: ChannelHandlerContext) {
+        guard let timeout = limits.idleTimeout, idleCheck == nil else { return }
+        let at = lastHeard + timeout
+        idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { [self] in
+            idleCheck = nil
+            guard let context = self.context, !closing else { return }
+            if busy || heldUntil != nil || session.waitsForNews { return }
+            if NIODeadline.now() >= lastHeard + timeout {
+                close(because: "silent for \(timeout.nanoseconds / 1_000_000_000) s")
+            } else {
+                scheduleIdleCheck(context: context)
+            }
+        }
+    }
+
+    /// The session leaves a state in which silence was expected (news delivered, a waiting
+    /// reply written): the silence counts from now.
+    func heard() {
+        lastHeard = .now()
+        if let context { scheduleIdleCheck(context: context) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing = true
+        queued.removeAll()
+        session.connectionEnded()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// What a session sees of its connection (on the event loop only).
+package protocol RequestConnection: AnyObject {
+    func write(_ buffer: ByteBuffer)
+    func writeAndClose(_ buffer: ByteBuffer?)
+    func close(because reason: String)
+    func finished()
+    func heard()
+}
+
+extension ChannelPipeline.SynchronousOperations {
+    /// Puts the request path in a new connection's pipeline: lines of at most `maxLineLength`
+    /// bytes, served in order by `session`. The one way every front-end serves its clients.
+    package func addRequestPath<Session: RequestSession>(
+        _ session: Session, maxLineLength: Int, keepsEmptyLines: Bool = false, limits: ClientLimits, logger: Logger,
+        peer: ClientPeer, changes: ChangeLog?
+    ) throws {
+        try addHandlers(
+            ByteToMessageHandler(LineDecoder(maxLength: maxLineLength, keepsEmptyLines: keepsEmptyLines)),
+            OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description,
+                                  changes: changes))
+    }
+}

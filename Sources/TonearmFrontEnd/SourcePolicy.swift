@@ -1,0 +1,50 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+import TonearmPlayer
+
+/// What a client may name as a source, checked by both front-ends before anything is opened:
+/// a protocol `input.protocols` allows and, for a local file, a path inside `input.roots`.
+/// (The engine checks the protocol again at every open, redirects included.)
+public struct SourcePolicy: Sendable, Equatable {
+    public var roots: MediaRoots
+    public var input: InputConfiguration
+
+    public init(roots: MediaRoots = MediaRoots([]), input: InputConfiguration = InputConfiguration()) {
+        self.roots = roots
+        self.input = input
+    }
+
+    /// Why `url` may not be played, or nil when it may.
+    public func refusal(_ url: URL) -> String? {
+        guard input.allows(url) else { return Self.protocolRefusal(InputConfiguration.scheme(of: url), input) }
+        guard roots.contains(url) else { return "\(url.path) is outside input.roots (\(roots.paths.joined(separator: ", ")))" }
+        return nil
+    }
+
+    /// Throws `permission_denied` naming the protocol or the root.
+    package func check(_ url: URL) throws(PlayerError) {
+        if let reason = refusal(url) { throw .failed(PlaybackError(.permissionDenied, reason)) }
+    }
+
+    package static func protocolRefusal(_ scheme: String, _ input: InputConfiguration) -> String {
+        "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))"
+    }
+
+    /// The scheme of a client's URI by MPD's rule: only a scheme followed by `://` makes a URI,
+    /// so "Bach: Suite.flac" and "Live: 2020" are paths; nil for a path.
+    package static func uriScheme(of text: String) -> String? {
+        guard let scheme = scheme(of: text), text.utf8.dropFirst(scheme.utf8.count).starts(with: "://".utf8) else { return nil }
+        return scheme
+    }
+
+    /// The scheme of a URL-like text (RFC 3986: a letter, then letters, digits, + - .), lower-cased,
+    /// also where `URL` cannot parse the rest ("concat:/a|/b"); nil for a plain path.
+    package static func scheme(of text: String) -> String? {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let scheme = text[..<colon]
+        guard scheme.count >= 2, let head = scheme.first, head.isASCII, head.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return nil }
+        return scheme.lowercased()
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import NIOCore
+import TonearmCore
+import TonearmFrontEnd
+import TonearmPlayer
+
+/// The music directory, read from the directory itself, and stored playlists. Database commands
+/// that need a music database answer as an MPD with an empty database does.
+extension MPDCommands {
+    static let libraryCommands: [MPDCommand] = [
+        MPDCommand("lsinfo", .read, 0...1, .later { call throws(MPDError) in
+            let uri = call.count == 1 ? normalized(call[0]) : ""
+            let environment = call.environment
+            return try await environment.library.perform { () throws(MPDError) in
+                var r = MPDResponse()
+                for entry in try environment.library.list(uri) {
+                    switch entry {
+                    case .directory(let uri, let modified):
+                        r.add("directory", uri)
+                        r.add("Last-Modified", MPDEnvironment.timestamp(modified))
+                    case .song(let uri, let url, let modified):
+                        environment.writeLibrarySong(uri: uri, url: url, modified: modified, shown: call.tags, into: &r)
+                    case .playlist(let uri, let modified):
+                        // The root's playlists are the stored ones, listed below by name.
+                        guard !uri.isEmpty, uri.contains("/") else { continue }
+                        r.add("playlist", uri)
+                        r.add("Last-Modified", MPDEnvironment.timestamp(modified))
+                    }
+                }
+                // The root also lists the stored playlists.
+                if uri.isEmpty { writeStoredPlaylists(environment.library, into: &r) }
+                return r.buffer
+            }
+        }),
+        MPDCommand("listall", .read, 0...1, .later { call throws(MPDError) in
+            try await listAll(call, withTags: false)
+        }),
+        MPDCommand("listallinfo", .read, 0...1, .later { call throws(MPDError) in
+            try await listAll(call, withTags: true)
+        }),
+        MPDCommand("listplaylists", .read, 0...0, .later { call throws(MPDError) in
+            let library = call.environment.library
+            return try await library.perform { () throws(MPDError) in
+                var r = MPDResponse()
+                writeStoredPlaylists(library, into: &r)
+                return r.buffer
+            }
+        }),
+        MPDCommand("listplaylistinfo", .read, 1...1, .later { call throws(MPDError) in
+            try await playlistContents(call, withTags: true)
+        }),
+        MPDCommand("listplaylist", .read, 1...1, .later { call throws(MPDError) in
+            try await playlistContents(call, withTags: false)
+        }),
+        MPDCommand("load", .control, 1...3, .later { call throws(MPDError) in
+            let library = call.environment.library
+            var entries = try await library.perform { () throws(MPDError) in try library.playlistEntries(call[0], for: call.peer) }
+            if call.count >= 2 {
+                // A range beyond the playlist is cut to it, as MPD does.
+                let range = try call.range(1)
+                entries = Array(entries[min(range.lowerBound, entries.count)..<min(range.upperBound, entries.count)])
+            }
+            let position = call.count == 3 ? try call.unsigned(2, max: call.player.queue.items.count) : nil
+            do throws(PlayerError) { _ = try call.player.add(entries, at: position) } catch { try settle(error) }
+            return nil
+        }),
+        // No database: the answers of an MPD whose database is empty.
+        MPDCommand("find", .read, 1...Int(Int32.max), .now { _, _ in }),
+        MPDCommand("search", .read, 1...Int(Int32.max), .now { _, _ in }),
+        MPDCommand("findadd", .control, 1...Int(Int32.max), .now { _, _ in }),
+        MPDCommand("searchadd", .control, 1...Int(Int32.max), .now { _, _ in }),
+        MPDCommand("list", .read, 1...Int(Int32.max), .now { call, _ throws(MPDError) in
+            guard call[0].caseInsensitiveCompare("file") == .orderedSame
+                    || MPDTags.mpdNames.contains(where: { $0.caseInsensitiveCompare(call[0]) == .orderedSame }) else {
+                throw .argument("Unknown tag type: \(call[0])")
+            }
+        }),
+        MPDCommand("count", .read, 1...Int(Int32.max), .now { _, r in
+            r.add("songs", 0)
+            r.add("playtime", 0)
+        }),
+        MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, into: &r) }),
+        MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, into: &r) }),
+    ]
+
+    /// There is no database to update: the job is numbered and announced, as MPD does for a
+    /// database with nothing new.
+    private static func update(_ call: MPDCall, into r: inout MPDResponse) throws(MPDError) {
+        guard call.environment.library.root != nil else { throw MPDError(.noExist, "No database") }
+        if call.count == 1, call[0].hasPrefix("/") && call[0] != "/" || call[0].split(separator: "/").contains("..") {
+            throw .argument("Malformed path")
+        }
+        r.add("updating_db", call.environment.nextUpdateJob())
+    }
+
+    /// `playlist:` and `Last-Modified:` of each stored playlist (the library's thread).
+    private static func writeStoredPlaylists(_ library: MPDLibrary, into r: inout MPDResponse) {
+        for playlist in library.playlists() {
+            r.add("playlist", playlist.name)
+            r.add("Last-Modified", MPDEnvironment.timestamp(playlist.modified))
+        }
+    }
+
+    /// Clients send "/" or "" for the root.
+    private static func normalized(_ uri: String) -> String {
+        uri == "/" ? "" : uri
+    }
+
+    private static func listAll(_ call: MPDCall, withTags: Bool) async throws(MPDError) -> ByteBuffer? {
+        let uri = call.count == 1 ? normalized(call[0]) : ""
+        let environment = call.environment
+        return try await environment.library.perform { () throws(MPDError) in
+            var r = MPDResponse()
+            for entry in try environment.library.walk(uri) {
+                switch entry {
+                case .directory(let uri, let modified):
+                    r.add("directory", uri)
+                    if withTags { r.add("Last-Modified", MPDEnvironment.timestamp(modified)) }
+                case .song(let uri, let url, let modified):
+                    if withTags {
+                        environment.writeLibrarySong(uri: uri, url: url, modified: modified, shown: call.tags, into: &r)
+                    } else {
+                        r.add("file", uri)
+                    }
+                case .playlist: break
+                }
+            }
+            return r.buffer
+        }
+    }
+
+    private static func playlistContents(_ call: MPDCall, withTags: Bool) async throws(MPDError) -> ByteBuffer? {
+        let environment = call.environment
+        let library = environment.library
+        return try await library.perform { () throws(MPDError) in
+            var r = MPDResponse()
+            for entry in try library.playlistEntries(call[0], for: call.peer) {
+                let uri = library.uri(for: entry.url)
+                var info = stat()
+                if withTags, stat(entry.url.path, &info) == 0 {
+                    environment.writeLibrarySong(uri: uri, url: entry.url, modified: Int(info.st_mtim.tv_sec), shown: call.tags, into: &r)
+                } else {
+                    r.add("file", uri)
+                }
+            }
+            return r.buffer
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+import TonearmFrontEnd
+import TonearmPlayer
+
+/// Reading commands: the player's and the daemon's state, in MPD's words.
+extension MPDCommands {
+    static let statusCommands: [MPDCommand] = [
+        MPDCommand("status", .read, 0...0, .now { call, r in writeStatus(call.environment, into: &r) }),
+        MPDCommand("currentsong", .read, 0...0, .now { call, r in
+            let status = call.player.status, queue = call.player.queue
+            guard let id = queue.currentID, let position = queue.position(of: id), let item = queue.item(id: id) else { return }
+            call.environment.writeSong(item, position: position, media: status.media, shown: call.tags, into: &r)
+        }),
+        MPDCommand("stats", .read, 0...0, .now { call, r in
+            // No database: its counts are those of an empty one.
+            r.add("uptime", call.environment.uptime)
+            r.add("playtime", call.environment.playtime)
+            r.add("artists", 0)
+            r.add("albums", 0)
+            r.add("songs", 0)
+            r.add("db_playtime", 0)
+            r.add("db_update", 0)
+        }),
+        MPDCommand("ping", .none, 0...0, .now { _, _ in }),
+        MPDCommand("urlhandlers", .read, 0...0, .now { call, r in
+            for scheme in call.environment.library.sources.input.protocols { r.add("handler", "\(scheme)://") }
+        }),
+        MPDCommand("decoders", .read, 0...0, .now { _, r in
+            r.add("plugin", "ffmpeg")
+            for suffix in MPDLibrary.suffixes { r.add("suffix", suffix) }
+        }),
+        MPDCommand("outputs", .read, 0...0, .now { call, r in
+            r.add("outputid", 0)
+            r.add("outputname", call.environment.outputName)
+            r.add("plugin", "alsa")
+            r.add("outputenabled", 1)
+        }),
+        MPDCommand("getvol", .read, 0...0, .now { call, r in r.add("volume", call.player.status.volume) }),
+        MPDCommand("replay_gain_status", .read, 0...0, .now { call, r in
+            r.add("replay_gain_mode", call.player.status.replayGain.mode.rawValue)
+        }),
+        MPDCommand("config", .control, 0...0, .now { call, r in
+            if let root = call.environment.library.root { r.add("music_directory", root) }
+        }),
+    ]
+
+    /// `status`, in MPD 0.23's order (src/command/PlayerCommands.cxx): encoded once per change.
+    static func writeStatus(_ environment: MPDEnvironment, into r: inout MPDResponse) {
+        let queue = environment.player.queue
+        let source = MPDEnvironment.StatusSource(status: environment.player.status, queueVersion: queue.version,
+                                                 options: queue.options, currentID: queue.currentID)
+        var lines = environment.statusLines.bytes(for: source) { source in
+            var lines = MPDResponse()
+            writeStatusLines(source.status, queue, into: &lines)
+            return lines.buffer
+        }
+        r.buffer.writeBuffer(&lines)
+    }
+
+    private static func writeStatusLines(_ status: PlayerStatus, _ queue: PlayQueue, into r: inout MPDResponse) {
+        let options = queue.options
+        r.add("volume", status.volume)
+        r.add("repeat", options.repeat)
+        r.add("random", options.random)
+        r.add("single", options.single ? (options.oneshot ? "oneshot" : "1") : "0")
+        r.add("consume", options.consume)
+        r.add("partition", "default")
+        r.add("playlist", queue.version)
+        r.add("playlistlength", queue.items.count)
+        r.add("mixrampdb", "0")
+        let state = MPDEnvironment.stateName(status.state)
+        r.add("state", state)
+        if let id = queue.currentID, let position = queue.position(of: id) {
+            r.add("song", position)
+            r.add("songid", id)
+        }
+        if state != "stop", let media = status.media {
+            let duration = media.duration ?? 0
+            r.add("time", "\(Int(status.position.rounded())):\(Int(duration.rounded()))")
+            r.add("elapsed", seconds: status.position)
+            r.add("bitrate", (media.bitRate ?? 0) / 1000)
+            if let total = media.duration { r.add("duration", seconds: total) }
+            r.add("audio", MPDEnvironment.audioFormat(media))
+        }
+        if let error = errorText(status) { r.add("error", error) }
+        if let next = status.next, let position = queue.position(of: next) {
+            r.add("nextsong", position)
+            r.add("nextsongid", next)
+        }
+    }
+
+    private static func errorText(_ status: PlayerStatus) -> String? {
+        if case .failed(let error) = status.state { return error.message }
+        return status.interruption
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+import TonearmFrontEnd
+import TonearmPlayer
+import TonearmSync
+
+/// What every MPD connection shares: the player, the library, the long replies' thread, the password, and the counters
+/// `stats` reports.
+final class MPDEnvironment: Sendable {
+    let player: Player
+    let library: MPDLibrary
+    let longReplies: LongReplies
+    let password: String?
+    let outputName: String
+    /// Tells every connection what changed (idle).
+    let hub = MPDIdleHub()
+    /// `status`'s lines, encoded once per change of the player's status or queue.
+    let statusLines = EncodedOnce<StatusSource>()
+    /// What `status` shows: the player's status and what it says of the queue. Not the queue
+    /// itself: kept here, a copy would make the next edit of a long queue copy every item.
+    struct StatusSource: Equatable, Sendable {
+        var status: PlayerStatus
+        var queueVersion: Int
+        var options: QueueOptions
+        var currentID: Int?
+    }
+    private let updateJobs = Locked<Int>(0)
+    private let started = ContinuousClock.now
+    /// Seconds spent playing, for `stats` (`playtime`): the total so far and, while playing,
+    /// since when. Updated from the player's transitions.
+    private let playing = Locked<(total: Duration, since: ContinuousClock.Instant?)>((.zero, nil))
+
+    init(player: Player, library: MPDLibrary, longReplies: LongReplies, password: String?, outputName: String) {
+        self.player = player
+        self.library = library
+        self.longReplies = longReplies
+        self.password = password
+        self.outputName = outputName
+    }
+
+    /// `update`: there is no database to update, but the job is numbered and announced as MPD does.
+    func nextUpdateJob() -> Int {
+        let job = updateJobs.withLock { job in
+            job += 1
+            return job
+        }
+        hub.post(.update)
+        return job
+    }
+
+    var uptime: Int { Int((ContinuousClock.now - started).components.seconds) }
+
+    var playtime: Int {
+        playing.withLock { counter in
+            let running = counter.since.map { ContinuousClock.now - $0 } ?? .zero
+            return Int((counter.total + running).components.seconds)
+        }
+    }
+
+    /// The player's state changed: the play-time counter starts or stops.
+    func stateChanged(to state: PlaybackState) {
+        let now = ContinuousClock.now
+        playing.withLock { counter in
+            let isPlaying = state == .playing
+            if isPlaying, counter.since == nil { counter.since = now }
+            if !isPlaying, let since = counter.since {
+                counter.total += now - since
+                counter.since = nil
+            }
+        }
+    }
+
+    // MARK: Projections of the player onto MPD's vocabulary
+
+    /// `play`, `pause` or `stop`.
+    static func stateName(_ state: PlaybackState) -> String {
+        switch state {
+        case .playing, .buffering(.playing), .seeking(_, .playing): "play"
+        case .paused, .ready, .buffering(.paused), .seeking(_, .paused): "pause"
+        case .idle, .loading, .ended, .failed: "stop"
+        }
+    }
+
+    /// A song as `currentsong` and `playlistinfo` show it.
+    func writeSong(_ item: QueueItem, position: Int, media: MediaInfo?, shown: MPDTags, into response: inout MPDResponse) {
+        response.add("file", library.uri(for: item.url))
+        let tags = player.tags(for: item.url) ?? library.cachedTags(item.url)
+        writeTags(artist: media?.artist ?? tags?.artist, album: media?.album ?? tags?.album,
+                  title: media?.title ?? tags?.title ?? item.title, shown: shown, into: &response)
+        if let duration = media?.duration ?? tags?.duration {
+            response.add("Time", Int(duration.rounded()))
+            response.add("duration", seconds: duration)
+        }
+        response.add("Pos", position)
+        response.add("Id", item.id)
+    }
+
+    /// A library song as `lsinfo` and `listallinfo` show it (tags read on the library's thread).
+    func writeLibrarySong(uri: String, url: URL, modified: Int, shown: MPDTags, into response: inout MPDResponse) {
+        response.add("file", uri)
+        response.add("Last-Modified", Self.timestamp(modified))
+        guard let tags = library.tags(url) else { return }
+        writeTags(artist: tags.artist, album: tags.album, title: tags.title, shown: shown, into: &response)
+        if let duration = tags.duration {
+            response.add("Time", Int(duration.rounded()))
+            response.add("duration", seconds: duration)
+        }
+    }
+
+    private func writeTags(artist: String?, album: String?, title: String?, shown: MPDTags, into response: inout MPDResponse) {
+        if let artist, shown.shows("Artist") { response.add("Artist", artist) }
+        if let album, shown.shows("Album") { response.add("Album", album) }
+        if let title, shown.shows("Title") { response.add("Title", title) }
+    }
+
+    /// MPD's `Last-Modified` form: ISO 8601 in UTC.
+    static func timestamp(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    /// `audio: rate:bits:channels`, with `f` for floating-point samples, as MPD writes a format.
+    static func audioFormat(_ media: MediaInfo) -> String {
+        let bits: String
+        if let sourceBits = media.bitsPerSample {
+            bits = String(sourceBits)
+        } else {
+            switch media.outputFormat.sampleType {
+            case .float: bits = "f"
+            case .s16: bits = "16"
+            case .s32: bits = "32"
+            }
+        }
+        return "\(media.sampleRate):\(bits):\(media.channels)"
+    }
+}

@@ -1,0 +1,233 @@
+import TonearmFrontEnd
+import Foundation
+import TonearmCore
+import TonearmEngine
+import TonearmProtocol
+import TonearmSync
+
+/// The music directory as MPD clients see it, read from the directory itself (there is no
+/// database): URIs relative to it, listings, stored playlists (its .m3u files), and tags read on
+/// demand and kept by path and modification time. Every method that touches the disk runs on the
+/// library's own thread (`perform`).
+final class MPDLibrary: Sendable {
+    /// The music directory, `..` and links resolved; nil: none configured.
+    let root: String?
+    let sources: SourcePolicy
+    private let worker = BlockingWorker(name: "tonearm-library")
+    private let cache = Locked<[String: (modified: Int, tags: MediaTags)]>([:])
+
+    /// File name endings listed as songs (what FFmpeg decodes that people keep music in).
+    static let suffixes: [String] = ["aac", "ac3", "aif", "aifc", "aiff", "alac", "amr", "ape", "au", "caf", "dff", "dsf",
+                                     "flac", "m4a", "m4b", "mka", "mkv", "mp2", "mp3", "mp4", "mpc", "oga", "ogg", "opus",
+                                     "ra", "shn", "snd", "spx", "tak", "tta", "w64", "wav", "weba", "webm", "wma", "wv"]
+    private static let suffixSet = Set(suffixes)
+    static let playlistSuffixes: Set<String> = ["m3u", "m3u8", "pls"]
+
+    init(root: String?, sources: SourcePolicy) {
+        self.root = root.map { MediaRoots.resolve($0) }
+        self.sources = sources
+    }
+
+    func shutdown() { worker.shutdown() }
+
+    /// Runs disk work on the library's thread.
+    func perform<T: Sendable>(_ job: @escaping @Sendable () throws(MPDError) -> T) async throws(MPDError) -> T {
+        try await worker.run(job)
+    }
+
+    // MARK: URIs (no disk access)
+
+    /// A client's URI as a file URL: relative to the music directory, or an absolute path, or a
+    /// file:// URL. A relative URI may not climb out of the music directory.
+    func url(forURI uri: String) throws(MPDError) -> URL {
+        if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
+        if let scheme = SourcePolicy.uriScheme(of: uri) {
+            if scheme == "http" || scheme == "https" {
+                guard sources.input.protocols.contains(scheme) else { throw MPDError(.noExist, "Unsupported URI scheme") }
+                guard let url = URL(string: uri), let host = url.host, !host.isEmpty else { throw MPDError(.noExist, "Malformed URI") }
+                return url
+            }
+            guard scheme == "file", let url = URL(string: uri) else { throw MPDError(.noExist, "Unsupported URI scheme") }
+            guard !url.path.isEmpty else { throw MPDError(.noExist, "Malformed URI") }
+            return URL(fileURLWithPath: url.path).standardizedFileURL
+        }
+        guard let root else { throw MPDError(.noExist, "No database") }
+        let trimmed = uri.split(separator: "/", omittingEmptySubsequences: true)
+        guard !trimmed.contains("..") else { throw .argument("Malformed URI") }
+        return URL(fileURLWithPath: trimmed.isEmpty ? root : root + "/" + trimmed.joined(separator: "/"))
+    }
+
+    /// How a file is named to clients: relative to the music directory when inside it, else its
+    /// absolute path (as MPD names songs added from outside its database).
+    func uri(for url: URL) -> String {
+        guard url.isFileURL else { return url.absoluteString }
+        let path = url.path
+        guard let root, path.hasPrefix(root == "/" ? "/" : root + "/") else { return path }
+        return String(path.dropFirst(root == "/" ? 1 : root.count + 1))
+    }
+
+    private func isInMusicDirectory(_ url: URL) -> Bool {
+        guard let root else { return false }
+        let path = MediaRoots.resolve(url.path)
+        return path == root || path.hasPrefix(root == "/" ? "/" : root + "/")
+    }
+
+    static func isSong(_ name: String) -> Bool { suffixSet.contains(suffix(name)) }
+    static func isPlaylist(_ name: String) -> Bool { playlistSuffixes.contains(suffix(name)) }
+
+    private static func suffix(_ name: String) -> String {
+        guard let dot = name.lastIndex(of: ".") else { return "" }
+        return name[name.index(after: dot)...].lowercased()
+    }
+
+    // MARK: Reading the disk (the library's thread only)
+
+    enum Entry: Sendable {
+        case directory(uri: String, modified: Int)
+        case song(uri: String, url: URL, modified: Int)
+        case playlist(uri: String, modified: Int)
+    }
+
+    /// What `lsinfo` shows of `uri`: a directory's directories, songs and playlists (each sorted
+    /// by name), or the one song a file URI names.
+    func list(_ uri: String) throws(MPDError) -> [Entry] {
+        guard root != nil || uri.hasPrefix("/") || uri.hasPrefix("file:") else { throw MPDError(.noExist, "No database") }
+        let url = try url(forURI: uri)
+        try checkSource(url)
+        guard url.isFileURL else { throw MPDError(.noExist, "No such directory") }
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { throw MPDError(.noExist, "No such directory") }
+        if info.st_mode & S_IFMT == S_IFREG {
+            return [.song(uri: self.uri(for: url), url: url, modified: Int(info.st_mtim.tv_sec))]
+        }
+        // Directories are listed only inside the music directory: a read-only client must not
+        // be able to walk the rest of the file system (MPD lists only the music directory too).
+        guard info.st_mode & S_IFMT == S_IFDIR, isInMusicDirectory(url) else { throw MPDError(.noExist, "No such directory") }
+        let path = url.path
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        var directories: [Entry] = [], songs: [Entry] = [], playlists: [Entry] = []
+        for name in names {
+            let child = path == "/" ? "/" + name : path + "/" + name
+            var childInfo = stat()
+            guard stat(child, &childInfo) == 0 else { continue }
+            let modified = Int(childInfo.st_mtim.tv_sec)
+            let childURI = self.uri(for: URL(fileURLWithPath: child))
+            switch childInfo.st_mode & S_IFMT {
+            case S_IFDIR: directories.append(.directory(uri: childURI, modified: modified))
+            case S_IFREG where Self.isSong(name): songs.append(.song(uri: childURI, url: URL(fileURLWithPath: child), modified: modified))
+            case S_IFREG where Self.isPlaylist(name): playlists.append(.playlist(uri: childURI, modified: modified))
+            default: break
+            }
+        }
+        return songs + directories + playlists
+    }
+
+    /// Every directory and song under `uri`, depth first, as `listall` shows them. Directory
+    /// links are not followed (a link loop must not run away).
+    func walk(_ uri: String) throws(MPDError) -> [Entry] {
+        var result: [Entry] = []
+        var pending = [uri]
+        var seen = Set<String>()
+        while let next = pending.popLast() {
+            let entries = try list(next)
+            var subdirectories: [String] = []
+            for entry in entries {
+                switch entry {
+                case .directory(let child, _):
+                    let path = (try? url(forURI: child).path) ?? child
+                    var info = stat()
+                    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, seen.insert(path).inserted else { continue }
+                    result.append(entry)
+                    subdirectories.append(child)
+                case .song: result.append(entry)
+                case .playlist: break
+                }
+            }
+            pending.append(contentsOf: subdirectories.reversed())
+            guard result.count < 1_000_000 else { break }
+        }
+        return result
+    }
+
+    /// The songs `add` of a URI adds: the file itself, or every song under a directory, in order.
+    func songs(_ uri: String) throws(MPDError) -> [URL] {
+        let url = try url(forURI: uri)
+        try checkSource(url)
+        // A stream is added as it is, as MPD does; it is opened when it plays.
+        guard url.isFileURL else { return [url] }
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            throw MPDError(.noExist, uri.hasPrefix("/") || uri.hasPrefix("file:") ? "No such file" : "No such directory")
+        }
+        if info.st_mode & S_IFMT == S_IFREG { return [url] }
+        return try walk(uri).compactMap { entry in
+            if case .song(_, let url, _) = entry { return url }
+            return nil
+        }
+    }
+
+    /// A song's tags, from the cache while the file is unchanged.
+    func tags(_ url: URL) -> MediaTags? {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { return nil }
+        let modified = Int(info.st_mtim.tv_sec)
+        if let cached = cache.withLock({ $0[url.path] }), cached.modified == modified { return cached.tags }
+        let tags = MediaTags.read(url) ?? MediaTags()
+        cache.withLock { cache in
+            // Bounded memory: a library browsed end to end is forgotten and read again.
+            if cache.count >= 50_000 { cache.removeAll(keepingCapacity: true) }
+            cache[url.path] = (modified, tags)
+        }
+        return tags
+    }
+
+    /// Tags already read, without touching the disk (for queue listings on the event loop).
+    func cachedTags(_ url: URL) -> MediaTags? { cache.withLock { $0[url.path]?.tags } }
+
+    /// The stored playlists: the music directory's own .m3u files, by name without the suffix.
+    func playlists() -> [(name: String, modified: Int)] {
+        guard let root else { return [] }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted()
+        return names.compactMap { name in
+            let lower = name.lowercased()
+            guard !name.hasPrefix("."), lower.hasSuffix(".m3u") || lower.hasSuffix(".m3u8") else { return nil }
+            var info = stat()
+            guard stat(root + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            return ((name as NSString).deletingPathExtension, Int(info.st_mtim.tv_sec))
+        }
+    }
+
+    /// The entries of a stored playlist (`name`, its .m3u in the music directory) or of a
+    /// playlist file a URI names, read for `peer` (see `PlaylistReader`).
+    func playlistEntries(_ name: String, for peer: ClientPeer) throws(MPDError) -> [(url: URL, title: String?)] {
+        var candidates: [URL] = []
+        if Self.isPlaylist(name) { candidates.append(try url(forURI: name)) }
+        if let root, !name.contains("/") {
+            candidates += [root + "/" + name + ".m3u", root + "/" + name + ".m3u8"].map { URL(fileURLWithPath: $0) }
+        }
+        for file in candidates {
+            guard let kind = PlaylistFile.kind(forPath: file.path) else { continue }
+            let entries: [PlaylistEntry]
+            do throws(PlaylistReader.Refusal) {
+                entries = try PlaylistReader.entries(at: file.path, kind: kind, for: peer, sources: sources,
+                                                     served: root.map(MediaRoots.resolve))
+            } catch {
+                switch error.kind {
+                case .missing: continue
+                case .denied: throw MPDError(.permission, error.message)
+                case .unreadable: throw MPDError(.playlistLoad, "Failed to load playlist \(name): \(error.message)")
+                }
+            }
+            return try entries.map { entry throws(MPDError) in
+                try checkSource(entry.url)
+                return (entry.url, entry.title)
+            }
+        }
+        throw MPDError(.noExist, "No such playlist")
+    }
+
+    /// `input.protocols` and `input.roots` confine MPD clients as they confine JSON-RPC clients.
+    func checkSource(_ url: URL) throws(MPDError) {
+        if let reason = sources.refusal(url) { throw MPDError(.permission, reason) }
+    }
+}

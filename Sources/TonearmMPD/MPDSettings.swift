@@ -1,0 +1,68 @@
+import TonearmFrontEnd
+import Foundation
+
+/// The MPD front-end's settings (`[mpd]`).
+public struct MPDSettings: Sendable, Equatable {
+    public var enabled = true
+    /// MPD's Unix socket; nil: `mpd.sock` beside the control socket.
+    public var socket: String?
+    /// A listening socket systemd passed for MPD (`FileDescriptorName=mpd`), served instead of `socket`.
+    public var inherited: CInt?
+    /// A TCP address to listen on as well (`mpd.bind`, "127.0.0.1:6600"); nil: none.
+    public var bind: TCPAddress?
+    /// With a password, a client may do nothing but `password`, `ping`, `close`, `commands` and
+    /// `notcommands` until it sends it (MPD's rule).
+    public var password: String?
+    /// What relative URIs, `lsinfo`, `listall` and playlists are read from; nil: the first of
+    /// `input.roots`, or none (then only absolute paths and file:// URIs can be added).
+    public var musicDirectory: String?
+    public var maxClients = 256
+    public var limits = ClientLimits()
+
+    public init() {}
+
+    public struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        /// "127.0.0.1:6600", "[::1]:6600", "localhost:6600".
+        public init?(_ text: String) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                  (1...65_535).contains(port) else { return nil }
+            var host = String(text[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { return nil }
+            self.host = host
+            self.port = port
+        }
+
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        /// Reachable only from this machine.
+        public var isLoopback: Bool {
+            host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        }
+    }
+
+    /// The Unix socket's path for a control socket at `controlSocket`.
+    public func socketPath(beside controlSocket: String) -> String {
+        if let socket { return socket }
+        let directory = (controlSocket as NSString).deletingLastPathComponent
+        return (directory.isEmpty ? "" : directory + "/") + "mpd.sock"
+    }
+
+    /// Why these settings may not be used with `security`, or nil. A TCP port reachable from other
+    /// machines, or one that would let any local user past the control access lists, needs a
+    /// password.
+    public func refusal(with security: ControlSecurity) -> String? {
+        guard enabled, let bind, password == nil else { return nil }
+        if !bind.isLoopback {
+            return "mpd.bind = \"\(bind)\" accepts clients from other machines; set mpd.password as well, or bind to 127.0.0.1"
+        }
+        if !security.policy.isOpen {
+            return "mpd.bind = \"\(bind)\" would let every local user past control.allow_uids/allow_gids/read_gids "
+                + "(TCP peers have no credentials); set mpd.password as well"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import TonearmCore
+import TonearmFrontEnd
+import TonearmPlayer
+import TonearmProtocol
+import TonearmSync
+
+/// One connected client's subscriptions. Notifications go straight to the channel (NIO queues
+/// them on its event loop, after any answer already written). A client that stops reading lets
+/// its channel become unwritable; past `backlogLimit` notifications sent while unwritable it is
+/// disconnected with a log line, so it never holds memory without end or slows anyone else.
+final class ClientSession: Sendable {
+    enum EventKind: String, Sendable, Hashable {
+        case transition, performance, position, queue, item
+    }
+
+    static let backlogLimit = 4096
+
+    private let player: Player
+    private let logger: Logger
+    private let channel: any Channel
+    private let tasks = Locked<[Task<Void, Never>]>([])
+    private let sentWhileUnwritable = Atomic<Int>(0)
+    private let refusalsLogged = Locked<Set<String>>([])
+    /// The current subscription's number (0: none yet).
+    private let subscription = Locked<Int>(0)
+
+    /// What this client may do (`AccessPolicy`), fixed at connection.
+    let access: AccessPolicy.Level
+    /// Who the client is: for the log, and for the files it names.
+    let peer: ClientPeer
+
+    init(player: Player, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
+         peer: ClientPeer = ClientPeer(credentials: nil, description: "")) {
+        self.player = player
+        self.access = access
+        self.peer = peer
+        self.channel = channel
+        self.logger = logger
+    }
+
+    /// Replaces any earlier subscription of this client.
+    func subscribe(to kinds: Set<EventKind>, positionInterval: Double) {
+        // One subscription per connection: the one before is cancelled, and anything its tasks
+        // still hold is dropped (its generation is no longer current), so events never repeat
+        // or go back.
+        let generation = subscription.withLock { current in
+            current += 1
+            return current
+        }
+        var started: [Task<Void, Never>] = []
+        if kinds.contains(.transition) {
+            let stream = player.transitions()
+            started.append(Task { [weak self] in
+                for await transition in stream { self?.notify(ProtocolEncoding.transition(transition), generation) }
+            })
+        }
+        if kinds.contains(.performance) {
+            let stream = player.performanceEvents()
+            started.append(Task { [weak self] in
+                for await event in stream { self?.notify(ProtocolEncoding.performance(event), generation) }
+            })
+        }
+        if kinds.contains(.queue) || kinds.contains(.item) {
+            let stream = player.queueEventStream()
+            let wantsQueue = kinds.contains(.queue), wantsItems = kinds.contains(.item)
+            started.append(Task { [weak self] in
+                for await event in stream {
+                    if case .queue = event { if !wantsQueue { continue } } else if !wantsItems { continue }
+                    self?.notify(ProtocolEncoding.queueEvent(event), generation)
+                }
+            })
+        }
+        if kinds.contains(.position) {
+            let player = self.player
+            started.append(Task { [weak self] in
+                // Ticks only while playing; otherwise it waits for playing without waking.
+                while !Task.isCancelled {
+                    if player.state != .playing {
+                        _ = await player.machine.firstState { $0 == .playing }
+                        continue
+                    }
+                    try? await Task.sleep(for: .seconds(positionInterval))
+                    guard !Task.isCancelled, player.state == .playing else { continue }
+                    let status = player.status
+                    self?.notify(["type": "position", "position": .number(status.position), "duration": JSONValue(status.duration)],
+                                 generation)
+                }
+            })
+        }
+        let previous = tasks.withLock { tasks in
+            defer { tasks = started }
+            return tasks
+        }
+        previous.forEach { $0.cancel() }
+    }
+
+    private func notify(_ params: JSONValue, _ generation: Int) {
+        // Checked and written under the lock: an event of a subscription replaced meanwhile is
+        // not written after the new one's. Closing takes the lock again, so it comes after.
+        let overrun = subscription.withLock { current -> Bool in
+            guard current == generation else { return false }
+            return !write(params)
+        }
+        if overrun { close() }
+    }
+
+    /// Writes an event; false when the client has left too many unread (it is to be closed).
+    private func write(_ params: JSONValue) -> Bool {
+        if channel.isWritable {
+            sentWhileUnwritable.store(0, ordering: .relaxed)
+        } else if sentWhileUnwritable.add(1, ordering: .relaxed).newValue > Self.backlogLimit {
+            logger.warning("client is not reading its events; disconnecting it",
+                           metadata: ["peer": "\(peer)", "backlog": "\(Self.backlogLimit)"])
+            return false
+        }
+        channel.writeAndFlush(RPCFraming.line(RPC.notification(method: "event", params: params)), promise: nil)
+        return true
+    }
+
+    /// A method refused to this read-only client, logged once per client and method (a flood
+    /// of refused requests writes one line each, at most 64).
+    func logRefusal(method: String) {
+        let first = refusalsLogged.withLock { $0.count < 64 && $0.insert(method).inserted }
+        guard first else { return }
+        RefusalLog.warn(logger, "refused a command", ["protocol": "json-rpc", "peer": "\(peer)", "method": "\(method)"])
+    }
+
+    /// The client has subscribed to events: it waits for news, and its silence is expected.
+    var isSubscribed: Bool { tasks.withLock { !$0.isEmpty } }
+
+    /// Ends the subscriptions (the connection is closing or closed).
+    /// Cancels outside the lock: cancelling runs the streams' termination handlers, which take
+    /// their own locks, and no lock of ours should be held into code we do not own.
+    func endSubscriptions() {
+        subscription.withLock { $0 += 1 }
+        let ended = tasks.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        ended.forEach { $0.cancel() }
+    }
+
+    func close() {
+        endSubscriptions()
+        channel.close(promise: nil)
+    }
+}

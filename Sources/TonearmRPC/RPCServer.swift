@@ -1,0 +1,50 @@
+import Foundation
+import Logging
+import NIOCore
+import TonearmFrontEnd
+import TonearmPlayer
+import TonearmProtocol
+
+/// JSON-RPC 2.0 as a front-end: one object per line on a Unix domain socket. Each client is
+/// served by an `OrderedRequestHandler` with an `RPCSession`: requests on one connection are
+/// answered in order, and its event notifications are written between answers.
+package struct RPCServer: Sendable {
+    let player: Player
+    let logger: Logger
+
+    package init(player: Player, logger: Logger) {
+        self.player = player
+        self.logger = logger
+    }
+
+    /// The control socket at `address`, with the access rules and limits of `security`.
+    package func frontEnd(address: ListenAddress, security: ControlSecurity, maxClients: Int, maxLineLength: Int,
+                          limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> FrontEnd {
+        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies)
+        let player = self.player
+        let logger = self.logger
+        return FrontEnd(
+            name: "control", address: address, maxClients: maxClients,
+            socketMode: security.socketMode, socketGroup: security.socketGroup, policy: security.policy,
+            tcpAccess: .none,
+            refusal: { refusal in
+                let failure = switch refusal {
+                case .tooManyClients(let limit):
+                    RPC.Failure(.tooManyClients, "too many clients: at most \(limit) may be connected (control.max_clients)")
+                case .notAllowed(let uid):
+                    RPC.Failure(.permissionDenied, "permission denied: uid \(uid.map(String.init) ?? "?") may not use "
+                                + "this daemon (control.allow_uids, allow_gids, read_gids)")
+                }
+                return RPCFraming.line(RPC.response(id: .null, error: failure))
+            },
+            serve: { channel, access, peer in
+                channel.eventLoop.makeCompletedFuture {
+                    let client = ClientSession(player: player, channel: channel, logger: logger, access: access, peer: peer)
+                    let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
+                    try channel.pipeline.syncOperations.addRequestPath(
+                        session, maxLineLength: maxLineLength, limits: limits, logger: logger, peer: peer,
+                        changes: player.changes)
+                }
+            })
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+import Testing
+import TonearmEngine
+import TonearmPlayer
+@testable import TonearmMPD
+import TonearmFrontEnd
+
+/// MPD's line syntax and argument rules, as MPD 0.23 applies them (src/util/Tokenizer.cxx,
+/// src/protocol/ArgParser.cxx); the expected messages are MPD's own.
+@Suite("MPD request parsing", .timeLimit(.minutes(1)))
+struct MPDProtocolTests {
+    private func parse(_ line: String) -> Result<MPDRequest, MPDError> {
+        Array(line.utf8).withUnsafeBytes { MPDRequest.parse($0) }
+    }
+
+    @Test(arguments: [
+        ("status", "status", [String]()),
+        ("add a.flac", "add", ["a.flac"]),
+        ("add  \t a.flac  ", "add", ["a.flac"]),
+        (#"add "with space.flac""#, "add", ["with space.flac"]),
+        (#"add "quote \" and \\ back""#, "add", [#"quote " and \ back"#]),
+        (#"add "\n""#, "add", ["n"]),
+        (#"find "" x"#, "find", ["", "x"]),
+        ("add dir/ünïcode.flac", "add", ["dir/ünïcode.flac"]),
+        ("add back\\slash", "add", ["back\\slash"]),
+        ("command_list_ok_begin", "command_list_ok_begin", []),
+        ("status\r", "status", []),
+    ])
+    func splitsLikeMPD(line: String, name: String, arguments: [String]) throws {
+        let request = try parse(line).get()
+        #expect(request.name == name)
+        #expect(request.arguments == arguments)
+    }
+
+    @Test(arguments: [
+        (#"lsinfo "unterminated"#, MPDError.Code.unknown, #"Missing closing '"'"#, false),
+        (#"lsinfo "a"b"#, .unknown, #"Space expected after closing '"'"#, false),
+        ("lsinfo 'x'", .unknown, "Invalid unquoted character", false),
+        ("foo-bar", .unknown, "Invalid word character", true),
+        ("find " + Array(repeating: "x", count: 64).joined(separator: " "), .argument, "Too many arguments", false),
+    ])
+    func refusesWhatMPDRefuses(line: String, code: MPDError.Code, message: String, closes: Bool) {
+        guard case .failure(let error) = parse(line) else {
+            Issue.record("'\(line)' parsed")
+            return
+        }
+        #expect(error.code == code)
+        #expect(error.message == message)
+        #expect(error.closesConnection == closes)
+    }
+
+    @Test func sixtyThreeArgumentsAreTheMostMPDTakes() throws {
+        let request = try parse("find " + Array(repeating: "x", count: 63).joined(separator: " ")).get()
+        #expect(request.arguments.count == 63)
+    }
+
+    @Test(arguments: ["", " status", "Status", "\u{1}\u{2}binary", "9lives"])
+    func aLineThatIsNoCommandIsRecognisedBeforeParsing(line: String) {
+        #expect(!Array(line.utf8).withUnsafeBytes(MPDRequest.startsLikeCommand))
+    }
+
+    @Test func quotingRoundTrips() throws {
+        for text in ["plain", "with space", #"a "quoted" \ word"#, ""] {
+            let request = try parse("add " + MPDRequest.quote(text)).get()
+            #expect(request.arguments == [text])
+        }
+    }
+
+    private func call(_ arguments: String...) -> MPDCall {
+        MPDCall(request: MPDRequest(name: "x", arguments: arguments), environment: Self.environment, permission: .control)
+    }
+
+    private static let environment: MPDEnvironment = {
+        let player = Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null")), logger: Logger(label: "test"))
+        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), longReplies: LongReplies(),
+                              password: nil, outputName: "null")
+    }()
+
+    @Test func rangesParseAsInMPD() throws {
+        #expect(try call("5").range(0) == 5..<6)
+        #expect(try call("2:4").range(0) == 2..<4)
+        #expect(try call("3:").range(0) == 3..<Int(Int32.max))
+        #expect(try call("-1").range(0) == 0..<Int(Int32.max))
+        #expect(try call("2:2").range(0).isEmpty)
+        for (text, message) in [("x", "Integer or range expected: x"), (":5", "Integer or range expected: :5"),
+                                ("-2", "Number is negative: -2"), ("3:1", "Malformed range: 3:1"),
+                                ("1:x", "Integer or range expected: 1:x")] {
+            #expect(throws: MPDError.argument(message)) { try call(text).range(0) }
+        }
+        #expect(try call("2:").clippedRange(0, count: 2).isEmpty)
+        #expect(throws: MPDError.argument("Bad song index")) { try call("3").clippedRange(0, count: 2) }
+    }
+
+    @Test func numbersParseAsInMPD() throws {
+        #expect(try call("7").unsigned(0) == 7)
+        #expect(throws: MPDError.argument("Number too large: -1")) { try call("-1").unsigned(0, max: 100) }
+        #expect(throws: MPDError.argument("Number too large: 101")) { try call("101").unsigned(0, max: 100) }
+        #expect(throws: MPDError.argument("Integer expected: abc")) { try call("abc").integer(0) }
+        #expect(throws: MPDError.argument("Number too large: 200")) { try call("200").integer(0, in: -100...100) }
+        #expect(throws: MPDError.argument("Boolean (0/1) expected: 2")) { try call("2").bool(0) }
+        #expect(throws: MPDError.argument("Negative value not allowed: -1")) { try call("-1").seconds(0) }
+        #expect(try call("-1.5").seconds(0, signed: true) == -1.5)
+        #expect(throws: MPDError.argument("Float expected: x")) { try call("x").seconds(0) }
+    }
+
+    @Test func subsystemsAreNamedInMPDsOrder() {
+        let all: MPDSubsystems = [.mixer, .playlist, .player, .options, .update]
+        #expect(all.names == ["playlist", "player", "mixer", "options", "update"])
+        #expect(MPDSubsystems(name: "PLAYER") == .player)
+        #expect(MPDSubsystems(name: "nonsense") == nil)
+    }
+
+    @Test func argumentCountsAreCheckedWithMPDsMessages() {
+        let ping = MPDCommands.table["ping"]!, add = MPDCommands.table["add"]!
+        #expect(ping.check(MPDRequest(name: "ping", arguments: ["x"]), permission: .control)
+                == .argument("wrong number of arguments for \"ping\""))
+        #expect(add.check(MPDRequest(name: "add", arguments: []), permission: .control) == .argument("too few arguments for \"add\""))
+        #expect(add.check(MPDRequest(name: "add", arguments: ["a", "b", "c"]), permission: .control)
+                == .argument("too many arguments for \"add\""))
+        #expect(add.check(MPDRequest(name: "add", arguments: ["a"]), permission: .read)
+                == MPDError(.permission, "you don't have permission for \"add\""))
+        #expect(MPDCommands.names(allowed: true, for: .none) == ["close", "commands", "notcommands", "password", "ping", "tagtypes"])
+    }
+}
