@@ -32,11 +32,14 @@ let package = Package(
         .target(name: "TonearmSync", dependencies: ["CLinux"]),
         // Pure core: the playback state machine. No I/O, no clocks, no C.
         .target(name: "TonearmCore", dependencies: ["TonearmSync"]),
+        // What media and the audio path are, as values: formats, media info and tags, ReplayGain,
+        // the output and input settings. No C, no I/O: what the front-ends show and configure.
+        .target(name: "TonearmMedia"),
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
-        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux", "TonearmSync"]),
+        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux", "TonearmMedia", "TonearmSync"]),
         // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
         .target(name: "TonearmPlayer", dependencies: [
-            "TonearmCore", "TonearmEngine", "TonearmSync", .product(name: "Logging", package: "swift-log"),
+            "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", .product(name: "Logging", package: "swift-log"),
         ]),
         // What a client and the daemon share: JSON values and their coding, JSON-RPC messages and
         // framing, the line decoder, the socket path rule, the client. No FFmpeg, ALSA or player.
@@ -47,27 +50,27 @@ let package = Package(
         // What every front-end shares: listeners, access rules, the ordered request path with its
         // back-pressure and limits, the source rules, work kept off the event loop.
         .target(name: "TonearmFrontEnd", dependencies: [
-            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // JSON-RPC 2.0 on the control socket.
         .target(name: "TonearmRPC", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // MPD's text protocol, for the clients people already own.
         .target(name: "TonearmMPD", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The daemon's server: config, both front-ends on one event loop, systemd.
         .target(name: "TonearmServer", dependencies: [
             "TonearmFrontEnd", "TonearmRPC", "TonearmMPD",
-            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync",
+            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -101,22 +104,22 @@ let package = Package(
         ]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
-        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
+        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmMedia", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
         .testTarget(name: "TonearmPlayerTests", dependencies: [
-            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmSync", "TonearmTestSupport",
+            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", "TonearmTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TonearmFrontEndTests", dependencies: ["TonearmFrontEnd"]),
         .testTarget(name: "TonearmRPCTests", dependencies: [
-            "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmProtocol", "TonearmTestSupport",
+            "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "TonearmMPDTests", dependencies: [
-            "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmTestSupport",
+            "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TonearmServerTests", dependencies: [
-            "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmEngine", "TonearmProtocol", "TonearmTestSupport",
+            "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
         ]),
         .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmProtocol", "TonearmTestSupport"]),
     ]

@@ -1,4 +1,5 @@
 import CALSA
+import TonearmMedia
 
 /// Owns one open ALSA PCM. Not Sendable: it is opened on the opener thread (`DeviceOpenAttempt`)
 /// and handed, once, to the output thread under the engine lock; only one thread uses it at a time.

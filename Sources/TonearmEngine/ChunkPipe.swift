@@ -1,3 +1,4 @@
+import TonearmMedia
 /// How a run of chunks begins: the first chunk the decoder produces after an open, a seek or a
 /// pre-roll says what the output thread must do and announce when it reaches it.
 enum RunStart: Equatable {

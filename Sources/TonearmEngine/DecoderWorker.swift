@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 import TonearmSync
 
 /// The decoder thread, one for the engine's life: opens items, decodes them into chunks for the

@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 
 /// One device open carried out on the opener thread (`tonearm-open`, one for the engine's life).
 /// A device open can block for good (a `file:` device on a FIFO nobody reads, a network sink

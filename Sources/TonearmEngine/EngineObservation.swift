@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 import TonearmSync
 
 public enum EngineStatus: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 
 /// Software volume and ReplayGain, applied by the output thread to each piece just before it is
 /// written, in place (the chunk is the output thread's while it is the pipe's head). A change

@@ -1,6 +1,7 @@
 import CFFmpeg
 import Foundation
 import Synchronization
+import TonearmMedia
 
 /// Lets a decoder thread abandon blocking FFmpeg I/O (open, probe, read) when its item is replaced.
 /// Also bounds a network open: FFmpeg's read timeout stops a silent server, not one that talks

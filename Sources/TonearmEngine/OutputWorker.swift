@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 import TonearmSync
 
 /// The output thread, one for the engine's life: the only code that opens, configures, writes,

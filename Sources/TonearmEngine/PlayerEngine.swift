@@ -1,4 +1,5 @@
 import Foundation
+import TonearmMedia
 
 /// Plays a sequence of media items, gapless where formats allow: one decoder thread and one
 /// output thread for the engine's life, a bounded pipe of item-tagged PCM chunks between them,

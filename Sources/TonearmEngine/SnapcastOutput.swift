@@ -1,4 +1,5 @@
 import Glibc
+import TonearmMedia
 
 /// A Snapcast server's TCP stream source as the output device (`output.kind = "snapcast"`):
 /// snapserver listens (`source = tcp://HOST:PORT?name=…&mode=server`) and Tonearm connects and

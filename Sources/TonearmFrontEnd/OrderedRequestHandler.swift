@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 

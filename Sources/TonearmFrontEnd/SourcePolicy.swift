@@ -1,6 +1,6 @@
 import Foundation
 import TonearmCore
-import TonearmEngine
+import TonearmMedia
 import TonearmPlayer
 
 /// What a client may name as a source, checked by both front-ends before anything is opened:

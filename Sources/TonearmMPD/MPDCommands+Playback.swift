@@ -1,7 +1,7 @@
 import Foundation
 import TonearmCore
-import TonearmEngine
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 
 /// Playback and options: play, pause, stop, next, previous, seek, volume, the queue's switches.

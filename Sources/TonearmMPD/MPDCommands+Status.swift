@@ -1,7 +1,7 @@
 import Foundation
 import TonearmCore
-import TonearmEngine
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 
 /// Reading commands: the player's and the daemon's state, in MPD's words.

@@ -1,7 +1,7 @@
 import Foundation
 import TonearmCore
-import TonearmEngine
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 import TonearmSync
 

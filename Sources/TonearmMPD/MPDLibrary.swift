@@ -1,7 +1,8 @@
-import TonearmFrontEnd
 import Foundation
 import TonearmCore
-import TonearmEngine
+import TonearmFrontEnd
+import TonearmMedia
+import TonearmPlayer
 import TonearmProtocol
 import TonearmSync
 
@@ -172,7 +173,7 @@ final class MPDLibrary: Sendable {
         guard stat(url.path, &info) == 0 else { return nil }
         let modified = Int(info.st_mtim.tv_sec)
         if let cached = cache.withLock({ $0[url.path] }), cached.modified == modified { return cached.tags }
-        let tags = MediaTags.read(url) ?? MediaTags()
+        let tags = Player.readTags(url) ?? MediaTags()
         cache.withLock { cache in
             // Bounded memory: a library browsed end to end is forgotten and read again.
             if cache.count >= 50_000 { cache.removeAll(keepingCapacity: true) }

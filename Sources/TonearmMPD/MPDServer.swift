@@ -22,7 +22,7 @@ package final class MPDServer: Sendable {
         self.controlSocket = controlSocket
         let library = MPDLibrary(root: settings.musicDirectory ?? sources.roots.paths.first, sources: sources)
         environment = MPDEnvironment(player: player, library: library, longReplies: longReplies,
-                                     password: settings.password, outputName: player.engine.configuration.device)
+                                     password: settings.password, outputName: player.output.device)
     }
 
     /// The Unix socket (with the control socket's mode, group and access lists) and the TCP one.

@@ -1,6 +1,6 @@
-import TonearmFrontEnd
 import Logging
 import NIOCore
+import TonearmFrontEnd
 import TonearmProtocol
 
 /// One MPD client's side of the conversation, served in order by its `OrderedRequestHandler`

@@ -1,5 +1,5 @@
-import TonearmFrontEnd
 import Foundation
+import TonearmFrontEnd
 
 /// The MPD front-end's settings (`[mpd]`).
 public struct MPDSettings: Sendable, Equatable {

@@ -48,11 +48,11 @@ public struct InputConfiguration: Sendable, Equatable {
     /// on tcp, https on tls on tcp). A URL given to the engine is checked against `protocols`
     /// itself first, so `tcp:` or `tls:` named directly never reaches FFmpeg; FFmpeg's http
     /// follows redirects only to http and https, and the whitelist stops the one it must not take.
-    var ffmpegWhitelist: String { whitelist(of: protocols) }
+    package var ffmpegWhitelist: String { whitelist(of: protocols) }
 
     /// The whitelist for everything a network source opens, playlists and segments included:
     /// network protocols only, so a station's HLS playlist cannot name a local file.
-    var networkWhitelist: String { whitelist(of: protocols.filter { $0 == "http" || $0 == "https" }) }
+    package var networkWhitelist: String { whitelist(of: protocols.filter { $0 == "http" || $0 == "https" }) }
 
     private func whitelist(of protocols: [String]) -> String {
         var names = protocols

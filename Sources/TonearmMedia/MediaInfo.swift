@@ -77,7 +77,7 @@ public struct ReplayGainInfo: Sendable, Equatable {
     }
 
     /// Reads the tags through `tag` (a case-insensitive lookup); nil when there are none.
-    static func read(_ tag: (String) -> String?) -> ReplayGainInfo? {
+    package static func read(_ tag: (String) -> String?) -> ReplayGainInfo? {
         func number(_ key: String) -> Double? {
             guard let text = tag(key) else { return nil }
             // "-6.48 dB", "0.988553", "+1.2 dB": the number is the first word.

@@ -52,7 +52,7 @@ public struct OutputConfiguration: Sendable, Equatable {
     }
 
     /// The format to ask the device for, given what the source decodes to.
-    func requestedFormat(forSource source: PCMFormat) -> PCMFormat {
+    package func requestedFormat(forSource source: PCMFormat) -> PCMFormat {
         if case .snapcast(_, _, let format) = sink { return format }
         return PCMFormat(sampleType: sampleType ?? source.sampleType,
                   sampleRate: sampleRate ?? source.sampleRate,

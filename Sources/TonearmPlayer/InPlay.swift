@@ -1,4 +1,5 @@
 import TonearmEngine
+import TonearmMedia
 
 extension Player {
     /// What the player knows of one engine item in play: the current one, or the one named to

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// Volume and ReplayGain: kept in the model, in force in the engine from its next sample.

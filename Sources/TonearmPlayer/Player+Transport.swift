@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// Loading, jumping through the queue, play, pause, stop, seek and retry: the user's commands

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// The player: owns the queue and the state machine, turns accepted commands into engine calls,
@@ -21,7 +22,7 @@ import TonearmSync
 /// calls `restore`/`resume` at start (`Player+State`). The public value types are in `PlayerTypes`.
 public final class Player: Sendable {
     public let machine: PlaybackStateMachine
-    public let engine: PlayerEngine
+    let engine: PlayerEngine
     public let performance: PerformanceObserver
     let model: Locked<Model>
     let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
@@ -93,6 +94,22 @@ public final class Player: Sendable {
     // MARK: Reading
 
     public var state: PlaybackState { machine.currentState }
+
+    /// How the output is driven (device, format, pacing), as configured.
+    public var output: OutputConfiguration { engine.configuration }
+
+    /// Which protocols an item may be opened with, and how network sources are read.
+    public var input: InputConfiguration { engine.input }
+
+    /// Frames written to the device since start (the watchdog's sign of life while playing).
+    public var framesWritten: Int { engine.framesWritten }
+
+    /// FFmpeg's and ALSA's versions, as linked.
+    public static var libraryVersions: [String: String] { PlayerEngine.libraryVersions }
+
+    /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
+    /// call it from a thread of its own, never the event loop or the cooperative pool.
+    public static func readTags(_ url: URL) -> MediaTags? { MediaTags.read(url) }
 
     public var changeObserver: PlayerChangeObserver? {
         get { changeObserverBox.withLock { $0.observer } }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// Everything `status` reports.

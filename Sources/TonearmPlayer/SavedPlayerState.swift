@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 
 /// What the daemon keeps across a restart, crash or power loss (the state file): the queue with
 /// its ids, current item and options, where playback stood, and the volume and ReplayGain.

@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 
 /// One acknowledged change to what the state file keeps, as the state journal records it:
 /// a queue edit (options and the current item included), the volume, or ReplayGain. Where

@@ -1,5 +1,6 @@
 import Foundation
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// Reads queue items' tags on one long-lived thread of its own (file I/O never runs on the event

@@ -1,5 +1,5 @@
-import TonearmFrontEnd
 import NIOCore
+import TonearmFrontEnd
 import TonearmProtocol
 
 /// One JSON-RPC client's side of the conversation, served in order by its

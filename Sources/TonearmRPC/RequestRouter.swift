@@ -1,8 +1,8 @@
 import Foundation
 import NIOCore
 import TonearmCore
-import TonearmEngine
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 
@@ -129,7 +129,7 @@ struct RequestRouter: Sendable {
         case "ping":
             return "pong"
         case "version":
-            return ["version": .string(Self.version), "libraries": .object(PlayerEngine.libraryVersions.mapValues(JSONValue.string))]
+            return ["version": .string(Self.version), "libraries": .object(Player.libraryVersions.mapValues(JSONValue.string))]
         case "status":
             return .encoded(statusEncoding.bytes(for: player.status) { status in
                 var bytes = ByteBuffer()

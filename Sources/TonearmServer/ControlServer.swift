@@ -67,7 +67,7 @@ public final class ControlServer: Service, Sendable {
     }
 
     /// What clients of either front-end may name as a source.
-    private var sources: SourcePolicy { SourcePolicy(roots: security.roots, input: player.engine.input) }
+    private var sources: SourcePolicy { SourcePolicy(roots: security.roots, input: player.input) }
 
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
         let longReplies = LongReplies()

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import TOMLKit
-import TonearmEngine
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmMPD
 import TonearmPlayer
 

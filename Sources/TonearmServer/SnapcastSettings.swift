@@ -1,4 +1,4 @@
-import TonearmEngine
+import TonearmMedia
 
 /// Where the output thread sends the sound (`output.kind`).
 public enum OutputKind: String, Sendable, Equatable {

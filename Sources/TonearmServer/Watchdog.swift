@@ -32,7 +32,7 @@ public final class Watchdog: @unchecked Sendable {
     }
 
     private func tick() {
-        let frames = player.engine.framesWritten
+        let frames = player.framesWritten
         defer { lastFrames = frames }
         if player.state == .playing, let lastFrames, frames == lastFrames {
             if !reportedUnhealthy {

@@ -3,9 +3,9 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TonearmEngine
+import TonearmFrontEnd
 import TonearmPlayer
 import TonearmProtocol
-import TonearmFrontEnd
 import TonearmServer
 
 @main

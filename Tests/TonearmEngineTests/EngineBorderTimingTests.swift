@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import TonearmSync
 import TonearmEngine
+import TonearmMedia
+import TonearmSync
 import TonearmTestSupport
 
 /// `started` (and with it the player's `item` event, `status.current` and the position) must

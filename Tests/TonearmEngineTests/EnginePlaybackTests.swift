@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmEngine
+import TonearmMedia
 import TonearmTestSupport
 
 @Suite("Engine plays real files through ALSA", .serialized, .timeLimit(.minutes(1)))

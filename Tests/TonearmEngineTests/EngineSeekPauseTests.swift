@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmEngine
+import TonearmMedia
 import TonearmTestSupport
 
 @Suite("Engine seek and pause", .serialized, .timeLimit(.minutes(1)))

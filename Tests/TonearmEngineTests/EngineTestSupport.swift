@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-import TonearmTestSupport
-import TonearmSync
 import TonearmEngine
+import TonearmMedia
+import TonearmSync
+import TonearmTestSupport
 
 /// Collects an engine's events as they are delivered on its observer queue.
 final class EngineRecorder: Sendable {

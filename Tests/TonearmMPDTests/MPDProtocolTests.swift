@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import Testing
 import TonearmEngine
+import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 @testable import TonearmMPD
-import TonearmFrontEnd
 
 /// MPD's line syntax and argument rules, as MPD 0.23 applies them (src/util/Tokenizer.cxx,
 /// src/protocol/ArgParser.cxx); the expected messages are MPD's own.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 @testable import TonearmPlayer
 
 /// The adapter's table: every engine event, about the current item and about another one, with

@@ -1,9 +1,10 @@
 import Foundation
 import Logging
-import TonearmSync
 import Testing
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
+import TonearmSync
 import TonearmTestSupport
 @testable import TonearmPlayer
 

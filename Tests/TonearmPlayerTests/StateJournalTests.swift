@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TonearmCore
 import TonearmEngine
-@testable import TonearmPlayer
+import TonearmMedia
 import TonearmTestSupport
+@testable import TonearmPlayer
 
 /// `StateJournal.replay`: the changes after the snapshot, in order; a torn last line dropped;
 /// damage stops the replay there and sets the journal aside.

@@ -2,10 +2,11 @@ import Foundation
 import NIOCore
 import Testing
 import TonearmEngine
+import TonearmFrontEnd
+import TonearmMedia
 @testable import TonearmPlayer
 @testable import TonearmProtocol
 @testable import TonearmRPC
-import TonearmFrontEnd
 
 @Suite("Answers encoded once per change", .timeLimit(.minutes(1)))
 struct EncodedOnceTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmEngine
+import TonearmMedia
 import TonearmTestSupport
 @testable import TonearmProtocol
 @testable import TonearmServer

@@ -1,0 +1,17 @@
+import Foundation
+import TonearmMedia
+
+/// Tags are read by opening the file as the decoder does (one code path for probing), then
+/// closing it.
+extension MediaTags {
+    /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
+    /// call it from a thread of its own, never the event loop or the cooperative pool.
+    public static func read(_ url: URL) -> MediaTags? {
+        guard url.isFileURL, let decoder = try? MediaDecoder(url: url, cancellation: CancellationFlag()) else {
+            return nil
+        }
+        let info = decoder.info
+        return MediaTags(title: info.title, artist: info.artist, album: info.album, duration: info.duration,
+                         replayGain: info.replayGain)
+    }
+}
