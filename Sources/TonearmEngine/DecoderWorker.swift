@@ -101,6 +101,7 @@ extension EngineControl {
     private func runDecoder() {
         var state = DecoderState()
         lock.lock()
+        recordThread(.decoder)
         while !shuttingDown {
             if decoderEpoch != epoch {
                 takeTarget(&state)
@@ -140,6 +141,7 @@ extension EngineControl {
     }
 
     private func dropWork(_ state: inout DecoderState) {
+        assertOn(.decoder)
         if let fill = state.fill { pipe.recycle(fill) }
         state.fill = nil
         state.pendingFrames = 0
@@ -153,6 +155,7 @@ extension EngineControl {
 
     /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
     private func takeTarget(_ state: inout DecoderState) {
+        assertOn(.decoder)
         decoderEpoch = epoch
         let myEpoch = epoch
         dropWork(&state)
@@ -281,6 +284,7 @@ extension EngineControl {
 
     /// Opens the item that follows the one just decoded, for a gapless join.
     private func openNext(_ item: EngineItem, _ state: inout DecoderState) {
+        assertOn(.decoder)
         let myEpoch = epoch
         let previous = state.item
         decoderItemID = item.id
@@ -318,6 +322,7 @@ extension EngineControl {
 
     /// The item decoded ahead was replaced before it was heard: back to the one before it.
     private func leaveAbandoned(_ state: inout DecoderState) {
+        assertOn(.decoder)
         dropWork(&state)
         let closing = state.decoder
         state.decoder = nil
@@ -334,6 +339,7 @@ extension EngineControl {
 
     /// Decodes the next frames (off the lock) and sets them pending, or marks the end.
     private func decodeStep(_ state: inout DecoderState) {
+        assertOn(.decoder)
         guard let decoder = state.decoder, let item = state.item else { return }
         let myEpoch = epoch
         let destination = inPlaceDestination(decoder, state)
@@ -426,6 +432,7 @@ extension EngineControl {
     /// live stream is joined again, live. Gives up after `input.reconnectForSeconds` (0: never):
     /// the item fails with `network`.
     private func reconnectStep(_ state: inout DecoderState) {
+        assertOn(.decoder)
         guard var plan = state.reconnect, let item = state.item else {
             state.reconnect = nil
             return
@@ -487,6 +494,7 @@ extension EngineControl {
     }
 
     private func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
+        assertOn(.decoder)
         dropWork(&state)
         state.decoder = nil
         state.item = nil
@@ -497,6 +505,7 @@ extension EngineControl {
 
     /// Copies pending frames into chunks and pushes them; at the end, pushes the end marker.
     private func place(_ state: inout DecoderState) {
+        assertOn(.decoder)
         guard let item = state.item, let decoder = state.decoder else {
             dropWork(&state)
             return
@@ -557,6 +566,7 @@ extension EngineControl {
 
     /// Pushes the chunk being filled when it is due (lock held).
     private func pushIfDue(_ chunk: PCMChunk, _ state: inout DecoderState) {
+        assertOn(.decoder)
         let ending = state.endPending && state.pendingFrames == 0
         // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
         // the output has nothing, a partial one holding twice what the last push held: a run

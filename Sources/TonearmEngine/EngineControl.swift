@@ -3,6 +3,9 @@ import Foundation
 import TonearmMedia
 import TonearmSync
 
+/// The engine's worker threads, for debug builds' ownership checks (`EngineControl.assertOn`).
+enum EngineThread: String { case output, decoder }
+
 /// One item the engine is asked to play. The caller chooses the id (unique, increasing): every
 /// event about the item carries it.
 public struct EngineItem: Sendable, Equatable {
@@ -173,6 +176,39 @@ final class EngineControl: @unchecked Sendable {
     /// Track time advances this many seconds per wall-clock second.
     var speed: Double { clock.speed }
 
+    // MARK: Thread ownership, checked in debug builds.
+
+    #if DEBUG
+    /// The engine's two threads, each recorded by itself as it starts, with the lock held.
+    private var outputThread: pthread_t?
+    private var decoderThread: pthread_t?
+    #endif
+
+    /// Called by each worker thread first thing, lock held.
+    func recordThread(_ role: EngineThread) {
+        #if DEBUG
+        lock.assertHeld()
+        switch role {
+        case .output: outputThread = pthread_self()
+        case .decoder: decoderThread = pthread_self()
+        }
+        #endif
+    }
+
+    /// Stops a debug build where code the comments give to `role`'s thread runs on another (the
+    /// fields it writes are then written from two threads). Lock held.
+    func assertOn(_ role: EngineThread, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        lock.assertHeld(file: file, line: line)
+        let owner = switch role {
+        case .output: outputThread
+        case .decoder: decoderThread
+        }
+        precondition(owner.map { pthread_equal($0, pthread_self()) != 0 } == true,
+                     "runs on the \(role) thread only", file: file, line: line)
+        #endif
+    }
+
     // MARK: Helpers for code that holds the lock.
 
     /// How far the decoder runs ahead of what is heard: enough to open the next item well before
@@ -182,12 +218,14 @@ final class EngineControl: @unchecked Sendable {
     /// Whether a network item's audio in the pipe is enough to start (or go on) playing it: the
     /// prebuffer is full, or no more of the item is coming, or the pipe can hold no more. Lock held.
     func prebuffered(_ itemID: Int) -> Bool {
-        pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoderEpoch != epoch
+        lock.assertHeld()
+        return pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoderEpoch != epoch
             || decoderItemID != itemID || pipe.contains { $0.itemID == itemID && $0.endsItem }
     }
 
     /// Starts a new epoch: everything queued so far is void. Lock held.
     func beginEpoch() {
+        lock.assertHeld()
         epoch += 1
         takeBackAfter = nil
         abandoned.removeAll(keepingCapacity: true)
@@ -199,6 +237,7 @@ final class EngineControl: @unchecked Sendable {
 
     /// Remembers an item a caller named (lock held); the 8 newest are kept.
     func remember(_ item: EngineItem) {
+        lock.assertHeld()
         if knownItems.count >= 8 { knownItems.removeFirst() }
         knownItems.append(item)
     }
@@ -212,6 +251,7 @@ final class EngineControl: @unchecked Sendable {
     /// The instant the clock is read at: now, or when a pause was asked that the output has
     /// not carried out yet. Lock held.
     var clockNow: Double {
+        lock.assertHeld()
         let now = EngineLock.now()
         return !playRequested && clock.consuming ? min(now, pauseRequestedAt) : now
     }
@@ -223,14 +263,22 @@ final class EngineControl: @unchecked Sendable {
     }
 
     /// Publishes a snapshot change. Lock held, so changes and events keep one order.
-    func publish(_ change: (inout EngineSnapshot) -> Void) { observers.update(change) }
+    func publish(_ change: (inout EngineSnapshot) -> Void) {
+        lock.assertHeld()
+        observers.update(change)
+    }
 
-    func post(_ event: EngineEvent) { observers.post(event) }
+    /// Posts an event. Lock held, so events keep the order of what caused them.
+    func post(_ event: EngineEvent) {
+        lock.assertHeld()
+        observers.post(event)
+    }
 
     /// Whether the item after `itemID`, partly handed to the device, can still be taken back:
     /// `itemID` is heard, and the border into what follows is far enough ahead for the output
     /// thread to act before it (lock held).
     func canTakeBack(after itemID: Int) -> Bool {
+        lock.assertHeld()
         guard outputRewinds, outputEpoch == epoch else { return false }
         let now = clockNow
         guard clock.heard(now: now).itemID == itemID else { return false }

@@ -46,13 +46,44 @@ final class EngineLock: @unchecked Sendable {
     /// Wake-ups asked since the lock was taken (mutex held): decoder, output.
     private var pendingWakes: (decoder: Bool, output: Bool) = (false, false)
 
-    func lock() { pthread_mutex_lock(mutex) }
+    #if DEBUG
+    /// The thread that holds the mutex, for debug builds' `assertHeld`: written only by that
+    /// thread, just after taking the mutex and just before letting it go.
+    private var holder: pthread_t?
+    #endif
+
+    func lock() {
+        pthread_mutex_lock(mutex)
+        #if DEBUG
+        holder = pthread_self()
+        #endif
+    }
 
     func unlock() {
         let wakes = pendingWakes
         pendingWakes = (false, false)
+        #if DEBUG
+        holder = nil
+        #endif
         pthread_mutex_unlock(mutex)
         send(wakes)
+    }
+
+    /// Whether the calling thread holds the lock. Debug builds only: release builds do not track
+    /// the holder, and say true.
+    var isHeldByCurrentThread: Bool {
+        #if DEBUG
+        holder.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        #else
+        true
+        #endif
+    }
+
+    /// Stops a debug build where code documented as "lock held" runs without it.
+    func assertHeld(file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        precondition(isHeldByCurrentThread, "the engine lock is not held here", file: file, line: line)
+        #endif
     }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
@@ -83,6 +114,10 @@ final class EngineLock: @unchecked Sendable {
         // What this thread asked for goes out before it sleeps (the wait releases the mutex only inside).
         send(pendingWakes)
         pendingWakes = (false, false)
+        #if DEBUG
+        holder = nil
+        defer { holder = pthread_self() }
+        #endif
         guard let deadline else {
             pthread_cond_wait(condition, mutex)
             return true

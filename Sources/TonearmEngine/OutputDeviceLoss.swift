@@ -12,6 +12,7 @@ extension EngineControl {
     /// A caller's command whose first chunk has not been reached yet already decides where
     /// playback goes on: it is kept. Lock held.
     func rewindToHeard(now: Double) {
+        lock.assertHeld()
         rewind(to: clock.heard(now: now), now: now)
     }
 
@@ -29,6 +30,7 @@ extension EngineControl {
     /// A device that came back unannounced and failed again the same way, with nothing asked
     /// since, is still the loss already announced: it is not announced again (once per change).
     func deviceWasLost(reason: String, _ state: inout OutputState) {
+        assertOn(.output)
         let now = EngineLock.now()
         let unconfirmed = state.unconfirmedRestore
         state.unconfirmedRestore = nil
@@ -58,6 +60,7 @@ extension EngineControl {
     /// One step while the device is gone: sleep until the next attempt (or a play request, which
     /// tries at once), then try to open the device again in the format it had.
     func reopenLostDevice(_ state: inout OutputState) {
+        assertOn(.output)
         if !playRequested, EngineLock.now() < nextReopenAt {
             lock.waitOutput(untilMonotonic: nextReopenAt)
             return
@@ -108,6 +111,7 @@ extension EngineControl {
 
     /// The device came back and took a buffer's worth (or played to the end): announce it.
     func confirmRestore(_ state: inout OutputState, itemID: Int) {
+        assertOn(.output)
         guard state.unconfirmedRestore != nil else { return }
         state.unconfirmedRestore = nil
         state.announcedLoss = nil
@@ -122,6 +126,7 @@ extension EngineControl {
     /// and resumes when the device appears. The run's first chunk stays at the pipe's head, so
     /// the next attempt (see `runOutput`) prepares the device exactly as a load does.
     func awaitDevice(for head: PCMChunk, _ failure: EngineFailure) {
+        assertOn(.output)
         let now = EngineLock.now()
         deviceAwaited = (failure.message, intent)
         nextReopenAt = now + reopenInterval

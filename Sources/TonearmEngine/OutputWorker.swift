@@ -59,6 +59,7 @@ extension EngineControl {
     private func runOutput() {
         var state = OutputState()
         lock.lock()
+        recordThread(.output)
         while true {
             if shuttingDown {
                 closeDevice(&state)
@@ -141,6 +142,7 @@ extension EngineControl {
     /// ran dry: sleeps until the pipe holds `input.prebufferSeconds` of it (the decoder wakes this
     /// thread at each chunk meanwhile). Returns true when it slept.
     private func awaitFill(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
+        assertOn(.output)
         guard !prebuffered(head.itemID) else {
             outputAwaitsFill = false
             if state.refilling && head.runStart == nil {
@@ -162,6 +164,7 @@ extension EngineControl {
     }
 
     private func reportBuffering(itemID: Int, _ state: inout OutputState) {
+        assertOn(.output)
         state.waitingReported = true
         publish {
             $0.timeControlStatus = .waitingToPlay
@@ -172,6 +175,7 @@ extension EngineControl {
     /// A network item ran dry while playing: the device plays out what it holds and stops
     /// cleanly (no underrun), and playing goes on once the prebuffer is full again.
     private func beginRefill(_ state: inout OutputState) {
+        assertOn(.output)
         state.refilling = true
         guard let device = state.device else { return }
         let myEpoch = epoch
@@ -198,6 +202,7 @@ extension EngineControl {
 
     /// A chunk was written out: release it, note an item's end, wake the decoder at half free.
     private func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
+        assertOn(.output)
         if head.endsItem { lastEndedItem = head.itemID }
         let halfEmptyBefore = pipeIsHalfEmpty
         pipe.popFirst()
@@ -209,6 +214,7 @@ extension EngineControl {
     /// The first chunk after a load or a seek: what the device holds is void, the device must be
     /// open in the chunk's format, and the news is posted. Runs paused or playing.
     private func beginRun(_ head: PCMChunk, _ run: RunStart, _ state: inout OutputState) {
+        assertOn(.output)
         let now = EngineLock.now()
         if state.device != nil, deviceLostReason == nil {
             lock.unlock()
@@ -261,6 +267,7 @@ extension EngineControl {
     /// Opens the device in `head`'s format (closing it first if open in another). Returns false
     /// when that failed (the item failed, or the decoder redoes it in the granted format).
     private func prepareDevice(for head: PCMChunk, _ run: RunStart, _ state: inout OutputState) -> Bool {
+        assertOn(.output)
         closeDevice(&state)
         let requested = head.format
         switch openDevice(requested) {
@@ -306,6 +313,7 @@ extension EngineControl {
     /// Before an item of another format: play out what the device holds (the previous item is
     /// heard to its last sample), then reopen. Returns true when the loop should go round again.
     private func reopenForAdvance(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
+        assertOn(.output)
         let now = EngineLock.now()
         if let device = state.device {
             if waitUntilPlayedOut(device, state, now: now) { return true }
@@ -329,6 +337,7 @@ extension EngineControl {
 
     /// Returns whether it did anything (and so released the lock for a while).
     private func pauseDevice(_ state: inout OutputState) -> Bool {
+        assertOn(.output)
         guard clock.consuming, let device = state.device else { return false }
         // With pacing the clock is ours: it stops when the pause was asked. A real device
         // played on until now.
@@ -349,6 +358,7 @@ extension EngineControl {
     }
 
     private func startConsuming(_ state: inout OutputState) {
+        assertOn(.output)
         if state.devicePaused, let device = state.device {
             lock.unlock()
             device.resume()
@@ -376,6 +386,7 @@ extension EngineControl {
     /// A border heard meanwhile wakes it: a piece holds 250 ms, and `started` is due at the
     /// border's sample, not at the next write.
     private func waitForPace(_ state: inout OutputState) -> Bool {
+        assertOn(.output)
         guard configuration.pace, let device = state.device else { return false }
         guard state.paceRoom <= 0 else { return false }
         let now = EngineLock.now()
@@ -423,6 +434,7 @@ extension EngineControl {
     /// Playing with nothing in the pipe: the end of the last item (play out, then report), or the
     /// decoder falling behind (report buffering after a grace period).
     private func pipeRanDry(_ state: inout OutputState) {
+        assertOn(.output)
         let now = EngineLock.now()
         if let ended = lastEndedItem, !moreComing(after: ended) {
             if chainEndedAfter == ended {
@@ -491,6 +503,7 @@ extension EngineControl {
     // MARK: Writing
 
     private func write(_ head: PCMChunk, _ state: inout OutputState) {
+        assertOn(.output)
         guard let device = state.device else { return }
         if state.waitingReported {
             state.waitingReported = false
@@ -571,6 +584,7 @@ extension EngineControl {
     /// there with what is decoded next. A device that can no longer give it back (the border
     /// came too close meanwhile) plays what it holds; the chain still goes on with the new item.
     private func takeBack(after: Int, _ state: inout OutputState) {
+        assertOn(.output)
         takeBackAfter = nil
         guard outputEpoch == epoch, let device = state.device,
               let frames = clock.framesWritten(after: after, now: clockNow) else { return }
@@ -597,6 +611,7 @@ extension EngineControl {
 
     /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).
     func crossBorders(now: Double) {
+        assertOn(.output)
         // A border of a run that a seek, load or stop has voided is never announced: the player
         // has moved on to what it asked for, and news of the old item would be taken as current.
         guard outputEpoch == epoch, let itemID = clock.advance(now: now) else { return }
@@ -606,6 +621,7 @@ extension EngineControl {
 
     /// Makes a freshly opened device the one this thread writes to.
     func adoptDevice(_ device: any OutputDevice, _ state: inout OutputState) {
+        assertOn(.output)
         state.device = device
         state.devicePaused = false
         state.paceRoom = 0
@@ -620,6 +636,7 @@ extension EngineControl {
     }
 
     func closeDevice(_ state: inout OutputState) {
+        assertOn(.output)
         guard let device = state.device else { return }
         state.device = nil
         state.devicePaused = false

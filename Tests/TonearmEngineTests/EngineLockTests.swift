@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+@testable import TonearmEngine
+
+/// Debug builds know which thread holds the engine lock, so code documented as "lock held" or
+/// as one thread's checks itself (`assertHeld`, `EngineControl.assertOn`).
+@Suite("Engine lock knows its holder in debug builds")
+struct EngineLockTests {
+    @Test func theHolderIsTheThreadThatTookIt() async {
+        #if DEBUG
+        let lock = EngineLock()
+        #expect(!lock.isHeldByCurrentThread)
+        lock.lock()
+        #expect(lock.isHeldByCurrentThread)
+        // Another thread does not hold it while this one does.
+        let elsewhere = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            Thread { done.resume(returning: lock.isHeldByCurrentThread) }.start()
+        }
+        #expect(!elsewhere)
+        // A timed wait lets go of it meanwhile and takes it back.
+        lock.waitDecoder(untilMonotonic: EngineLock.now() + 0.01)
+        #expect(lock.isHeldByCurrentThread)
+        lock.unlock()
+        #expect(!lock.isHeldByCurrentThread)
+        #endif
+    }
+}
