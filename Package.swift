@@ -99,6 +99,7 @@ let package = Package(
         ]),
 
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
+        .testTarget(name: "TonearmMediaTests", dependencies: ["TonearmMedia"]),
         .testTarget(name: "TonearmProtocolTests", dependencies: [
             "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
         ]),

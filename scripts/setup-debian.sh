@@ -2,7 +2,8 @@
 # Installs the C libraries Tonearm builds against (Debian 12). Safe to run again.
 # With --tests, also what the tests drive for real: systemd's tools (systemd-socket-activate,
 # systemd-analyze), strace (the unit's system-call filter), util-linux's prlimit, mpc (the MPD
-# client), python3-venv (the tests install python-mpd2 from PyPI into a virtualenv), icecast2 and
+# client), Debian's mpd (the peer whose answers the MPD side is compared with; its own service
+# is not used), python3-venv (the tests install python-mpd2 from PyPI into a virtualenv), icecast2 and
 # ffmpeg (a real Icecast server fed by ffmpeg, for the network-stream tests), snapserver and
 # snapclient (a real Snapcast system Tonearm plays into), openssl (the TLS tests make their
 # certificates), and what snapserver's MPD plug-in
@@ -13,7 +14,7 @@
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
-    packages+=(systemd strace util-linux mpc python3-venv icecast2 ffmpeg snapserver snapclient openssl
+    packages+=(systemd strace util-linux mpc mpd python3-venv icecast2 ffmpeg snapserver snapclient openssl
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
 elif [ "${1:-}" = "--bench" ]; then
     packages+=(ffmpeg mpd)

@@ -270,7 +270,9 @@ extension EngineControl {
         var info = MediaInfo(url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
                              container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
                              channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
-                             title: decoder.info.title, artist: decoder.info.artist, album: decoder.info.album,
+                             title: decoder.info.tags.first { $0.tag == .title }?.value,
+                             artist: decoder.info.tags.first { $0.tag == .artist }?.value,
+                             album: decoder.info.tags.first { $0.tag == .album }?.value,
                              outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain,
                              bitRate: decoder.info.bitRate)
         info.isLive = decoder.isLive

@@ -78,7 +78,7 @@ final class MediaDecoder {
     let sourceFormat: PCMFormat
     private(set) var outputFormat: PCMFormat
     let info: (duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
-               title: String?, artist: String?, album: String?, replayGain: ReplayGainInfo?)
+               tags: [MediaTags.Entry], replayGain: ReplayGainInfo?)
 
     /// The latest ICY StreamTitle read, and whether `takeStreamTitle` has handed it on.
     private var streamTitle: String?
@@ -271,11 +271,22 @@ final class MediaDecoder {
             }
             return nil
         }
+        func entries(_ dictionary: OpaquePointer?) -> [(key: String, value: String)] {
+            var all: [(key: String, value: String)] = []
+            var entry: UnsafeMutablePointer<AVDictionaryEntry>?
+            while let next = av_dict_get(dictionary, "", entry, AV_DICT_IGNORE_SUFFIX) {
+                all.append((String(cString: next.pointee.key), String(cString: next.pointee.value)))
+                entry = next
+            }
+            return all
+        }
+        let tags = MediaTags.collect([entries(context.pointee.metadata), entries(stream.pointee.metadata)],
+                                     fromID3: String(cString: context.pointee.iformat.pointee.name) == "mp3")
         let rawBits = Int(codec.pointee.bits_per_raw_sample)
         // The audio stream's own rate when the container says, else the whole file's.
         let bitRate = stream.pointee.codecpar.pointee.bit_rate > 0 ? stream.pointee.codecpar.pointee.bit_rate : context.pointee.bit_rate
         info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
-                rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tag("title"), tag("artist"), tag("album"), ReplayGainInfo.read(tag))
+                rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tags, ReplayGainInfo.read(tag))
 
         // Live means without end: no duration and no length. A file on a server that cannot
         // seek (no ranges) still has an end, where it ends; it is not rejoined from its start.

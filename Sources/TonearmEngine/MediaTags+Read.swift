@@ -11,7 +11,6 @@ extension MediaTags {
             return nil
         }
         let info = decoder.info
-        return MediaTags(title: info.title, artist: info.artist, album: info.album, duration: info.duration,
-                         replayGain: info.replayGain)
+        return MediaTags(entries: info.tags, duration: info.duration, replayGain: info.replayGain)
     }
 }

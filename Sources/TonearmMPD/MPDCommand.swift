@@ -1,5 +1,6 @@
 import NIOCore
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 
 /// What a client may do, as MPD grades it (src/client/Permission.hxx, simplified to what
@@ -79,25 +80,23 @@ struct MPDCommand: Sendable {
 }
 
 /// The tags songs are shown with: MPD lets each client choose (`tagtypes enable|disable|clear|all`).
+/// Tonearm reads every tag MPD knows (`MediaTag`), and lists them in MPD's order. `all` is what
+/// MPD shows with its default `metadata_to_use`: every tag but `Comment`, which a client may
+/// still enable for itself.
 struct MPDTags: Sendable, Equatable {
-    /// The tags Tonearm reads from files, in the order they are shown.
-    static let names = ["Artist", "Album", "Title"]
-    static let all = MPDTags(shown: Set(names))
-    /// Every tag MPD 0.23 knows (src/tag/Names.c): clients may name any of them.
-    static let mpdNames = ["Artist", "ArtistSort", "Album", "AlbumSort", "AlbumArtist", "AlbumArtistSort", "Title",
-                           "Track", "Name", "Genre", "Date", "OriginalDate", "Composer", "Performer", "Conductor", "Work",
-                           "Ensemble", "Movement", "MovementNumber", "Location", "Grouping", "Comment", "Disc", "Label",
-                           "MUSICBRAINZ_ARTISTID", "MUSICBRAINZ_ALBUMID", "MUSICBRAINZ_ALBUMARTISTID",
-                           "MUSICBRAINZ_TRACKID", "MUSICBRAINZ_RELEASETRACKID", "MUSICBRAINZ_WORKID"]
+    static let all = MPDTags(MediaTag.allCases.filter { $0 != .comment })
+    static let none = MPDTags([])
 
-    var shown: Set<String>
+    /// One bit per `MediaTag`, by its raw value: asked once per tag value written.
+    private var mask: UInt64
 
-    func shows(_ tag: String) -> Bool { shown.contains(tag) }
+    init(_ tags: [MediaTag]) { mask = tags.reduce(0) { $0 | Self.bit($1) } }
 
-    /// A tag's canonical name, matched case-insensitively as MPD does.
-    static func canonical(_ name: String) -> String? {
-        names.first { $0.caseInsensitiveCompare(name) == .orderedSame }
-    }
+    func shows(_ tag: MediaTag) -> Bool { mask & Self.bit(tag) != 0 }
+    mutating func show(_ tags: [MediaTag]) { mask |= MPDTags(tags).mask }
+    mutating func hide(_ tags: [MediaTag]) { mask &= ~MPDTags(tags).mask }
+
+    private static func bit(_ tag: MediaTag) -> UInt64 { 1 << UInt64(tag.rawValue) }
 }
 
 /// A command being run: its arguments and what it may use.

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TonearmCore
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 
 /// The music directory, read from the directory itself, and stored playlists. Database commands
@@ -71,7 +72,7 @@ extension MPDCommands {
         MPDCommand("searchadd", .control, 1...Int(Int32.max), .now { _, _ in }),
         MPDCommand("list", .read, 1...Int(Int32.max), .now { call, _ throws(MPDError) in
             guard call[0].caseInsensitiveCompare("file") == .orderedSame
-                    || MPDTags.mpdNames.contains(where: { $0.caseInsensitiveCompare(call[0]) == .orderedSame }) else {
+                    || MediaTag.tag(named: call[0]) != nil else {
                 throw .argument("Unknown tag type: \(call[0])")
             }
         }),

@@ -86,8 +86,11 @@ final class MPDEnvironment: Sendable {
     func writeSong(_ item: QueueItem, position: Int, media: MediaInfo?, shown: MPDTags, into response: inout MPDResponse) {
         response.add("file", library.uri(for: item.url))
         let tags = player.tags(for: item.url) ?? library.cachedTags(item.url)
-        writeTags(artist: media?.artist ?? tags?.artist, album: media?.album ?? tags?.album,
-                  title: media?.title ?? tags?.title ?? item.title, shown: shown, into: &response)
+        // What the decoder says of the item in play goes first: a station's title changes.
+        let given: [(MediaTag, String?)] = [(.artist, media?.artist), (.album, media?.album),
+                                            (.title, media?.title ?? (tags?.title == nil ? item.title : nil))]
+        let overrides = given.compactMap { tag, value in value.map { MediaTags.Entry(tag, $0) } }
+        writeTags(tags, overrides: overrides, shown: shown, into: &response)
         if let duration = media?.duration ?? tags?.duration {
             response.add("Time", Int(duration.rounded()))
             response.add("duration", seconds: duration)
@@ -101,17 +104,23 @@ final class MPDEnvironment: Sendable {
         response.add("file", uri)
         response.add("Last-Modified", Self.timestamp(modified))
         guard let tags = library.tags(url) else { return }
-        writeTags(artist: tags.artist, album: tags.album, title: tags.title, shown: shown, into: &response)
+        writeTags(tags, shown: shown, into: &response)
         if let duration = tags.duration {
             response.add("Time", Int(duration.rounded()))
             response.add("duration", seconds: duration)
         }
     }
 
-    private func writeTags(artist: String?, album: String?, title: String?, shown: MPDTags, into response: inout MPDResponse) {
-        if let artist, shown.shows("Artist") { response.add("Artist", artist) }
-        if let album, shown.shows("Album") { response.add("Album", album) }
-        if let title, shown.shows("Title") { response.add("Title", title) }
+    /// Every tag the client is shown, each value on its own line, in MPD's order of tags; an
+    /// override replaces all of the file's values of its tag.
+    private func writeTags(_ tags: MediaTags?, overrides: [MediaTags.Entry] = [], shown: MPDTags,
+                           into response: inout MPDResponse) {
+        var entries = tags?.entries ?? []
+        if !overrides.isEmpty {
+            let replaced = Set(overrides.map(\.tag))
+            entries = MediaTags(entries: entries.filter { !replaced.contains($0.tag) } + overrides).entries
+        }
+        for entry in entries where shown.shows(entry.tag) { response.add(entry.tag.name, entry.value) }
     }
 
     /// MPD's `Last-Modified` form: ISO 8601 in UTC.

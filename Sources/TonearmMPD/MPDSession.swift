@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmProtocol
 
 /// One MPD client's side of the conversation, served in order by its `OrderedRequestHandler`
@@ -272,26 +273,22 @@ final class MPDSession: RequestSession {
     /// `tagtypes`: lists the tags, or changes which ones this client is shown.
     private func tagTypes(_ arguments: [String], response: inout MPDResponse) throws(MPDError) {
         guard let subcommand = arguments.first else {
-            for name in MPDTags.names where tags.shows(name) { response.add("tagtype", name) }
+            for tag in MediaTag.allCases where tags.shows(tag) { response.add("tagtype", tag.name) }
             return
         }
         let names = arguments.dropFirst()
         switch subcommand {
         case "all", "clear":
             guard names.isEmpty else { throw .argument("Too many arguments") }
-            tags.shown = subcommand == "all" ? Set(MPDTags.names) : []
+            tags = subcommand == "all" ? .all : .none
         case "enable", "disable":
             guard !names.isEmpty else { throw .argument("Not enough arguments") }
-            var chosen: [String] = []
+            var chosen: [MediaTag] = []
             for name in names {
-                if let tag = MPDTags.canonical(name) {
-                    chosen.append(tag)
-                } else if !MPDTags.mpdNames.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
-                    throw .argument("Unknown tag type")
-                }
-                // A tag MPD knows and Tonearm does not read is shown to nobody: nothing changes.
+                guard let tag = MediaTag.tag(named: name) else { throw .argument("Unknown tag type") }
+                chosen.append(tag)
             }
-            if subcommand == "enable" { tags.shown.formUnion(chosen) } else { tags.shown.subtract(chosen) }
+            if subcommand == "enable" { tags.show(chosen) } else { tags.hide(chosen) }
         default:
             throw .argument("Unknown sub command")
         }

@@ -1,19 +1,67 @@
 import Foundation
 
-/// What a queue listing shows of a file, and what ReplayGain's `auto` mode compares.
+/// What a listing shows of a file (every `MediaTag` it carries, with all its values), its
+/// length, and the ReplayGain values `auto` mode compares.
 public struct MediaTags: Sendable, Equatable {
-    public var title: String?
-    public var artist: String?
-    public var album: String?
+    public struct Entry: Sendable, Equatable {
+        public let tag: MediaTag
+        public let value: String
+
+        public init(_ tag: MediaTag, _ value: String) {
+            self.tag = tag
+            self.value = value
+        }
+    }
+
+    /// Every tag value, ordered by tag (MPD's order), then as the file has them: a listing
+    /// writes them as they stand.
+    public private(set) var entries: [Entry]
     public var duration: Double?
     public var replayGain: ReplayGainInfo?
 
-    public init(title: String? = nil, artist: String? = nil, album: String? = nil, duration: Double? = nil,
-                replayGain: ReplayGainInfo? = nil) {
-        self.title = title
-        self.artist = artist
-        self.album = album
+    public init(entries: [Entry] = [], duration: Double? = nil, replayGain: ReplayGainInfo? = nil) {
+        self.entries = entries.enumerated().sorted { ($0.element.tag, $0.offset) < ($1.element.tag, $1.offset) }.map(\.element)
         self.duration = duration
         self.replayGain = replayGain
+    }
+
+    public init(title: String?, artist: String?, album: String?, duration: Double? = nil,
+                replayGain: ReplayGainInfo? = nil) {
+        let given: [(MediaTag, String?)] = [(.title, title), (.artist, artist), (.album, album)]
+        self.init(entries: given.compactMap { tag, value in value.map { Entry(tag, $0) } }, duration: duration,
+                  replayGain: replayGain)
+    }
+
+    /// The tag's first value.
+    public subscript(tag: MediaTag) -> String? { entries.first { $0.tag == tag }?.value }
+
+    public func values(_ tag: MediaTag) -> [String] { entries.filter { $0.tag == tag }.map(\.value) }
+
+    public var title: String? { self[.title] }
+    public var artist: String? { self[.artist] }
+    public var album: String? { self[.album] }
+
+    /// Collects a file's metadata, dictionary by dictionary (the container's, then the audio
+    /// stream's): keys that name no song tag are left out, a tag a former dictionary gave is not
+    /// taken again from a later one (a FLAC in Matroska repeats its tags), and a value the same
+    /// tag already has is not repeated (ID3's TSOP beside a TXXX ARTISTSORT). `fromID3`: the keys
+    /// are FFmpeg's names for ID3v2 frames, where `performer` is TPE3, the conductor.
+    public static func collect(_ dictionaries: [[(key: String, value: String)]], fromID3: Bool = false) -> [Entry] {
+        var entries: [Entry] = []
+        for dictionary in dictionaries {
+            let given = Set(entries.map(\.tag))
+            for (key, value) in dictionary {
+                guard var tag = MediaTag.tag(forMetadataKey: key), !given.contains(tag) else { continue }
+                if fromID3 && tag == .performer { tag = .conductor }
+                var text = value.trimmingCharacters(in: .whitespacesAndNewlines)
+                // "3/12": the number, as MPD shows it; the total is no part of the tag.
+                if tag == .track || tag == .disc, let slash = text.firstIndex(of: "/") {
+                    text = String(text[..<slash]).trimmingCharacters(in: .whitespaces)
+                }
+                let entry = Entry(tag, text)
+                if !text.isEmpty && !entries.contains(entry) { entries.append(entry) }
+            }
+        }
+        return entries
     }
 }
