@@ -117,6 +117,7 @@ let package = Package(
         ]),
         .testTarget(name: "TonearmMPDTests", dependencies: [
             "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TonearmServerTests", dependencies: [

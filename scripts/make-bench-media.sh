@@ -21,4 +21,13 @@ for seconds in 600 60 1; do
     [ -f "$out/bench-$seconds.opus" ] || ff -i "$wav" -c:a libopus -b:a 128k "$out/bench-$seconds.opus"
     [ -f "$out/bench-$seconds.m4a" ] || ff -i "$wav" -c:a aac -b:a 192k "$out/bench-$seconds.m4a"
 done
+# A song tagged as a tagger leaves it (the queue listings' figures show every tag it carries).
+tags=(-metadata TITLE="Night Song" -metadata ARTIST="First Voice" -metadata ALBUM="Tagged Album"
+      -metadata ALBUMARTIST="The Ensemble" -metadata DATE="2021-05-04" -metadata GENRE="Jazz"
+      -metadata TRACKNUMBER="3" -metadata DISCNUMBER="1" -metadata COMPOSER="A. Composer"
+      -metadata ARTISTSORT="Voice, First" -metadata ALBUMARTISTSORT="Ensemble, The" -metadata LABEL="Small Label"
+      -metadata MUSICBRAINZ_ARTISTID="11111111-1111-1111-1111-111111111111"
+      -metadata MUSICBRAINZ_ALBUMID="22222222-2222-2222-2222-222222222222"
+      -metadata MUSICBRAINZ_TRACKID="33333333-3333-3333-3333-333333333333")
+[ -f "$out/bench-tagged.flac" ] || ff -i "$out/src-1.wav" "${tags[@]}" -c:a flac "$out/bench-tagged.flac"
 ls "$out"

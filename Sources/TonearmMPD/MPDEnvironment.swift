@@ -120,7 +120,13 @@ final class MPDEnvironment: Sendable {
             let replaced = Set(overrides.map(\.tag))
             entries = MediaTags(entries: entries.filter { !replaced.contains($0.tag) } + overrides).entries
         }
-        for entry in entries where shown.shows(entry.tag) { response.add(entry.tag.name, entry.value) }
+        for entry in entries where shown.shows(entry.tag) {
+            if overrides.isEmpty {
+                response.add(prefix: entry.tag.linePrefix, clean: entry.value)
+            } else {
+                response.add(entry.tag.name, entry.value)
+            }
+        }
     }
 
     /// MPD's `Last-Modified` form: ISO 8601 in UTC.
@@ -145,5 +151,45 @@ final class MPDEnvironment: Sendable {
             }
         }
         return "\(media.sampleRate):\(bits):\(media.channels)"
+    }
+}
+
+extension MediaTag {
+    /// The start of the tag's line in a listing, `name: `, as a static string: written for every
+    /// tag of every song, with no lookup and no reference to count (MPDProtocolTests holds it to
+    /// `name`).
+    var linePrefix: StaticString {
+        switch self {
+        case .artist: "Artist: "
+        case .artistSort: "ArtistSort: "
+        case .album: "Album: "
+        case .albumSort: "AlbumSort: "
+        case .albumArtist: "AlbumArtist: "
+        case .albumArtistSort: "AlbumArtistSort: "
+        case .title: "Title: "
+        case .track: "Track: "
+        case .name: "Name: "
+        case .genre: "Genre: "
+        case .date: "Date: "
+        case .originalDate: "OriginalDate: "
+        case .composer: "Composer: "
+        case .performer: "Performer: "
+        case .conductor: "Conductor: "
+        case .work: "Work: "
+        case .ensemble: "Ensemble: "
+        case .movement: "Movement: "
+        case .movementNumber: "MovementNumber: "
+        case .location: "Location: "
+        case .grouping: "Grouping: "
+        case .comment: "Comment: "
+        case .disc: "Disc: "
+        case .label: "Label: "
+        case .musicBrainzArtistID: "MUSICBRAINZ_ARTISTID: "
+        case .musicBrainzAlbumID: "MUSICBRAINZ_ALBUMID: "
+        case .musicBrainzAlbumArtistID: "MUSICBRAINZ_ALBUMARTISTID: "
+        case .musicBrainzTrackID: "MUSICBRAINZ_TRACKID: "
+        case .musicBrainzReleaseTrackID: "MUSICBRAINZ_RELEASETRACKID: "
+        case .musicBrainzWorkID: "MUSICBRAINZ_WORKID: "
+        }
     }
 }

@@ -329,10 +329,12 @@ final class MPDSession: RequestSession {
 
     private func send(_ response: MPDResponse, thenClose: Bool = false) {
         guard let connection else { return }
+        var response = response
+        let bytes = response.buffer
         if thenClose {
-            connection.writeAndClose(response.buffer)
-        } else if response.buffer.readableBytes > 0 {
-            connection.write(response.buffer)
+            connection.writeAndClose(bytes)
+        } else if bytes.readableBytes > 0 {
+            connection.write(bytes)
         }
     }
 }

@@ -7,14 +7,17 @@ public struct MediaTags: Sendable, Equatable {
         public let tag: MediaTag
         public let value: String
 
+        /// A line break inside `value` becomes a space: every value is one line in a listing,
+        /// where a break would end the protocol's line early.
         public init(_ tag: MediaTag, _ value: String) {
             self.tag = tag
-            self.value = value
+            self.value = value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
+                ? value.split(whereSeparator: \.isNewline).joined(separator: " ") : value
         }
     }
 
     /// Every tag value, ordered by tag (MPD's order), then as the file has them: a listing
-    /// writes them as they stand.
+    /// writes them as they stand, each on one line.
     public private(set) var entries: [Entry]
     public var duration: Double?
     public var replayGain: ReplayGainInfo?

@@ -29,7 +29,8 @@ extension Runner {
         var listed: [String: Double] = [:]
         let client = try LineClient(path: socket)
         _ = try client.readLine()
-        let path = file(1, "flac")
+        // Tagged as a tagger leaves a song: fifteen tags, every one shown in the listings.
+        let path = URL(fileURLWithPath: media).appendingPathComponent("bench-tagged.flac").path
         let emptyStatus = try cpuPerRequest(client, "status\n", pid: pid, count: 5_000)
         for _ in 0..<10 {
             let list = "command_list_begin\n" + String(repeating: "add \"\(path)\"\n", count: 1_000) + "command_list_end\n"

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import Testing
 import TonearmEngine
 import TonearmFrontEnd
@@ -49,6 +50,28 @@ struct MPDProtocolTests {
         #expect(error.code == code)
         #expect(error.message == message)
         #expect(error.closesConnection == closes)
+    }
+
+    /// `duration` and `elapsed` are written without a format string; they read as `%.3f` does.
+    @Test func secondsReadAsPrintfWritesThem() {
+        for seconds in [0, 0.0004, 0.0016, 0.1, 1, 2.5, 59.9996, 183.123456, 3599.9994, 86_400.05, 1e7 + 0.25] {
+            var response = MPDResponse()
+            response.add("duration", seconds: seconds)
+            #expect(String(buffer: response.buffer) == "duration: \(String(format: "%.3f", seconds))\n")
+        }
+    }
+
+    @Test(arguments: MediaTag.allCases)
+    func aTagsLineStartsWithItsName(_ tag: MediaTag) {
+        #expect(tag.linePrefix.description == tag.name + ": ")
+    }
+
+    /// A tag's value is one line, whatever the file holds.
+    @Test func aLineBreakInATagIsASpace() {
+        #expect(MediaTags.Entry(.comment, "two\nlines\r\nhere").value == "two lines here")
+        var response = MPDResponse()
+        response.add("Title", "a\nb")
+        #expect(String(buffer: response.buffer) == "Title: a b\n")
     }
 
     @Test func sixtyThreeArgumentsAreTheMostMPDTakes() throws {
