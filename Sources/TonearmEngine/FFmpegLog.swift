@@ -41,13 +41,21 @@ enum FFmpegLog {
         }
     }
 
-    /// Installs the callback once; FFmpeg may call it from any of its threads. Each line is
-    /// formatted once (its argument list can be read only once), then noted if the tls protocol
-    /// said it to a thread watching, and written to stderr within the budget.
+    /// Installs the callback once; FFmpeg may call it from any of its threads. FFmpeg hands it
+    /// every line, whatever `av_log_set_level` says: http's "request:" debug line goes to the
+    /// request gate. An error line is formatted once (its argument list can be read only once),
+    /// then noted if the tls protocol said it to a thread watching, and written to stderr within
+    /// the budget.
     static let install: Void = {
         av_log_set_level(AV_LOG_ERROR)
         av_log_set_callback { context, level, format, arguments in
-            guard level <= AV_LOG_ERROR, let format, let arguments else { return }
+            guard let format else { return }
+            // http's line just before it writes a request: the request gate's moment.
+            if level == AV_LOG_DEBUG, let context, strncmp(format, "request: ", 9) == 0 {
+                RequestGate.requestAboutToBeSent(by: context)
+                return
+            }
+            guard level <= AV_LOG_ERROR, let arguments else { return }
             withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { line in
                 var prefix: Int32 = 1
                 av_log_format_line2(context, level, format, arguments, line.baseAddress, 1024, &prefix)

@@ -12,6 +12,10 @@ final class CancellationFlag: Sendable {
     private let deadline = Atomic<UInt64>(0)
     /// A deadline no later one may pass (a reconnect window's end); 0: none.
     private let cap = Atomic<UInt64>(0)
+    /// Set once a request FFmpeg was about to send was refused (`RequestGate`): from then on
+    /// every wait is interrupted, and the item fails with `refusal`. Never reset.
+    private let refused = Atomic<Bool>(false)
+    private let refusalReason = Mutex<String?>(nil)
     func cancel() { flag.store(true, ordering: .relaxed) }
     /// Makes the flag usable again for the same decoder's next piece of work (a seek).
     func reset() { flag.store(false, ordering: .relaxed) }
@@ -38,9 +42,17 @@ final class CancellationFlag: Sendable {
         deadline.store(0, ordering: .relaxed)
     }
 
-    /// Whether I/O must stop now: cancelled, or past the deadline.
+    func refuse(_ reason: String) {
+        refusalReason.withLock { if $0 == nil { $0 = reason } }
+        refused.store(true, ordering: .relaxed)
+    }
+
+    /// Why a request was refused, if one was.
+    var refusal: String? { refused.load(ordering: .relaxed) ? refusalReason.withLock { $0 } : nil }
+
+    /// Whether I/O must stop now: cancelled, a request refused, or past the deadline.
     var shouldInterrupt: Bool {
-        if isCancelled { return true }
+        if isCancelled || refused.load(ordering: .relaxed) { return true }
         let limit = deadline.load(ordering: .relaxed)
         return limit != 0 && Self.nanosecondsNow() > limit
     }
@@ -68,6 +80,8 @@ final class MediaDecoder {
     private let streamTimeBase: AVRational
     private let streamStart: Int64
     let cancellation: CancellationFlag
+    /// Checks each HTTP request FFmpeg sends for this item; the thread's gate during each call.
+    private let gate: RequestGate
 
     /// Converted output of the last `decodeNext`; grown only when a larger frame arrives.
     private(set) var scratch: UnsafeMutableRawPointer
@@ -120,6 +134,9 @@ final class MediaDecoder {
     init(url: URL, input: InputConfiguration = InputConfiguration(), cancellation: CancellationFlag) throws(EngineFailure) {
         self.cancellation = cancellation
         networkTimeout = input.timeoutSeconds
+        gate = RequestGate(input: input, cancellation: cancellation)
+        let previousGate = gate.enter()
+        defer { RequestGate.leave(restoring: previousGate) }
         FFmpegLog.install
         let path = url.isFileURL ? url.path : url.absoluteString
         let scheme = InputConfiguration.scheme(of: url)
@@ -152,7 +169,7 @@ final class MediaDecoder {
         // redirects led is checked before a byte of the body is parsed.
         var connection: UnsafeMutablePointer<AVIOContext>?
         if isNetwork {
-            connection = try Self.connect(path, input: input, interrupt: interrupt, cancellation: cancellation)
+            connection = try Self.connect(path, input: input, interrupt: interrupt, gate: gate, cancellation: cancellation)
         }
         var context = avformat_alloc_context()
         let budget = context.map { RequestBudget(installedOn: $0, verifyAgainst: input.tlsVerify ? input.caFile : nil) }
@@ -170,6 +187,7 @@ final class MediaDecoder {
         guard openResult >= 0, let context else {
             // A context FFmpeg freed on failure leaves the connection to us.
             avio_closep(&connection)
+            if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, "\(path): \(refusal)") }
             if let budget, budget.refused > 0 { throw EngineFailure(.unsupportedFormat, "\(path): \(budget.description)") }
             if isNetwork && !Self.isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
                 throw EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(openResult, cancellation))")
@@ -195,6 +213,7 @@ final class MediaDecoder {
         }
 
         let infoResult = avformat_find_stream_info(context, nil)
+        if let refusal = cancellation.refusal { throw failAndFree(EngineFailure(.permissionDenied, "\(path): \(refusal)")) }
         if let budget, budget.refused > 0 {
             throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): \(budget.description)"))
         }
@@ -322,10 +341,10 @@ final class MediaDecoder {
     /// FFmpeg's network layer (TLS libraries) is set up once, before the first network open.
     private static let networkInit: Void = { avformat_network_init() }()
 
-    /// Opens a network source's connection: FFmpeg's http follows the redirects; where they led
-    /// must be an allowed protocol too.
+    /// Opens a network source's connection. FFmpeg's http follows the redirects; the thread's
+    /// `RequestGate` stops each request to an address the item may not open before it is sent.
     private static func connect(_ path: String, input: InputConfiguration, interrupt: AVIOInterruptCB,
-                                cancellation: CancellationFlag) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
+                                gate: RequestGate, cancellation: CancellationFlag) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
         var options: OpaquePointer?
         let micros = String(Int64(input.timeoutSeconds * 1_000_000))
         av_dict_set(&options, "protocol_whitelist", input.networkWhitelist, 0)
@@ -344,20 +363,16 @@ final class MediaDecoder {
         let tlsComplaint = FFmpegLog.endWatchingTLS()
         av_dict_free(&options)
         guard result >= 0, let opened = connection else {
+            if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, "\(path): \(refusal)") }
             if let tlsComplaint {
                 let host = URL(string: path)?.host ?? path
                 throw EngineFailure(.tls, "\(path): the certificate of \(host) could not be verified (\(tlsComplaint)); input.ca_file names the authorities trusted")
             }
             throw openFailure(result, path: path, isNetwork: true, cancellation: cancellation)
         }
-        if let final = finalLocation(opened), final != path {
-            // Where redirects led must be a URL of an allowed protocol; one that cannot be
-            // parsed is refused, not waved through.
-            guard let finalURL = URL(string: final), finalURL.host?.isEmpty == false, input.allows(finalURL) else {
-                avio_closep(&connection)
-                let scheme = URL(string: final).map(InputConfiguration.scheme(of:)) ?? "?"
-                throw EngineFailure(.permissionDenied, "\(path) redirects to \(final): not an address of an allowed protocol ('\(scheme)'; input.protocols: \(input.protocols.joined(separator: ", ")))")
-            }
+        guard gate.requestsChecked > 0 else {
+            avio_closep(&connection)
+            throw EngineFailure(.permissionDenied, "\(path): this FFmpeg did not announce its request, so where redirects lead cannot be checked")
         }
         return opened
     }
@@ -403,14 +418,6 @@ final class MediaDecoder {
         if code == tonearm_averror_exit() && !cancellation.isCancelled { return "timed out" }
         if code == tonearm_averror_eof() { return "the server closed the connection" }
         return FFmpegError.describe(code)
-    }
-
-    /// Where the http protocol ended up after redirects.
-    private static func finalLocation(_ pb: UnsafeMutablePointer<AVIOContext>) -> String? {
-        var value: UnsafeMutablePointer<UInt8>?
-        guard av_opt_get(UnsafeMutableRawPointer(pb), "location", AV_OPT_SEARCH_CHILDREN, &value) >= 0, let value else { return nil }
-        defer { av_free(value) }
-        return String(cString: value)
     }
 
     /// Opens a local file for reading and refuses it unless the file opened (its path as the
@@ -521,6 +528,8 @@ final class MediaDecoder {
         guard let context = formatContext, let codec = codecContext, let packet, let frame else {
             return .endOfStream
         }
+        let previousGate = gate.enter()
+        defer { RequestGate.leave(restoring: previousGate) }
         while !finished {
             let received = avcodec_receive_frame(codec, frame)
             if received >= 0 {
@@ -555,6 +564,7 @@ final class MediaDecoder {
             let read = av_read_frame(context, packet)
             if read < 0 {
                 if cancellation.isCancelled { return .endOfStream }
+                if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, refusal) }
                 if read == tonearm_averror_eagain() { continue }
                 // A network source that stops before its end lost its connection (a live stream
                 // has no end; FFmpeg's http says EIO when a file's body ends short).
@@ -652,6 +662,8 @@ final class MediaDecoder {
     /// frames before `target` (using the positions `decodeNext` reports) for a sample-exact landing.
     func seek(toFrame target: Int64) throws(EngineFailure) {
         guard let context = formatContext, let codec = codecContext else { return }
+        let previousGate = gate.enter()
+        defer { RequestGate.leave(restoring: previousGate) }
         let seconds = Double(target) / Double(outputFormat.sampleRate)
         let timestamp = streamStart + Int64(seconds / av_q2d(streamTimeBase))
         // Over the network a seek is a new request: it is bounded like the first open, so a
@@ -662,6 +674,7 @@ final class MediaDecoder {
         if rc < 0 && !cancellation.shouldInterrupt { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_BACKWARD) }
         if rc < 0 && !cancellation.shouldInterrupt { rc = av_seek_frame(context, streamIndex, timestamp, AVSEEK_FLAG_ANY) }
         guard rc >= 0 else {
+            if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, refusal) }
             if isNetwork && cancellation.shouldInterrupt && !cancellation.isCancelled {
                 throw EngineFailure(.network, "seek to \(seconds) s: the server did not answer within \(networkTimeout) s")
             }

@@ -120,7 +120,7 @@ extension DaemonTests {
         }
 
         /// §2: with https only, a redirect to an address that cannot be parsed (a second port)
-        /// is refused, as is one to plain http.
+        /// is refused, as is one to plain http, and neither request is sent.
         @Test func aRedirectIsFollowedOnlyToAnAllowedAddress() throws {
             let certificates = try Certificates()
             let dir = try TemporaryDirectory()
@@ -137,6 +137,9 @@ extension DaemonTests {
                 #expect(load.errorData?["kind"] as? String == "permission_denied", "\(target): \(load)")
             }
             #expect(readWholeFile(dir.path("out.raw")).isEmpty, "nothing of the plain-http file was played")
+            // Refused before it was sent: FFmpeg's http follows redirects itself, and used to
+            // send the plain-http request even when the redirect was refused afterwards.
+            #expect(plain.requests.isEmpty, "no request reached the plain-http server (\(plain.requests.count) did)")
         }
 
         /// §1: an https HLS playlist on a verified server whose segments are on a server that
