@@ -262,10 +262,22 @@ final class EngineControl: @unchecked Sendable {
         return id == 0 ? nil : id
     }
 
-    /// Publishes a snapshot change. Lock held, so changes and events keep one order.
+    /// Changes the snapshot; observers learn of it with the next event posted. Lock held, so
+    /// changes and events keep one order.
     func publish(_ change: (inout EngineSnapshot) -> Void) {
         lock.assertHeld()
         observers.update(change)
+    }
+
+    /// Changes `timeControlStatus` and, if it changed, posts the event that carries it. Lock held.
+    func setTimeControl(_ status: TimeControlStatus) {
+        lock.assertHeld()
+        let itemID: Int? = observers.update { snapshot in
+            guard snapshot.timeControlStatus != status else { return nil }
+            snapshot.timeControlStatus = status
+            return snapshot.itemID
+        }
+        if let itemID { observers.post(.timeControlChanged(itemID: itemID, status)) }
     }
 
     /// Posts an event. Lock held, so events keep the order of what caused them.

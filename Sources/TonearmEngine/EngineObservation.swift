@@ -12,9 +12,10 @@ public enum TimeControlStatus: String, Sendable, Equatable {
     case paused, waitingToPlay, playing
 }
 
-/// The engine's observable properties, published as one value so observers see consistent
-/// changes. They describe the item being heard (`itemID`), and every change delivered through
-/// `observe` carries that id, so no observer needs to read live state to know what it is about.
+/// The engine's observable properties, as one value so observers see consistent changes. They
+/// describe the item being heard (`itemID`). The snapshot is not a channel of its own: a change
+/// reaches observers with the event that made it (`ObservedChange.event`), in the event
+/// stream's order, so no observer needs to read live state to know what a change is about.
 public struct EngineSnapshot: Sendable, Equatable {
     /// The engine item being heard (or parked at); 0 before the first load.
     public var itemID: Int = 0
@@ -27,7 +28,7 @@ public struct EngineSnapshot: Sendable, Equatable {
 }
 
 /// What happened, in the order it happened, each about one named engine item. This is the one
-/// stream the player learns from; the snapshot is a summary of it.
+/// stream the player learns from; `observe(\.property)` is a view of it (see `EngineSnapshot`).
 public enum EngineEvent: Sendable, Equatable {
 
     case loadStarted(itemID: Int, url: String)
@@ -59,13 +60,15 @@ public enum EngineEvent: Sendable, Equatable {
     case reconnecting(itemID: Int, attempt: Int, delay: Double)
     /// A network stream's title changed, announced when the audio it belongs to is heard.
     case streamTitle(itemID: Int, StreamTitle)
+    /// The output started or stopped consuming audio, or waits for it (`timeControlStatus`).
+    case timeControlChanged(itemID: Int, TimeControlStatus)
 
     public var itemID: Int {
         switch self {
         case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
              .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
              .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
-             .reconnecting(let id, _, _), .streamTitle(let id, _):
+             .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _):
             id
         }
     }
@@ -85,6 +88,8 @@ public struct ObservedChange<Value: Sendable>: Sendable {
     public let itemID: Int
     public let oldValue: Value?
     public let newValue: Value
+    /// The event that carried the change; nil for the `.initial` value.
+    public let event: EngineEvent?
 }
 
 /// Keeps an observation alive; `invalidate()` or dropping the token stops delivery.
@@ -107,25 +112,30 @@ public final class ObservationToken: Sendable {
 /// Registry and delivery of observations. Every callback runs on one delivery thread per engine
 /// (`tonearm-events`), in the order the changes happened; callbacks must not block it.
 ///
+/// One channel: `update` changes the snapshot without telling anyone; `post` delivers an event
+/// with the snapshot before and after it (all the changes made since the previous event), to the
+/// event handlers first (the adapter), then to the property observers whose value changed.
+///
 /// The output thread publishes and posts every change it makes, where nothing may allocate, so
 /// neither does: a delivery is a value (the change and the handlers registered then, an
 /// array shared, not copied) appended to the delivery thread's queue, whose arrays keep their
 /// capacity.
 final class ObserverRegistry: Sendable {
-    typealias SnapshotHandler = @Sendable (_ old: EngineSnapshot?, _ new: EngineSnapshot) -> Void
+    typealias SnapshotHandler = @Sendable (_ old: EngineSnapshot?, _ new: EngineSnapshot, _ event: EngineEvent?) -> Void
     typealias EventHandler = @Sendable (EngineEvent) -> Void
 
     private enum Delivery: Sendable {
-        case snapshot(old: EngineSnapshot?, new: EngineSnapshot, to: [SnapshotHandler])
-        case event(EngineEvent, to: [EventHandler])
+        case initial(EngineSnapshot, to: SnapshotHandler)
+        case event(EngineEvent, old: EngineSnapshot, new: EngineSnapshot, to: [EventHandler], observers: [SnapshotHandler])
     }
 
     private let queue = WorkerThread<Delivery>(name: "tonearm-events") { delivery in
         switch delivery {
-        case .snapshot(let old, let new, let handlers):
-            for handler in handlers { handler(old, new) }
-        case .event(let event, let handlers):
+        case .initial(let snapshot, let handler):
+            handler(nil, snapshot, nil)
+        case .event(let event, let old, let new, let handlers, let observers):
             for handler in handlers { handler(event) }
+            if old != new { for observer in observers { observer(old, new, event) } }
         }
     }
 
@@ -151,7 +161,10 @@ final class ObserverRegistry: Sendable {
     }
 
     private struct State {
+        /// The engine's state now: changed by `update`, delivered by the next `post`.
         var snapshot = EngineSnapshot()
+        /// The snapshot as of the last event posted: what observers have been told.
+        var delivered = EngineSnapshot()
         var next = 0
         var snapshotHandlers = Handlers<SnapshotHandler>()
         var eventHandlers = Handlers<EventHandler>()
@@ -160,21 +173,19 @@ final class ObserverRegistry: Sendable {
 
     var snapshot: EngineSnapshot { state.withLock { $0.snapshot } }
 
-    func update(_ change: (inout EngineSnapshot) -> Void) {
-        state.withLock { state in
-            let old = state.snapshot
-            change(&state.snapshot)
-            let new = state.snapshot
-            guard new != old, !state.snapshotHandlers.list.isEmpty else { return }
-            // Enqueued under the lock so deliveries keep the order of updates.
-            queue.enqueue(.snapshot(old: old, new: new, to: state.snapshotHandlers.list))
-        }
+    /// Changes the snapshot; observers learn of it with the next event. Returns what `change` returns.
+    func update<Result>(_ change: (inout EngineSnapshot) -> Result) -> Result {
+        state.withLock { change(&$0.snapshot) }
     }
 
     func post(_ event: EngineEvent) {
         state.withLock { state in
-            guard !state.eventHandlers.list.isEmpty else { return }
-            queue.enqueue(.event(event, to: state.eventHandlers.list))
+            let old = state.delivered
+            state.delivered = state.snapshot
+            guard !state.eventHandlers.list.isEmpty || !state.snapshotHandlers.list.isEmpty else { return }
+            // Enqueued under the lock so deliveries keep the order of posts.
+            queue.enqueue(.event(event, old: old, new: state.snapshot, to: state.eventHandlers.list,
+                                 observers: state.snapshotHandlers.list))
         }
     }
 
@@ -182,7 +193,7 @@ final class ObserverRegistry: Sendable {
         let id = state.withLock { state in
             state.next += 1
             state.snapshotHandlers.add(state.next, handler)
-            if initial { queue.enqueue(.snapshot(old: nil, new: state.snapshot, to: [handler])) }
+            if initial { queue.enqueue(.initial(state.delivered, to: handler)) }
             return state.next
         }
         return ObservationToken { [weak self] in self?.state.withLock { $0.snapshotHandlers.remove(id) } }

@@ -53,7 +53,7 @@ extension EngineControl {
                              EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
                              intent: intent))
         }
-        publish { $0.timeControlStatus = .paused }
+        setTimeControl(.paused)
         closeDevice(&state)
     }
 
@@ -117,7 +117,7 @@ extension EngineControl {
         state.announcedLoss = nil
         post(.deviceRestored(itemID: itemID, resumes: true, intent: intent))
         if playRequested {
-            publish { $0.timeControlStatus = .playing }
+            setTimeControl(.playing)
         }
     }
 
@@ -134,10 +134,8 @@ extension EngineControl {
             head.announcedReady = true
             clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
             publishHeard(head.itemID, position: Double(head.position) / Double(head.format.sampleRate))
-            publish {
-                $0.status = .readyToPlay
-                $0.timeControlStatus = .paused
-            }
+            publish { $0.status = .readyToPlay }
+            setTimeControl(.paused)
             post(.ready(itemID: head.itemID))
         }
         if playRequested {

@@ -166,9 +166,7 @@ extension EngineControl {
     private func reportBuffering(itemID: Int, _ state: inout OutputState) {
         assertOn(.output)
         state.waitingReported = true
-        publish {
-            $0.timeControlStatus = .waitingToPlay
-        }
+        setTimeControl(.waitingToPlay)
         post(.bufferingStarted(itemID: itemID, intent: intent))
     }
 
@@ -252,10 +250,8 @@ extension EngineControl {
         }
         switch run {
         case .opened:
-            publish {
-                $0.status = .readyToPlay
-                $0.timeControlStatus = .paused
-            }
+            publish { $0.status = .readyToPlay }
+            setTimeControl(.paused)
             post(.ready(itemID: head.itemID))
         case .seek(let token):
             post(.seekCompleted(itemID: head.itemID, token: token, position: position))
@@ -353,7 +349,7 @@ extension EngineControl {
         lock.lock()
         state.devicePaused = inPlace
         if !inPlace { rewindToHeard(now: now) }
-        publish { $0.timeControlStatus = .paused }
+        setTimeControl(.paused)
         return true
     }
 
@@ -377,7 +373,7 @@ extension EngineControl {
         state.waitingReported = false
         // A device back from a loss is not playing until it proved itself (`confirmRestore`).
         guard state.unconfirmedRestore == nil else { return }
-        publish { $0.timeControlStatus = .playing }
+        setTimeControl(.playing)
     }
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
@@ -443,7 +439,7 @@ extension EngineControl {
                     // the end is said again, never waited out in silence as if playing.
                     playRequested = false
                     post(.didPlayToEnd(itemID: ended))
-                    publish { $0.timeControlStatus = .paused }
+                    setTimeControl(.paused)
                 }
                 lock.waitOutput()
                 return
@@ -470,7 +466,7 @@ extension EngineControl {
             playRequested = false
             confirmRestore(&state, itemID: ended)
             post(.didPlayToEnd(itemID: ended))
-            publish { $0.timeControlStatus = .paused }
+            setTimeControl(.paused)
             return
         }
         if state.waitingReported {
@@ -507,7 +503,7 @@ extension EngineControl {
         guard let device = state.device else { return }
         if state.waitingReported {
             state.waitingReported = false
-            publish { $0.timeControlStatus = .playing }
+            setTimeControl(.playing)
             post(.bufferingEnded(itemID: head.itemID, intent: intent))
         }
         let format = head.format

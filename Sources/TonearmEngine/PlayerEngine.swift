@@ -5,7 +5,8 @@ import TonearmMedia
 /// output thread for the engine's life, a bounded pipe of item-tagged PCM chunks between them,
 /// and a small command mailbox (`EngineControl`). Its public methods never block: they record
 /// the command under the engine lock and wake the threads. Results arrive as events, each naming
-/// the item it is about (see `observeEvents`), and as snapshot changes (see `observe`).
+/// the item it is about (see `observeEvents`); `observe` shows the snapshot's changes that
+/// each event carried.
 ///
 /// Threads: callers (any thread or task) · the decoder thread (FFmpeg: opens, decodes, seeks) ·
 /// the output thread (the device: opens, writes, pauses, recovers, closes) · the delivery thread
@@ -29,19 +30,20 @@ public final class PlayerEngine: Sendable {
 
     /// Observes one property. Callbacks run on the engine's delivery thread, in the order
     /// of the changes; `.initial` delivers the current value first. Each change names the item
-    /// it is about. Keep the token alive.
+    /// it is about and the event that carried it. Keep the token alive.
     public func observe<Value: Equatable & Sendable>(
         _ keyPath: KeyPath<EngineSnapshot, Value> & Sendable,
         options: ObservationOptions = [.new],
         _ handler: @escaping @Sendable (PlayerEngine, ObservedChange<Value>) -> Void
     ) -> ObservationToken {
-        control.observers.addSnapshotHandler(initial: options.contains(.initial)) { [weak self] old, new in
+        control.observers.addSnapshotHandler(initial: options.contains(.initial)) { [weak self] old, new, event in
             guard let self else { return }
             if let old {
                 guard options.contains(.new), old[keyPath: keyPath] != new[keyPath: keyPath] else { return }
-                handler(self, ObservedChange(itemID: new.itemID, oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath]))
+                handler(self, ObservedChange(itemID: new.itemID, oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath],
+                                             event: event))
             } else {
-                handler(self, ObservedChange(itemID: new.itemID, oldValue: nil, newValue: new[keyPath: keyPath]))
+                handler(self, ObservedChange(itemID: new.itemID, oldValue: nil, newValue: new[keyPath: keyPath], event: nil))
             }
         }
     }
@@ -224,10 +226,10 @@ public final class PlayerEngine: Sendable {
             c.beginEpoch()
             c.publish { snapshot in
                 snapshot.status = .unknown
-                snapshot.timeControlStatus = .paused
                 snapshot.mediaInfo = nil
                 snapshot.duration = nil
             }
+            c.setTimeControl(.paused)
         }
     }
 

@@ -35,7 +35,7 @@ public enum EngineEventAdapter {
     public static func actions(for event: EngineEvent, context: inout AdapterContext) -> [PlaybackAction] {
         let isCurrent = event.itemID == context.currentItem
         switch event {
-        case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle:
+        case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged:
             return []
         case .ready:
             return isCurrent ? [.didBecomeReady] : []

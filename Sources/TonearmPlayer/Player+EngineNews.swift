@@ -68,7 +68,7 @@ extension Player {
                 if let queueID = m.inPlay[id]?.queueID {
                     queueEvents.yield(.metadata(id: queueID, title: title.title, artist: title.artist))
                 }
-            case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting:
+            case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting, .timeControlChanged:
                 break
             }
         }

@@ -50,6 +50,10 @@ struct EngineEventAdapterTests {
             // the pipe running dry meanwhile is what makes it `buffering`.
             Row(name: "reconnecting", event: .reconnecting(itemID: current, attempt: 2, delay: 1), actions: []),
             Row(name: "streamTitle", event: .streamTitle(itemID: current, StreamTitle(streamTitle: "A - B")), actions: []),
+            // The machine follows the player's own commands and the buffering news; the output's
+            // play state is news for observers (the performance observer).
+            Row(name: "timeControlChanged playing", event: .timeControlChanged(itemID: current, .playing), actions: []),
+            Row(name: "timeControlChanged paused", event: .timeControlChanged(itemID: current, .paused), actions: []),
             Row(name: "ready current", event: .ready(itemID: current), actions: [.didBecomeReady]),
             Row(name: "ready of a replaced item", event: .ready(itemID: other), actions: []),
             Row(name: "started: the item named next", event: .started(itemID: next), actions: [.didAdvance], after: advanced),
@@ -106,6 +110,7 @@ struct EngineEventAdapterTests {
     enum EventKind: CaseIterable {
         case loadStarted, opened, ready, started, didPlayToEnd, failed, seekCompleted, bufferingStarted
         case bufferingEnded, firstAudioWritten, underrun, deviceLost, deviceRestored, reconnecting, streamTitle
+        case timeControlChanged
 
         init(_ event: EngineEvent) {
             switch event {
@@ -124,6 +129,7 @@ struct EngineEventAdapterTests {
             case .deviceRestored: self = .deviceRestored
             case .reconnecting: self = .reconnecting
             case .streamTitle: self = .streamTitle
+            case .timeControlChanged: self = .timeControlChanged
             }
         }
     }
