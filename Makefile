@@ -16,11 +16,15 @@ bench-build: floor
 	swift build -c release --product tonearmd
 	swift build -c release --product tonearm-bench
 
-floor: .build/bench/floor
+floor: .build/bench/floor .build/bench/control_floor
 
 .build/bench/floor: bench/floor.c
 	mkdir -p .build/bench
 	cc -O2 -Wall -o $@ $< $$(pkg-config --cflags --libs $(FFMPEG_LIBS))
+
+.build/bench/control_floor: bench/control_floor.c
+	mkdir -p .build/bench
+	cc -O2 -Wall -Wextra -o $@ $<
 
 # The fault-injecting ALSA test device (Tests/FaultDevice). The integration tests run this target
 # themselves; -DPIC makes SND_PCM_PLUGIN_SYMBOL export the plain symbol ALSA's loader looks up.

@@ -119,8 +119,8 @@ package final class Listener: Sendable {
                 }
             }
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-            // Past 1 MiB of unsent output a client counts as not reading (see ClientSession).
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            // Past the high mark of unsent output a client counts as not reading (see OrderedRequestHandler).
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: OutputMarks.low, high: OutputMarks.high))
             .childChannelInitializer { channel in
                 guard connections.add(channel, limit: frontEnd.maxClients) else {
                     logger.warning("too many clients; refusing one", metadata: [

@@ -51,6 +51,13 @@ public struct ClientLimits: Sendable, Equatable {
 ///
 /// It is the pipeline's last handler: `read` comes to it from the channel's auto-read and is held
 /// here while reading must wait.
+/// A connection's write buffer marks: past `high` bytes unsent the channel is not writable (the
+/// handler stops serving and reading), below `low` it is again.
+enum OutputMarks {
+    static let high = 1024 * 1024
+    static let low = 256 * 1024
+}
+
 final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler, RequestConnection {
     typealias InboundIn = InboundLine
     typealias OutboundIn = ByteBuffer
@@ -250,6 +257,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     /// Drops a client whose unread output passed the cap. Returns whether it is still open.
     private func checkOutput(context: ChannelHandlerContext) -> Bool {
         guard !closing else { return false }
+        // A writable channel holds less than the high mark: under a cap at least that large, no
+        // need to ask how much (an option read per reply cost more than the rest of the check).
+        if limits.maxOutputBytes >= OutputMarks.high && context.channel.isWritable { return true }
         guard let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
               pending > limits.maxOutputBytes else { return true }
         closing = true

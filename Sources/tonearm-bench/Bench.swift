@@ -15,6 +15,7 @@ struct Bench: ParsableCommand {
 
     @Option(help: "The tonearmd binary.") var daemon = ".build/release/tonearmd"
     @Option(help: "The C floor binary (bench/floor.c).") var floor = ".build/bench/floor"
+    @Option(help: "The control path's C floor (bench/control_floor.c).") var controlFloor = ".build/bench/control_floor"
     @Option(help: "Media made by scripts/make-bench-media.sh.") var media = ".build/bench/media"
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
@@ -22,9 +23,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast.") var only: String?
 
     func run() throws {
-        let bench = Runner(daemon: daemon, floor: floor, media: media, repeats: quick ? 2 : repeats,
+        let bench = Runner(daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, repeats: quick ? 2 : repeats,
                            window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
-        for path in [daemon, floor] where !FileManager.default.isExecutableFile(atPath: path) {
+        for path in [daemon, floor, controlFloor] where !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("\(path) is missing: run `make bench`")
         }
         let started = monotonic()
@@ -101,6 +102,24 @@ final class MPDPeer {
     }
 }
 
+/// The control path's C floor (`bench/control_floor.c`) on a Unix socket of its own.
+final class ControlFloor {
+    let child: Child
+    let directory: TemporaryDirectory
+    let socket: String
+
+    init(_ binary: String) throws {
+        directory = try TemporaryDirectory()
+        socket = directory.path("floor.sock")
+        child = try Child.spawn(binary, [socket], log: directory.path("stdout"))
+        let start = monotonic()
+        while (try? LineClient(path: socket)) == nil {
+            guard monotonic() - start < 10 else { throw BenchError("the control floor did not start") }
+            usleep(1000)
+        }
+    }
+}
+
 /// Reads a subscribed connection until `predicate` matches an event's params.
 func waitForEvent(_ client: LineClient, timeout: Double = 30, _ predicate: ([String: Any]) -> Bool) throws {
     let deadline = monotonic() + timeout
@@ -118,6 +137,7 @@ func isTransition(to state: String) -> ([String: Any]) -> Bool {
 struct Runner {
     let daemon: String
     let floor: String
+    let controlFloor: String
     let media: String
     let repeats: Int
     let window: Double
@@ -295,23 +315,47 @@ struct Runner {
     }
 
     // 5. Control: status round trips from one client, and throughput from 10 and 100 clients, over
-    // JSON-RPC and MPD's protocol, with Debian's MPD answering the same MPD `status` as a peer.
+    // JSON-RPC and MPD's protocol, with Debian's MPD answering the same MPD `status` as a peer,
+    // and the C floor (one epoll thread answering every line with a fixed 300-byte reply).
     func control() throws {
         let running = try RunningDaemon(daemon, ["--device", "null"])
+        var ours: [StatusFigures] = []
         for probe in [StatusProbe.json(running.socket), .mpd("mpd status", running.directory.path("mpd.sock"))] {
-            try measureStatus(probe, pid: running.child.pid, throughput: true)
+            ours.append(try measureStatus(probe, pid: running.child.pid, throughput: true))
         }
         _ = running.stop()
-        if let peer = try? MPDPeer() {
-            try measureStatus(.mpd("peer: Debian's MPD status", peer.socket), pid: peer.child.pid, throughput: true, budgets: false)
-            _ = peer.child.terminate()
-            peer.directory.remove()
-        } else {
+        let floorServer = try ControlFloor(controlFloor)
+        let floorFigures = try measureStatus(.mpd("floor: C server status", floorServer.socket), pid: floorServer.child.pid,
+                                             throughput: true, budgets: false)
+        _ = floorServer.child.terminate()
+        floorServer.directory.remove()
+        for (figures, side) in zip(ours, ["JSON-RPC", "MPD"]) {
+            report.add("status \(side): daemon CPU per request / the C floor's", "ratio",
+                       [figures.cpuPerRequest / floorFigures.cpuPerRequest], budget: .atMost(2.0))
+        }
+        guard let peer = try? MPDPeer() else {
             FileHandle.standardError.write(Data("no mpd binary: the MPD peer figures are left out (apt-get install mpd)\n".utf8))
+            return
+        }
+        let mpd = try measureStatus(.mpd("peer: Debian's MPD status", peer.socket), pid: peer.child.pid, throughput: true, budgets: false)
+        _ = peer.child.terminate()
+        peer.directory.remove()
+        for (figures, side) in zip(ours, ["JSON-RPC", "MPD"]) {
+            report.add("status \(side): req/s with 100 clients / MPD's", "ratio",
+                       [figures.ratePer100Clients / mpd.ratePer100Clients], budget: .atLeast(1.5))
+            report.add("status \(side): p99 round trip / MPD's", "ratio", [figures.p99 / mpd.p99], budget: .atMost(0.75))
         }
     }
 
-    private func measureStatus(_ probe: StatusProbe, pid: pid_t, throughput withClients: Bool, budgets: Bool = true) throws {
+    /// What `measureStatus` found: one client's CPU per request and p99, and the median rate with 100 clients.
+    struct StatusFigures {
+        var cpuPerRequest: Double
+        var p99: Double
+        var ratePer100Clients = Double.nan
+    }
+
+    @discardableResult
+    private func measureStatus(_ probe: StatusProbe, pid: pid_t, throughput withClients: Bool, budgets: Bool = true) throws -> StatusFigures {
         let client = try probe.connect()
         for _ in 0..<200 { try probe.roundTrip(client, probe.request) }  // warm up
         var latencies: [Double] = []
@@ -327,7 +371,8 @@ struct Runner {
         report.add("\(probe.name) round trip p99", "µs", [percentile(latencies, 0.99)], budget: budgets ? .atMost(150) : nil)
         report.add("\(probe.name) round trip max", "µs", [latencies.max() ?? .nan])
         report.add("\(probe.name): daemon CPU per request (1 client)", "µs", [cpuPerRequest], budget: budgets ? .atMost(20) : nil)
-        guard withClients else { return }
+        var figures = StatusFigures(cpuPerRequest: cpuPerRequest, p99: percentile(latencies, 0.99))
+        guard withClients else { return figures }
         for clients in [10, 100] {
             var rates: [Double] = []
             var costs: [Double] = []
@@ -339,7 +384,9 @@ struct Runner {
             report.add("\(probe.name) with \(clients) clients", "req/s", rates,
                        budget: budgets && clients == 100 ? .atLeast(60_000) : nil)
             report.add("\(probe.name) with \(clients) clients: daemon CPU per request", "µs", costs, budget: budgets ? .atMost(12) : nil)
+            if clients == 100 { figures.ratePer100Clients = percentile(rates, 0.5) }
         }
+        return figures
     }
 
     /// Each client on its own thread with its own connection, blocking round trips for `seconds`.
