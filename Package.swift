@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -47,6 +48,13 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        // The music library: its SQLite database (GRDB, system libsqlite3) with one writer
+        // thread, and the scan that fills it. Media files are read through an injected reader,
+        // so it needs neither the engine nor FFmpeg.
+        .target(name: "TonearmLibrary", dependencies: [
+            "TonearmMedia", "TonearmSync", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // What every front-end shares: listeners, access rules, the ordered request path with its
         // back-pressure and limits, the source rules, work kept off the event loop.
         .target(name: "TonearmFrontEnd", dependencies: [
@@ -63,7 +71,7 @@ let package = Package(
         ]),
         // MPD's text protocol, for the clients people already own.
         .target(name: "TonearmMPD", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -100,6 +108,10 @@ let package = Package(
 
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
         .testTarget(name: "TonearmMediaTests", dependencies: ["TonearmMedia"]),
+        .testTarget(name: "TonearmLibraryTests", dependencies: [
+            "TonearmLibrary", "TonearmMedia", "TonearmEngine", "TonearmTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TonearmProtocolTests", dependencies: [
             "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
         ]),

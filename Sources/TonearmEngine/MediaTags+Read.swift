@@ -11,6 +11,8 @@ extension MediaTags {
             return nil
         }
         let info = decoder.info
-        return MediaTags(entries: info.tags, duration: info.duration, replayGain: info.replayGain)
+        var tags = MediaTags(entries: info.tags, duration: info.duration, replayGain: info.replayGain)
+        tags.audioFormat = decoder.sourceFormat.mpdText(sourceBits: info.bits)
+        return tags
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 
@@ -29,7 +30,7 @@ extension MPDCommands {
         }),
         MPDCommand("decoders", .read, 0...0, .now { _, r in
             r.add("plugin", "ffmpeg")
-            for suffix in MPDLibrary.suffixes { r.add("suffix", suffix) }
+            for suffix in LibraryFiles.songSuffixes { r.add("suffix", suffix) }
         }),
         MPDCommand("outputs", .read, 0...0, .now { call, r in
             r.add("outputid", 0)

@@ -140,17 +140,8 @@ final class MPDEnvironment: Sendable {
 
     /// `audio: rate:bits:channels`, with `f` for floating-point samples, as MPD writes a format.
     static func audioFormat(_ media: MediaInfo) -> String {
-        let bits: String
-        if let sourceBits = media.bitsPerSample {
-            bits = String(sourceBits)
-        } else {
-            switch media.outputFormat.sampleType {
-            case .float: bits = "f"
-            case .s16: bits = "16"
-            case .s32: bits = "32"
-            }
-        }
-        return "\(media.sampleRate):\(bits):\(media.channels)"
+        PCMFormat(sampleType: media.outputFormat.sampleType, sampleRate: media.sampleRate, channels: media.channels)
+            .mpdText(sourceBits: media.bitsPerSample)
     }
 }
 

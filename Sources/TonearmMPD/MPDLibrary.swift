@@ -1,5 +1,6 @@
 import Foundation
 import TonearmCore
+import TonearmLibrary
 import TonearmFrontEnd
 import TonearmMedia
 import TonearmPlayer
@@ -16,13 +17,6 @@ final class MPDLibrary: Sendable {
     let sources: SourcePolicy
     private let worker = BlockingWorker(name: "tonearm-library")
     private let cache = Locked<[String: (modified: Int, tags: MediaTags)]>([:])
-
-    /// File name endings listed as songs (what FFmpeg decodes that people keep music in).
-    static let suffixes: [String] = ["aac", "ac3", "aif", "aifc", "aiff", "alac", "amr", "ape", "au", "caf", "dff", "dsf",
-                                     "flac", "m4a", "m4b", "mka", "mkv", "mp2", "mp3", "mp4", "mpc", "oga", "ogg", "opus",
-                                     "ra", "shn", "snd", "spx", "tak", "tta", "w64", "wav", "weba", "webm", "wma", "wv"]
-    private static let suffixSet = Set(suffixes)
-    static let playlistSuffixes: Set<String> = ["m3u", "m3u8", "pls"]
 
     init(root: String?, sources: SourcePolicy) {
         self.root = root.map { MediaRoots.resolve($0) }
@@ -73,13 +67,8 @@ final class MPDLibrary: Sendable {
         return path == root || path.hasPrefix(root == "/" ? "/" : root + "/")
     }
 
-    static func isSong(_ name: String) -> Bool { suffixSet.contains(suffix(name)) }
-    static func isPlaylist(_ name: String) -> Bool { playlistSuffixes.contains(suffix(name)) }
-
-    private static func suffix(_ name: String) -> String {
-        guard let dot = name.lastIndex(of: ".") else { return "" }
-        return name[name.index(after: dot)...].lowercased()
-    }
+    static func isSong(_ name: String) -> Bool { LibraryFiles.isSong(name) }
+    static func isPlaylist(_ name: String) -> Bool { LibraryFiles.isPlaylist(name) }
 
     // MARK: Reading the disk (the library's thread only)
 

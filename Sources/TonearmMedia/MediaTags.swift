@@ -21,6 +21,8 @@ public struct MediaTags: Sendable, Equatable {
     public private(set) var entries: [Entry]
     public var duration: Double?
     public var replayGain: ReplayGainInfo?
+    /// The audio as MPD shows a song's `Format:` ("44100:16:2"), when the file was read.
+    public var audioFormat: String?
 
     public init(entries: [Entry] = [], duration: Double? = nil, replayGain: ReplayGainInfo? = nil) {
         self.entries = entries.enumerated().sorted { ($0.element.tag, $0.offset) < ($1.element.tag, $1.offset) }.map(\.element)

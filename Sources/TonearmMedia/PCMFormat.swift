@@ -23,5 +23,21 @@ public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var bytesPerFrame: Int { sampleType.bytesPerSample * channels }
+
+    /// MPD's audio format text, "rate:bits:channels": the source's bits per sample when the
+    /// codec says them, else the sample type's ("f" for float).
+    public func mpdText(sourceBits: Int?) -> String {
+        let bits: String
+        if let sourceBits {
+            bits = String(sourceBits)
+        } else {
+            switch sampleType {
+            case .float: bits = "f"
+            case .s16: bits = "16"
+            case .s32: bits = "32"
+            }
+        }
+        return "\(sampleRate):\(bits):\(channels)"
+    }
     public var description: String { "\(sampleType.rawValue) \(sampleRate) Hz \(channels) ch" }
 }

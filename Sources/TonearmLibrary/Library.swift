@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import TonearmMedia
+import TonearmSync
+
+/// The music library: the database of what the music directory holds, kept by scans. Scans run
+/// one at a time on the `tonearm-scan` thread, in the order asked; reads run on the caller's
+/// thread and never wait for a scan. Blocking: call from a worker thread, never an event loop.
+public final class Library: Sendable {
+    public let configuration: LibraryConfiguration
+    public let root: String
+    private let database: LibraryDatabase
+    private let scanner: LibraryScanner
+    private let scans = JobThread(name: "tonearm-scan")
+    private let logger: Logger
+    private let state = Locked(ScanState())
+    private let news = StreamFanout<LibraryNews>(bufferingPolicy: .bufferingNewest(64))
+
+    private struct ScanState {
+        var nextJob = 0
+        /// The job running now, if any.
+        var running: Int?
+        var queued = 0
+        var offline: String?
+        var lastOutcome: ScanOutcome?
+    }
+
+    /// What a scan tells: a job started or ended, and whether the database changed.
+    public enum LibraryNews: Sendable, Equatable {
+        case updateStarted(job: Int)
+        case updateFinished(job: Int, ScanOutcome)
+        case offline(job: Int, reason: String)
+    }
+
+    /// Opens the library whose music directory is `configuration.musicDirectory` (required) and
+    /// whose database is `databasePath`. `reader` reads a file's tags (nil: not media).
+    public init(configuration: LibraryConfiguration, databasePath: String, logger: Logger,
+                reader: @escaping @Sendable (URL) -> MediaTags?) throws {
+        guard let root = configuration.musicDirectory else {
+            throw LibraryOffline(description: "no music directory configured")
+        }
+        self.configuration = configuration
+        self.root = root
+        self.logger = logger
+        database = try LibraryDatabase(path: databasePath, logger: logger)
+        scanner = LibraryScanner(root: root, database: database, reader: reader, followSymlinks: configuration.followSymlinks,
+                                 logger: logger)
+    }
+
+    deinit { scans.finish() }
+
+    /// Waits for the scans asked so far, then stops the scan thread.
+    public func shutdown() { scans.finish() }
+
+    /// Asks for a scan of `path` (relative to the music directory; "" for all of it); with
+    /// `rescan`, unchanged files are read again. Returns the job's number at once.
+    @discardableResult
+    public func update(_ path: String = "", rescan: Bool = false) -> Int {
+        let job = state.withLock { state in
+            state.nextJob += 1
+            state.queued += 1
+            return state.nextJob
+        }
+        scans.async { [self] in run(job, path: path, rescan: rescan) }
+        return job
+    }
+
+    /// The scan running now, if any (MPD's `updating_db`).
+    public var updatingJob: Int? { state.withLock { $0.running ?? ($0.queued > 0 ? $0.nextJob : nil) } }
+
+    /// Why the last scan found the music directory gone, if it did.
+    public var offline: String? { state.withLock { $0.offline } }
+
+    /// Scan news, for `idle update` / `idle database` and the JSON-RPC events.
+    public func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
+
+    private func run(_ job: Int, path: String, rescan: Bool) {
+        state.withLock { state in
+            state.queued -= 1
+            state.running = job
+        }
+        news.yield(.updateStarted(job: job))
+        logger.info("library scan started", metadata: ["job": "\(job)", "path": "\(path.isEmpty ? "/" : path)"])
+        do {
+            let outcome = try scanner.scan(under: path, rescan: rescan, now: Int(Date().timeIntervalSince1970))
+            state.withLock { state in
+                state.running = nil
+                state.offline = nil
+                state.lastOutcome = outcome
+            }
+            logger.info("library scan finished", metadata: [
+                "job": "\(job)", "added": "\(outcome.added)", "changed": "\(outcome.changed)", "removed": "\(outcome.removed)",
+                "failed": "\(outcome.failed)", "seconds": "\(String(format: "%.2f", outcome.seconds))"])
+            news.yield(.updateFinished(job: job, outcome))
+        } catch let offline as LibraryOffline {
+            state.withLock { state in
+                state.running = nil
+                state.offline = offline.description
+            }
+            logger.warning("library scan stopped; every entry is kept", metadata: ["job": "\(job)", "reason": "\(offline)"])
+            news.yield(.offline(job: job, reason: offline.description))
+        } catch {
+            state.withLock { $0.running = nil }
+            logger.error("library scan failed", metadata: ["job": "\(job)", "error": "\(error)"])
+            news.yield(.updateFinished(job: job, ScanOutcome()))
+        }
+    }
+
+    // MARK: Reading (the caller's thread)
+
+    public func stats() throws -> LibraryStats { try LibraryReader(database: database).stats() }
+
+    /// `uri`'s songs then subdirectories, or the one song it names; nil: no such entry.
+    public func list(_ uri: String, withTags: Bool = true) throws -> [LibraryEntry]? {
+        try LibraryReader(database: database).list(uri, withTags: withTags)
+    }
+
+    /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
+    public func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
+        try LibraryReader(database: database).walk(uri, withTags: withTags, visit)
+    }
+}

@@ -1,0 +1,17 @@
+import Foundation
+
+/// The config's `[library]` table: where the music is and how it is kept in the database.
+public struct LibraryConfiguration: Sendable, Equatable {
+    /// The music directory (absolute, links resolved); nil: no library.
+    public var musicDirectory: String?
+    /// An incremental scan when the daemon starts.
+    public var scanOnStart = true
+    /// Directory links are followed (a link back up the tree is seen and skipped).
+    public var followSymlinks = true
+
+    public init(musicDirectory: String? = nil, scanOnStart: Bool = true, followSymlinks: Bool = true) {
+        self.musicDirectory = musicDirectory
+        self.scanOnStart = scanOnStart
+        self.followSymlinks = followSymlinks
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+import Logging
+import TonearmSync
+
+/// The library's SQLite database (`library.sqlite`, WAL). One owner of writes: every write runs
+/// on the `tonearm-db` thread, in the order asked; reads run on the caller's thread through
+/// GRDB's pool of readers, which WAL lets go on while a write is in progress, so no reader waits
+/// for a scan. Callers never run a read inside a write or the other way round.
+final class LibraryDatabase: Sendable {
+    private let pool: DatabasePool
+    private let writer = JobThread(name: "tonearm-db")
+
+    /// Opens (or creates) the database at `path`. A file that is not a database this build can
+    /// use is moved aside (`library.sqlite.damaged`) and a new one made: the next scan fills it.
+    init(path: String, logger: Logger) throws {
+        do {
+            pool = try Self.open(path)
+        } catch {
+            logger.error("the library database cannot be used; it is moved aside and rebuilt by the next scan",
+                         metadata: ["file": "\(path)", "error": "\(error)"])
+            for suffix in ["", "-wal", "-shm"] {
+                let file = path + suffix
+                guard FileManager.default.fileExists(atPath: file) else { continue }
+                try? FileManager.default.removeItem(atPath: path + ".damaged" + suffix)
+                try FileManager.default.moveItem(atPath: file, toPath: path + ".damaged" + suffix)
+            }
+            pool = try Self.open(path)
+        }
+    }
+
+    private static func open(_ path: String) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.label = "library"
+        // Readers are the request path's worker threads and the scan; a few suffice.
+        configuration.maximumReaderCount = 4
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.read { db in _ = try Int.fetchOne(db, sql: "PRAGMA quick_check(1)") }
+        try LibrarySchema.migrator.migrate(pool)
+        return pool
+    }
+
+    deinit { writer.finish() }
+
+    /// Runs `work` in one transaction on the writer thread and waits for it.
+    func write<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked<Result<T, any Error>?>(nil)
+        writer.async { [pool] in
+            let outcome = Result { try pool.write(work) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Reads on the calling thread (a snapshot of the last committed write).
+    func read<T>(_ work: (Database) throws -> T) throws -> T {
+        try pool.read(work)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+import TonearmMedia
+
+/// A song as the library keeps it: its URI (relative to the music directory), when its file
+/// last changed, its length, audio format and tags.
+public struct LibrarySong: Sendable, Equatable {
+    public let uri: String
+    public let modified: Int
+    public let duration: Double?
+    public let format: String?
+    public let tags: [MediaTags.Entry]
+}
+
+/// One line of a listing: a directory (URI, modification time) or a song.
+public enum LibraryEntry: Sendable, Equatable {
+    case directory(uri: String, modified: Int)
+    case song(LibrarySong)
+}
+
+/// What `stats` shows of the library.
+public struct LibraryStats: Sendable, Equatable {
+    public var songs = 0
+    public var artists = 0
+    public var albums = 0
+    /// Seconds of music in the library.
+    public var playtime = 0.0
+    /// When a scan last changed the database (Unix time); 0: never.
+    public var updated = 0
+}
+
+/// Reads for listings, on the caller's thread (a snapshot of the last committed scan batch).
+struct LibraryReader {
+    let database: LibraryDatabase
+
+    func stats() throws -> LibraryStats {
+        try database.read { db in
+            var stats = LibraryStats()
+            stats.songs = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM song WHERE failed = 0") ?? 0
+            stats.playtime = try Double.fetchOne(db, sql: "SELECT TOTAL(duration) FROM song WHERE failed = 0") ?? 0
+            let distinct = "SELECT COUNT(DISTINCT value) FROM song_tag WHERE tag = ?"
+            stats.artists = try Int.fetchOne(db, sql: distinct, arguments: [StoredTag.code(.artist)]) ?? 0
+            stats.albums = try Int.fetchOne(db, sql: distinct, arguments: [StoredTag.code(.album)]) ?? 0
+            stats.updated = try Int.fetchOne(db, sql: "SELECT value FROM library_state WHERE key = 'updated'") ?? 0
+            return stats
+        }
+    }
+
+    /// A directory's songs, then its subdirectories (MPD's `lsinfo` order), or the one song a
+    /// song's URI names; nil when the library has neither.
+    func list(_ uri: String, withTags: Bool) throws -> [LibraryEntry]? {
+        try database.read { db in
+            if let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [uri]) {
+                return try songs(inDirectory: id, path: uri, withTags: withTags, db).map(LibraryEntry.song)
+                    + subdirectories(of: id, db)
+            }
+            let directory = LibraryScanner.parentPath(uri)
+            let name = directory.isEmpty ? uri : String(uri.dropFirst(directory.count + 1))
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]),
+                  let song = try songs(inDirectory: id, path: directory, withTags: withTags, named: name, db).first else { return nil }
+            return [.song(song)]
+        }
+    }
+
+    /// Everything under `uri`, depth first as MPD walks it (a directory's songs, then each
+    /// subdirectory followed by what it holds), handed to `visit` a directory at a time.
+    /// Returns false when the library has no such directory.
+    func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
+        guard let listing = try list(uri, withTags: withTags) else { return false }
+        if listing.count == 1, case .song = listing[0], try database.read({ db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [uri]) == nil
+        }) {
+            try visit(listing)
+            return true
+        }
+        try walkDirectory(listing, withTags: withTags, visit)
+        return true
+    }
+
+    private func walkDirectory(_ listing: [LibraryEntry], withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws {
+        try visit(listing.filter { if case .song = $0 { true } else { false } })
+        for entry in listing {
+            guard case .directory(let uri, _) = entry else { continue }
+            try visit([entry])
+            if let inner = try list(uri, withTags: withTags) { try walkDirectory(inner, withTags: withTags, visit) }
+        }
+    }
+
+    private func subdirectories(of id: Int64, _ db: Database) throws -> [LibraryEntry] {
+        try Row.fetchAll(db, sql: "SELECT path, mtime FROM directory WHERE parent_id = ? ORDER BY path", arguments: [id])
+            .map { .directory(uri: $0[0], modified: $0[1]) }
+    }
+
+    private func songs(inDirectory id: Int64, path: String, withTags: Bool, named name: String? = nil,
+                       _ db: Database) throws -> [LibrarySong] {
+        let filter = name == nil ? "" : " AND name = ?"
+        let arguments: StatementArguments = name.map { [id, $0] } ?? [id]
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT id, name, mtime, duration, format FROM song
+            WHERE directory_id = ? AND failed = 0\(filter) ORDER BY name
+            """, arguments: arguments)
+        var tagsBySong: [Int64: [MediaTags.Entry]] = [:]
+        if withTags, !rows.isEmpty {
+            let tagRows = try Row.fetchCursor(db, sql: """
+                SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
+                WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.tag, song_tag.seq
+                """, arguments: arguments)
+            while let row = try tagRows.next() {
+                guard let tag = StoredTag.tag(row[1]) else { continue }
+                tagsBySong[row[0], default: []].append(MediaTags.Entry(tag, row[2]))
+            }
+        }
+        return rows.map { row in
+            let songName: String = row[1]
+            let songID: Int64 = row[0]
+            let entries = MediaTags(entries: tagsBySong[songID] ?? []).entries
+            return LibrarySong(uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
+                               format: row[4], tags: entries)
+        }
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import GRDB
+import Glibc
+import Logging
+import TonearmMedia
+
+/// What one scan did.
+public struct ScanOutcome: Sendable, Equatable {
+    public var added = 0
+    public var changed = 0
+    public var removed = 0
+    public var failed = 0
+    public var seconds = 0.0
+    public var changedAnything: Bool { added + changed + removed + failed > 0 }
+}
+
+/// Why a scan stopped without touching the database.
+public struct LibraryOffline: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Walks the music directory and brings the database in line with it, on the calling thread
+/// (the library's scan thread). A file whose size and modification time are unchanged is not
+/// opened again; a file that cannot be read as media is kept as failed until it changes.
+/// When the directory looks gone (missing, empty while the database is not, or an I/O error
+/// that says the mount went away), nothing is removed: an unplugged disk does not erase the
+/// library.
+struct LibraryScanner {
+    let root: String
+    let database: LibraryDatabase
+    let reader: @Sendable (URL) -> MediaTags?
+    let followSymlinks: Bool
+    let logger: Logger
+
+    /// Songs read before their rows are written in one transaction.
+    private static let batchSize = 256
+
+    /// One change for the writer, by paths (the writer finds the rows).
+    private enum Change {
+        case directory(path: String, mtime: Int)
+        case song(directory: String, name: String, size: Int, mtime: Int, tags: MediaTags?)
+        case removeSong(directory: String, name: String)
+        case removeDirectory(path: String)
+    }
+
+    /// What the database holds of one directory.
+    private struct Known {
+        var songs: [String: (size: Int, mtime: Int, failed: Bool)] = [:]
+        var directories: Set<String> = []
+    }
+
+    func scan(under start: String, rescan: Bool, now: Int) throws -> ScanOutcome {
+        let began = Date()
+        var outcome = ScanOutcome()
+        var rootInfo = stat()
+        guard stat(root, &rootInfo) == 0, rootInfo.st_mode & S_IFMT == S_IFDIR else {
+            throw LibraryOffline(description: "the music directory \(root) is not there (\(String(cString: strerror(errno))))")
+        }
+        let songsKnown = try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM song") ?? 0 }
+        if songsKnown > 0, try entries(of: root).isEmpty {
+            throw LibraryOffline(description: "the music directory \(root) is empty (an unmounted disk?)")
+        }
+        var pending: [Change] = []
+        var pendingSongs = 0
+        func flush() throws {
+            guard !pending.isEmpty else { return }
+            let changes = pending
+            pending.removeAll(keepingCapacity: true)
+            pendingSongs = 0
+            try database.write { db in try Self.apply(changes, now: now, db) }
+        }
+
+        // The directories on the way to `start` exist in the database too.
+        var ancestors: [String] = [""]
+        for component in start.split(separator: "/") {
+            ancestors.append(ancestors.count == 1 ? String(component) : ancestors.last! + "/" + component)
+        }
+        for path in ancestors.dropLast() {
+            pending.append(.directory(path: path, mtime: mtime(of: absolute(path)) ?? 0))
+        }
+
+        var visited = Set<[UInt64]>()
+        var stack = [start]
+        while let directory = stack.popLast() {
+            let path = absolute(directory)
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                if directory == start, !start.isEmpty { pending.append(.removeDirectory(path: start)) }
+                continue
+            }
+            guard visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
+                logger.info("a directory link leads back up the tree; skipped", metadata: ["directory": "\(directory)"])
+                continue
+            }
+            pending.append(.directory(path: directory, mtime: Int(info.st_mtim.tv_sec)))
+            let known = try self.known(in: directory)
+            let names = try entries(of: path)
+            var seenSongs = Set<String>()
+            var seenDirectories = Set<String>()
+            var subdirectories: [String] = []
+            for name in names {
+                let child = directory.isEmpty ? name : directory + "/" + name
+                let childPath = path + "/" + name
+                var childInfo = stat()
+                guard lstat(childPath, &childInfo) == 0 else { continue }
+                if childInfo.st_mode & S_IFMT == S_IFLNK {
+                    guard followSymlinks, stat(childPath, &childInfo) == 0 else { continue }
+                }
+                switch childInfo.st_mode & S_IFMT {
+                case S_IFDIR:
+                    seenDirectories.insert(child)
+                    subdirectories.append(child)
+                case S_IFREG where LibraryFiles.isSong(name):
+                    seenSongs.insert(name)
+                    let size = Int(childInfo.st_size)
+                    let modified = Int(childInfo.st_mtim.tv_sec)
+                    let before = known.songs[name]
+                    if !rescan, let before, before.size == size, before.mtime == modified { continue }
+                    let tags = reader(URL(fileURLWithPath: childPath))
+                    if tags == nil {
+                        outcome.failed += 1
+                        if before?.failed != true {
+                            logger.warning("cannot read as media; kept as failed until it changes", metadata: ["file": "\(child)"])
+                        }
+                    } else if before == nil {
+                        outcome.added += 1
+                    } else {
+                        outcome.changed += 1
+                    }
+                    pending.append(.song(directory: directory, name: name, size: size, mtime: modified, tags: tags))
+                    pendingSongs += 1
+                    if pendingSongs >= Self.batchSize { try flush() }
+                default:
+                    break
+                }
+            }
+            for name in known.songs.keys where !seenSongs.contains(name) {
+                pending.append(.removeSong(directory: directory, name: name))
+                outcome.removed += 1
+            }
+            for gone in known.directories.subtracting(seenDirectories) {
+                outcome.removed += try songs(under: gone)
+                pending.append(.removeDirectory(path: gone))
+            }
+            // Depth first, in name order.
+            stack.append(contentsOf: subdirectories.sorted().reversed())
+        }
+        try flush()
+        if outcome.changedAnything {
+            try database.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO library_state(key, value) VALUES ('updated', ?)", arguments: [now])
+            }
+        }
+        outcome.seconds = Date().timeIntervalSince(began)
+        return outcome
+    }
+
+    private func absolute(_ path: String) -> String { path.isEmpty ? root : root + "/" + path }
+
+    private func mtime(of path: String) -> Int? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) : nil
+    }
+
+    /// A directory's names, hidden ones left out. An error that says the mount went away stops
+    /// the scan; any other (a directory that cannot be read) lists nothing.
+    private func entries(of path: String) throws -> [String] {
+        guard let handle = opendir(path) else {
+            let code = errno
+            if [ENOTCONN, EIO, ESTALE, ENODEV].contains(code) {
+                throw LibraryOffline(description: "\(path): \(String(cString: strerror(code))) (the mount went away?)")
+            }
+            logger.warning("cannot read a directory", metadata: ["directory": "\(path)", "error": "\(String(cString: strerror(code)))"])
+            return []
+        }
+        defer { closedir(handle) }
+        var names: [String] = []
+        errno = 0
+        while let entry = readdir(handle) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if !name.hasPrefix(".") { names.append(name) }
+        }
+        if [ENOTCONN, EIO, ESTALE].contains(errno) {
+            throw LibraryOffline(description: "\(path): \(String(cString: strerror(errno))) (the mount went away?)")
+        }
+        return names.sorted()
+    }
+
+    private func known(in directory: String) throws -> Known {
+        try database.read { db in
+            var known = Known()
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]) else {
+                return known
+            }
+            let songs = try Row.fetchCursor(db, sql: "SELECT name, size, mtime, failed FROM song WHERE directory_id = ?", arguments: [id])
+            while let row = try songs.next() {
+                known.songs[row[0]] = (row[1], row[2], row[3])
+            }
+            known.directories = Set(try String.fetchAll(db, sql: "SELECT path FROM directory WHERE parent_id = ?", arguments: [id]))
+            return known
+        }
+    }
+
+    private func songs(under directory: String) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM song JOIN directory ON song.directory_id = directory.id
+                WHERE directory.path = ? OR directory.path LIKE ? ESCAPE '\\'
+                """, arguments: [directory, Self.likeEscaped(directory) + "/%"]) ?? 0
+        }
+    }
+
+    static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
+    }
+
+    /// Writes `changes` (the writer thread, one transaction).
+    private static func apply(_ changes: [Change], now: Int, _ db: Database) throws {
+        var directoryIDs: [String: Int64] = [:]
+        func directoryID(_ path: String) throws -> Int64? {
+            if let id = directoryIDs[path] { return id }
+            let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [path])
+            if let id { directoryIDs[path] = id }
+            return id
+        }
+        for change in changes {
+            switch change {
+            case .directory(let path, let mtime):
+                let parent = path.isEmpty ? nil : try directoryID(parentPath(path))
+                try db.execute(sql: """
+                    INSERT INTO directory(path, parent_id, mtime) VALUES (?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET mtime = excluded.mtime
+                    """, arguments: [path, parent, mtime])
+            case .song(let directory, let name, let size, let mtime, let tags):
+                guard let directoryID = try directoryID(directory) else { continue }
+                let songID = try Int64.fetchOne(db, sql: """
+                    INSERT INTO song(directory_id, name, size, mtime, added, duration, format, failed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(directory_id, name) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
+                        duration = excluded.duration, format = excluded.format, failed = excluded.failed
+                    RETURNING id
+                    """, arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
+                guard let songID else { continue }
+                try db.execute(sql: "DELETE FROM song_tag WHERE song_id = ?", arguments: [songID])
+                var sequence: [Int: Int] = [:]
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO song_tag(song_id, tag, seq, value) VALUES (?, ?, ?, ?)")
+                for entry in tags?.entries ?? [] {
+                    guard let code = StoredTag.code(entry.tag) else { continue }
+                    let seq = sequence[code, default: 0]
+                    sequence[code] = seq + 1
+                    try insert.execute(arguments: [songID, code, seq, entry.value])
+                }
+            case .removeSong(let directory, let name):
+                guard let directoryID = try directoryID(directory) else { continue }
+                try db.execute(sql: "DELETE FROM song WHERE directory_id = ? AND name = ?", arguments: [directoryID, name])
+            case .removeDirectory(let path):
+                try db.execute(sql: "DELETE FROM directory WHERE path = ?", arguments: [path])
+                directoryIDs[path] = nil
+            }
+        }
+    }
+
+    static func parentPath(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+}

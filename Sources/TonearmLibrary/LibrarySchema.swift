@@ -1,0 +1,48 @@
+import GRDB
+
+/// The database's tables, as migrations: a database made by an older build is brought up to date
+/// when it is opened, never rebuilt from scratch.
+enum LibrarySchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // The music directory's tree; the root is the row whose path is "".
+            try db.execute(sql: """
+                CREATE TABLE directory (
+                    id INTEGER PRIMARY KEY,
+                    path TEXT NOT NULL UNIQUE,
+                    parent_id INTEGER REFERENCES directory(id) ON DELETE CASCADE,
+                    mtime INTEGER NOT NULL
+                );
+                CREATE INDEX directory_by_parent ON directory(parent_id);
+                CREATE TABLE song (
+                    id INTEGER PRIMARY KEY,
+                    directory_id INTEGER NOT NULL REFERENCES directory(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    mtime INTEGER NOT NULL,
+                    added INTEGER NOT NULL,
+                    duration REAL,
+                    format TEXT,
+                    -- 1: the file could not be read as media; not reopened until it changes.
+                    failed INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (directory_id, name)
+                );
+                -- One row per tag value, in the order the file has them (seq); codes: StoredTag.
+                CREATE TABLE song_tag (
+                    song_id INTEGER NOT NULL REFERENCES song(id) ON DELETE CASCADE,
+                    tag INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (song_id, tag, seq)
+                ) WITHOUT ROWID;
+                CREATE INDEX song_tag_by_value ON song_tag(tag, value);
+                CREATE TABLE library_state (
+                    key TEXT PRIMARY KEY,
+                    value
+                );
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import Testing
+import TonearmEngine
+import TonearmMedia
+import TonearmTestSupport
+@testable import TonearmLibrary
+
+/// Scans of a real tree of tagged files, read by the engine's tag reader, into a real database.
+@Suite("Library scans a music directory", .serialized, .timeLimit(.minutes(2)))
+struct LibraryScanTests {
+    static let songs: [MusicTree.Song] = [
+        .init("Alpha/One/01 First.flac", ["artist": "Alpha", "album": "One", "title": "First", "track": "1"]),
+        .init("Alpha/One/02 Second.flac", ["artist": "Alpha", "album": "One", "title": "Second", "track": "2"]),
+        .init("Beta/Zwei/01 Café.mp3", from: "tone.mp3", ["artist": "Béta", "album": "Zwei", "title": "Café"]),
+        .init("loose.ogg", from: "tone.ogg", ["title": "Loose", "genre": "Noise"]),
+        .init("untagged.wav", from: "tone.wav"),
+        .init("broken.mp3", from: "notmedia.mp3"),
+    ]
+
+    /// A tree, a database beside it, and a library on both.
+    struct Setup {
+        let directory: TemporaryDirectory
+        let tree: MusicTree
+        let library: Library
+
+        init(songs: [MusicTree.Song] = LibraryScanTests.songs) throws {
+            directory = try TemporaryDirectory()
+            tree = try MusicTree(at: directory.path("music"), songs)
+            library = try Self.open(directory)
+        }
+
+        static func open(_ directory: TemporaryDirectory) throws -> Library {
+            try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+                        databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { MediaTags.read($0) }
+        }
+
+        /// Runs a scan and waits for its news.
+        func scan(_ path: String = "", rescan: Bool = false) async throws -> Library.LibraryNews {
+            let news = library.subscribe()
+            let job = library.update(path, rescan: rescan)
+            for await item in news {
+                switch item {
+                case .updateFinished(job, _), .offline(job, _): return item
+                default: continue
+                }
+            }
+            throw MusicTree.MusicTreeFailure(description: "no news of job \(job)")
+        }
+    }
+
+    private func outcome(_ news: Library.LibraryNews) -> ScanOutcome? {
+        if case .updateFinished(_, let outcome) = news { return outcome }
+        return nil
+    }
+
+    @Test func aFirstScanKeepsEverySongWithItsTags() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        let first = try #require(outcome(try await setup.scan()))
+        #expect(first.added == 5 && first.failed == 1 && first.removed == 0, "\(first)")
+        let stats = try setup.library.stats()
+        #expect(stats.songs == 5)
+        #expect(stats.artists == 2 && stats.albums == 2, "\(stats)")
+        #expect(stats.playtime > 4 && stats.updated > 0)
+
+        // The root lists its songs, then its directories; the broken file is not a song.
+        let root = try #require(try setup.library.list(""))
+        let shown = root.map { entry -> String in
+            switch entry {
+            case .directory(let uri, _): "dir " + uri
+            case .song(let song): "song " + song.uri
+            }
+        }
+        #expect(shown == ["song loose.ogg", "song untagged.wav", "dir Alpha", "dir Beta"], "\(shown)")
+        guard case .song(let cafe) = try #require(try setup.library.list("Beta/Zwei/01 Café.mp3")?.first) else {
+            Issue.record("no song")
+            return
+        }
+        #expect(cafe.tags.contains(MediaTags.Entry(.artist, "Béta")) && cafe.tags.contains(MediaTags.Entry(.title, "Café")))
+        #expect(cafe.format?.hasPrefix("44100:") == true && (cafe.duration ?? 0) > 0.5)
+
+        // The walk: a directory's songs, then each subdirectory and what it holds.
+        var walked: [String] = []
+        #expect(try setup.library.walk("", withTags: false) { entries in
+            for entry in entries {
+                switch entry {
+                case .directory(let uri, _): walked.append("dir " + uri)
+                case .song(let song): walked.append(song.uri)
+                }
+            }
+        })
+        #expect(walked == ["loose.ogg", "untagged.wav", "dir Alpha", "dir Alpha/One", "Alpha/One/01 First.flac",
+                           "Alpha/One/02 Second.flac", "dir Beta", "dir Beta/Zwei", "Beta/Zwei/01 Café.mp3"], "\(walked)")
+        #expect(try setup.library.list("nowhere") == nil)
+    }
+
+    @Test func aRescanReadsOnlyWhatChanged() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        let unchanged = try #require(outcome(try await setup.scan()))
+        #expect(unchanged == ScanOutcome(seconds: unchanged.seconds), "nothing read again, the broken file included: \(unchanged)")
+
+        // A changed file, a removed file, a removed directory, a new one.
+        try setup.tree.add(.init("Alpha/One/02 Second.flac", ["artist": "Alpha", "album": "One", "title": "Second (edit)"]))
+        try setup.library.touchForward(setup.tree.root + "/Alpha/One/02 Second.flac")
+        try FileManager.default.removeItem(atPath: setup.tree.root + "/loose.ogg")
+        try FileManager.default.removeItem(atPath: setup.tree.root + "/Beta")
+        try setup.tree.add(.init("Gamma/new.flac", ["artist": "Gamma", "title": "New"]))
+        let changed = try #require(outcome(try await setup.scan()))
+        #expect(changed.added == 1 && changed.changed == 1 && changed.removed == 2, "\(changed)")
+        let stats = try setup.library.stats()
+        #expect(stats.songs == 4 && stats.artists == 2, "\(stats)")
+        guard case .song(let edited) = try #require(try setup.library.list("Alpha/One/02 Second.flac")?.first) else {
+            Issue.record("no song")
+            return
+        }
+        #expect(edited.tags.contains(MediaTags.Entry(.title, "Second (edit)")))
+        #expect(try setup.library.list("Beta") == nil)
+    }
+
+    /// An unplugged disk: the music directory gone, or empty, keeps every entry.
+    @Test func aMissingOrEmptyMusicDirectoryErasesNothing() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        try FileManager.default.moveItem(atPath: setup.tree.root, toPath: setup.directory.path("away"))
+        guard case .offline = try await setup.scan() else { Issue.record("not offline"); return }
+        #expect(try setup.library.stats().songs == 5)
+        #expect(setup.library.offline != nil)
+        try FileManager.default.createDirectory(atPath: setup.tree.root, withIntermediateDirectories: true)
+        guard case .offline = try await setup.scan() else { Issue.record("not offline"); return }
+        #expect(try setup.library.stats().songs == 5)
+        try FileManager.default.removeItem(atPath: setup.tree.root)
+        try FileManager.default.moveItem(atPath: setup.directory.path("away"), toPath: setup.tree.root)
+        let back = try #require(outcome(try await setup.scan()))
+        #expect(back.added == 0 && back.removed == 0)
+        #expect(setup.library.offline == nil)
+    }
+
+    /// A directory link back up the tree is followed once, not for ever.
+    @Test func aLinkLoopEnds() async throws {
+        let setup = try Setup(songs: [.init("a/song.flac", ["title": "A"])])
+        defer { setup.directory.remove() }
+        try FileManager.default.createSymbolicLink(atPath: setup.tree.root + "/a/up", withDestinationPath: "..")
+        let first = try #require(outcome(try await setup.scan()))
+        #expect(first.added == 1, "\(first)")
+    }
+
+    /// A database file that is not one is moved aside and a new one made.
+    @Test func aDamagedDatabaseIsRebuilt() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try MusicTree(at: directory.path("music"), [.init("song.flac", ["title": "A"])])
+        try Data(repeating: 0x5A, count: 8192).write(to: URL(fileURLWithPath: directory.path("library.sqlite")))
+        let library = try Setup.open(directory)
+        #expect(FileManager.default.fileExists(atPath: directory.path("library.sqlite.damaged")))
+        #expect(try library.stats().songs == 0)
+    }
+
+    /// Every tag the daemon knows has a code in the database.
+    @Test func everyTagHasAStoredCode() {
+        #expect(StoredTag.unstored.isEmpty, "\(StoredTag.unstored)")
+    }
+}
+
+extension Library {
+    /// Moves a file's modification time a few seconds on, as an edit a second later would.
+    func touchForward(_ path: String) throws {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        let modified = (attributes[.modificationDate] as? Date) ?? Date()
+        try FileManager.default.setAttributes([.modificationDate: modified.addingTimeInterval(5)], ofItemAtPath: path)
+    }
+}
