@@ -77,7 +77,7 @@ let package = Package(
         ]),
         // The daemon's server: config, both front-ends on one event loop, systemd.
         .target(name: "TonearmServer", dependencies: [
-            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD",
+            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmLibrary",
             "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -86,7 +86,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer", "TonearmFrontEnd", "TonearmSync",
+            "TonearmServer", "TonearmFrontEnd", "TonearmLibrary", "TonearmSync",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -27,6 +27,8 @@ public struct LibraryStats: Sendable, Equatable {
     public var playtime = 0.0
     /// When a scan last changed the database (Unix time); 0: never.
     public var updated = 0
+
+    public init() {}
 }
 
 /// Reads for listings, on the caller's thread (a snapshot of the last committed scan batch).
@@ -62,17 +64,19 @@ struct LibraryReader {
         }
     }
 
-    /// Everything under `uri`, depth first as MPD walks it (a directory's songs, then each
-    /// subdirectory followed by what it holds), handed to `visit` a directory at a time.
-    /// Returns false when the library has no such directory.
+    /// Everything under `uri`, depth first as MPD walks it (the directory itself unless it is
+    /// the root, its songs, then each subdirectory followed by what it holds), handed to `visit`
+    /// a directory at a time. Returns false when the library has no such directory or song.
     func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         guard let listing = try list(uri, withTags: withTags) else { return false }
-        if listing.count == 1, case .song = listing[0], try database.read({ db in
-            try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [uri]) == nil
-        }) {
-            try visit(listing)
+        let directoryTime = try database.read { db in
+            try Int.fetchOne(db, sql: "SELECT mtime FROM directory WHERE path = ?", arguments: [uri])
+        }
+        guard let directoryTime else {
+            try visit(listing)  // a song's URI: the song
             return true
         }
+        if !uri.isEmpty { try visit([.directory(uri: uri, modified: directoryTime)]) }
         try walkDirectory(listing, withTags: withTags, visit)
         return true
     }
@@ -103,7 +107,7 @@ struct LibraryReader {
         if withTags, !rows.isEmpty {
             let tagRows = try Row.fetchCursor(db, sql: """
                 SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
-                WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.tag, song_tag.seq
+                WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.seq
                 """, arguments: arguments)
             while let row = try tagRows.next() {
                 guard let tag = StoredTag.tag(row[1]) else { continue }
@@ -113,9 +117,8 @@ struct LibraryReader {
         return rows.map { row in
             let songName: String = row[1]
             let songID: Int64 = row[0]
-            let entries = MediaTags(entries: tagsBySong[songID] ?? []).entries
             return LibrarySong(uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
-                               format: row[4], tags: entries)
+                               format: row[4], tags: tagsBySong[songID] ?? [])
         }
     }
 }

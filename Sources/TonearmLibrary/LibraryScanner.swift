@@ -245,13 +245,10 @@ struct LibraryScanner {
                     """, arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
                 guard let songID else { continue }
                 try db.execute(sql: "DELETE FROM song_tag WHERE song_id = ?", arguments: [songID])
-                var sequence: [Int: Int] = [:]
-                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO song_tag(song_id, tag, seq, value) VALUES (?, ?, ?, ?)")
-                for entry in tags?.entries ?? [] {
+                let insert = try db.cachedStatement(sql: "INSERT INTO song_tag(song_id, seq, tag, value) VALUES (?, ?, ?, ?)")
+                for (seq, entry) in (tags?.entries ?? []).enumerated() {
                     guard let code = StoredTag.code(entry.tag) else { continue }
-                    let seq = sequence[code, default: 0]
-                    sequence[code] = seq + 1
-                    try insert.execute(arguments: [songID, code, seq, entry.value])
+                    try insert.execute(arguments: [songID, seq, code, entry.value])
                 }
             case .removeSong(let directory, let name):
                 guard let directoryID = try directoryID(directory) else { continue }

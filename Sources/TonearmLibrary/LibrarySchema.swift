@@ -28,13 +28,14 @@ enum LibrarySchema {
                     failed INTEGER NOT NULL DEFAULT 0,
                     UNIQUE (directory_id, name)
                 );
-                -- One row per tag value, in the order the file has them (seq); codes: StoredTag.
+                -- One row per tag value, seq giving the file's order (MPD prints tags so);
+                -- codes: StoredTag.
                 CREATE TABLE song_tag (
                     song_id INTEGER NOT NULL REFERENCES song(id) ON DELETE CASCADE,
-                    tag INTEGER NOT NULL,
                     seq INTEGER NOT NULL,
+                    tag INTEGER NOT NULL,
                     value TEXT NOT NULL,
-                    PRIMARY KEY (song_id, tag, seq)
+                    PRIMARY KEY (song_id, seq)
                 ) WITHOUT ROWID;
                 CREATE INDEX song_tag_by_value ON song_tag(tag, value);
                 CREATE TABLE library_state (

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 
@@ -14,6 +15,22 @@ extension MPDCommands {
             let environment = call.environment
             return try await environment.library.perform { () throws(MPDError) in
                 var r = MPDResponse()
+                let library = environment.library
+                if library.databaseURI(uri) {
+                    for entry in try library.databaseListing(uri, withTags: true) {
+                        write(entry, withTags: true, shown: call.tags, environment, into: &r)
+                    }
+                    // The root's playlists are the stored ones, listed below by name.
+                    if !uri.isEmpty {
+                        for playlist in library.playlistFiles(in: uri) {
+                            r.add("playlist", playlist.uri)
+                            r.add("Last-Modified", MPDEnvironment.timestamp(playlist.modified))
+                        }
+                    } else {
+                        writeStoredPlaylists(library, into: &r)
+                    }
+                    return r.buffer
+                }
                 for entry in try environment.library.list(uri) {
                     switch entry {
                     case .directory(let uri, let modified):
@@ -80,18 +97,27 @@ extension MPDCommands {
             r.add("songs", 0)
             r.add("playtime", 0)
         }),
-        MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, into: &r) }),
-        MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, into: &r) }),
+        MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: false, into: &r) }),
+        MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: true, into: &r) }),
     ]
 
-    /// There is no database to update: the job is numbered and announced, as MPD does for a
-    /// database with nothing new.
-    private static func update(_ call: MPDCall, into r: inout MPDResponse) throws(MPDError) {
-        guard call.environment.library.root != nil else { throw MPDError(.noExist, "No database") }
-        if call.count == 1, call[0].hasPrefix("/") && call[0] != "/" || call[0].split(separator: "/").contains("..") {
+    /// A scan of the music directory (or of one path in it) by the library, on its own thread;
+    /// the reply is the job's number. `rescan` reads unchanged files again.
+    private static func update(_ call: MPDCall, rescan: Bool, into r: inout MPDResponse) throws(MPDError) {
+        let library = call.environment.library
+        guard library.root != nil else { throw MPDError(.noExist, "No database") }
+        let path = call.count == 1 ? normalized(call[0]) : ""
+        if path.hasPrefix("/") || path.split(separator: "/").contains("..") || SourcePolicy.uriScheme(of: path) != nil {
             throw .argument("Malformed path")
         }
-        r.add("updating_db", call.environment.nextUpdateJob())
+        guard let database = library.database else {
+            // A music directory without a database (it could not be opened): nothing to scan,
+            // the job is numbered and announced as MPD does for a database with nothing new.
+            r.add("updating_db", call.environment.nextUpdateJob())
+            return
+        }
+        let trimmed = path.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
+        r.add("updating_db", database.update(trimmed, rescan: rescan))
     }
 
     /// `playlist:` and `Last-Modified:` of each stored playlist (the library's thread).
@@ -107,11 +133,33 @@ extension MPDCommands {
         uri == "/" ? "" : uri
     }
 
+    /// One entry of the database, as `lsinfo`/`listallinfo` (`withTags`) or `listall` show it.
+    private static func write(_ entry: LibraryEntry, withTags: Bool, shown: MPDTags, _ environment: MPDEnvironment,
+                              into r: inout MPDResponse) {
+        switch entry {
+        case .directory(let uri, let modified):
+            r.add("directory", uri)
+            if withTags { r.add("Last-Modified", MPDEnvironment.timestamp(modified)) }
+        case .song(let song):
+            if withTags {
+                environment.writeDatabaseSong(song, shown: shown, into: &r)
+            } else {
+                r.add("file", song.uri)
+            }
+        }
+    }
+
     private static func listAll(_ call: MPDCall, withTags: Bool) async throws(MPDError) -> ByteBuffer? {
         let uri = call.count == 1 ? normalized(call[0]) : ""
         let environment = call.environment
         return try await environment.library.perform { () throws(MPDError) in
             var r = MPDResponse()
+            if environment.library.databaseURI(uri) {
+                try environment.library.databaseWalk(uri, withTags: withTags) { entries in
+                    for entry in entries { write(entry, withTags: withTags, shown: call.tags, environment, into: &r) }
+                }
+                return r.buffer
+            }
             for entry in try environment.library.walk(uri) {
                 switch entry {
                 case .directory(let uri, let modified):

@@ -14,15 +14,22 @@ extension MPDCommands {
             guard let id = queue.currentID, let position = queue.position(of: id), let item = queue.item(id: id) else { return }
             call.environment.writeSong(item, position: position, media: status.media, shown: call.tags, into: &r)
         }),
-        MPDCommand("stats", .read, 0...0, .now { call, r in
-            // No database: its counts are those of an empty one.
-            r.add("uptime", call.environment.uptime)
-            r.add("playtime", call.environment.playtime)
-            r.add("artists", 0)
-            r.add("albums", 0)
-            r.add("songs", 0)
-            r.add("db_playtime", 0)
-            r.add("db_update", 0)
+        MPDCommand("stats", .read, 0...0, .later { call throws(MPDError) in
+            let environment = call.environment
+            // Counting a large library takes a moment: on the library's thread.
+            return try await environment.library.perform { () throws(MPDError) in
+                var r = MPDResponse()
+                r.add("uptime", environment.uptime)
+                r.add("playtime", environment.playtime)
+                // No database: the counts of an empty one.
+                let stats = try environment.library.stats() ?? LibraryStats()
+                r.add("artists", stats.artists)
+                r.add("albums", stats.albums)
+                r.add("songs", stats.songs)
+                r.add("db_playtime", Int(stats.playtime.rounded()))
+                r.add("db_update", stats.updated)
+                return r.buffer
+            }
         }),
         MPDCommand("ping", .none, 0...0, .now { _, _ in }),
         MPDCommand("urlhandlers", .read, 0...0, .now { call, r in
@@ -51,16 +58,18 @@ extension MPDCommands {
     static func writeStatus(_ environment: MPDEnvironment, into r: inout MPDResponse) {
         let queue = environment.player.queue
         let source = MPDEnvironment.StatusSource(status: environment.player.status, queueVersion: queue.version,
-                                                 options: queue.options, currentID: queue.currentID)
+                                                 options: queue.options, currentID: queue.currentID,
+                                                 updatingJob: environment.library.database?.updatingJob)
         var lines = environment.statusLines.bytes(for: source) { source in
             var lines = MPDResponse()
-            writeStatusLines(source.status, queue, into: &lines)
+            writeStatusLines(source, queue, into: &lines)
             return lines.buffer
         }
         r.buffer.writeBuffer(&lines)
     }
 
-    private static func writeStatusLines(_ status: PlayerStatus, _ queue: PlayQueue, into r: inout MPDResponse) {
+    private static func writeStatusLines(_ source: MPDEnvironment.StatusSource, _ queue: PlayQueue, into r: inout MPDResponse) {
+        let status = source.status
         let options = queue.options
         r.add("volume", status.volume)
         r.add("repeat", options.repeat)
@@ -85,6 +94,7 @@ extension MPDCommands {
             if let total = media.duration { r.add("duration", seconds: total) }
             r.add("audio", MPDEnvironment.audioFormat(media))
         }
+        if let job = source.updatingJob { r.add("updating_db", job) }
         if let error = errorText(status) { r.add("error", error) }
         if let next = status.next, let position = queue.position(of: next) {
             r.add("nextsong", position)

@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmSync
@@ -24,6 +25,8 @@ final class MPDEnvironment: Sendable {
         var queueVersion: Int
         var options: QueueOptions
         var currentID: Int?
+        /// The library scan running, if any (`updating_db`).
+        var updatingJob: Int?
     }
     private let updateJobs = Locked<Int>(0)
     private let started = ContinuousClock.now
@@ -106,6 +109,20 @@ final class MPDEnvironment: Sendable {
         guard let tags = library.tags(url) else { return }
         writeTags(tags, shown: shown, into: &response)
         if let duration = tags.duration {
+            response.add("Time", Int(duration.rounded()))
+            response.add("duration", seconds: duration)
+        }
+    }
+
+    /// A song from the library's database, as MPD 0.23 prints a song (`song_print_info`).
+    func writeDatabaseSong(_ song: LibrarySong, shown: MPDTags, into response: inout MPDResponse) {
+        response.add("file", song.uri)
+        response.add("Last-Modified", Self.timestamp(song.modified))
+        if let format = song.format { response.add("Format", format) }
+        for entry in song.tags where shown.shows(entry.tag) {
+            response.add(prefix: entry.tag.linePrefix, clean: entry.value)
+        }
+        if let duration = song.duration {
             response.add("Time", Int(duration.rounded()))
             response.add("duration", seconds: duration)
         }

@@ -108,6 +108,15 @@ final class MPDIdleHub: Sendable {
                 }
             },
             Task { [weak self] in
+                guard let news = environment.library.database?.subscribe() else { return }
+                for await item in news {
+                    switch item {
+                    case .updateStarted, .offline: self?.post(.update)
+                    case .updateFinished(_, let outcome): self?.post(outcome.changedAnything ? [.update, .database] : .update)
+                    }
+                }
+            },
+            Task { [weak self] in
                 for await event in performance {
                     switch event {
                     case .deviceLost, .deviceRestored: self?.post(.output)

@@ -18,9 +18,13 @@ final class MPDLibrary: Sendable {
     private let worker = BlockingWorker(name: "tonearm-library")
     private let cache = Locked<[String: (modified: Int, tags: MediaTags)]>([:])
 
-    init(root: String?, sources: SourcePolicy) {
+    /// The library's database, if there is one: listings and counts come from it.
+    let database: Library?
+
+    init(root: String?, sources: SourcePolicy, database: Library? = nil) {
         self.root = root.map { MediaRoots.resolve($0) }
         self.sources = sources
+        self.database = database
     }
 
     func shutdown() { worker.shutdown() }
@@ -173,6 +177,56 @@ final class MPDLibrary: Sendable {
 
     /// Tags already read, without touching the disk (for queue listings on the event loop).
     func cachedTags(_ url: URL) -> MediaTags? { cache.withLock { $0[url.path]?.tags } }
+
+    // MARK: The database (the library's thread)
+
+    /// A URI the database answers for: relative to the music directory, when there is a database.
+    func databaseURI(_ uri: String) -> Bool {
+        database != nil && !uri.hasPrefix("/") && SourcePolicy.uriScheme(of: uri) == nil
+    }
+
+    /// The library's counts; nil without a database.
+    func stats() throws(MPDError) -> LibraryStats? {
+        guard let database else { return nil }
+        do { return try database.stats() } catch { throw Self.failure(error) }
+    }
+
+    /// What the database holds at `uri` (a directory's songs, then its directories; or the one
+    /// song), `lsinfo`'s answer.
+    func databaseListing(_ uri: String, withTags: Bool) throws(MPDError) -> [LibraryEntry] {
+        guard let database else { throw MPDError(.noExist, "No database") }
+        guard !uri.split(separator: "/").contains("..") else { throw .argument("Malformed URI") }
+        let listing: [LibraryEntry]?
+        do { listing = try database.list(uri, withTags: withTags) } catch { throw Self.failure(error) }
+        guard let listing else { throw MPDError(.noExist, "No such directory") }
+        return listing
+    }
+
+    /// Everything the database holds under `uri`, in MPD's order, a directory at a time.
+    func databaseWalk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) -> Void) throws(MPDError) {
+        guard let database else { throw MPDError(.noExist, "No database") }
+        guard !uri.split(separator: "/").contains("..") else { throw .argument("Malformed URI") }
+        let found: Bool
+        do { found = try database.walk(uri, withTags: withTags) { visit($0) } } catch { throw Self.failure(error) }
+        guard found else { throw MPDError(.noExist, "No such directory") }
+    }
+
+    /// The playlist files in a directory of the music directory (which the database does not keep).
+    func playlistFiles(in uri: String) -> [(uri: String, modified: Int)] {
+        guard let root else { return [] }
+        let path = uri.isEmpty ? root : root + "/" + uri
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { !$0.hasPrefix(".") && Self.isPlaylist($0) }.sorted()
+        return names.compactMap { name in
+            var info = stat()
+            guard stat(path + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            return (uri.isEmpty ? name : uri + "/" + name, Int(info.st_mtim.tv_sec))
+        }
+    }
+
+    private static func failure(_ error: any Error) -> MPDError {
+        MPDError(.system, "the library database: \(error)")
+    }
 
     /// The stored playlists: the music directory's own .m3u files, by name without the suffix.
     func playlists() -> [(name: String, modified: Int)] {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmPlayer
 import TonearmProtocol
 
@@ -15,12 +16,14 @@ package final class MPDServer: Sendable {
     /// MPD's input buffer holds 8192 bytes with the newline; a longer line closes the connection.
     static let maxLineLength = 8191
 
-    package init(settings: MPDSettings, player: Player, sources: SourcePolicy, longReplies: LongReplies, controlSocket: String,
-         logger: Logger) {
+    /// `database`: the music library, if there is one; without, the first of `input.roots` is
+    /// read as the music directory, with no database.
+    package init(settings: MPDSettings, player: Player, sources: SourcePolicy, library database: Library?,
+                 longReplies: LongReplies, controlSocket: String, logger: Logger) {
         self.settings = settings
         self.logger = logger
         self.controlSocket = controlSocket
-        let library = MPDLibrary(root: settings.musicDirectory ?? sources.roots.paths.first, sources: sources)
+        let library = MPDLibrary(root: database?.root ?? sources.roots.paths.first, sources: sources, database: database)
         environment = MPDEnvironment(player: player, library: library, longReplies: longReplies,
                                      password: settings.password, outputName: player.output.device)
     }

@@ -13,9 +13,6 @@ public struct MPDSettings: Sendable, Equatable {
     /// With a password, a client may do nothing but `password`, `ping`, `close`, `commands` and
     /// `notcommands` until it sends it (MPD's rule).
     public var password: String?
-    /// What relative URIs, `lsinfo`, `listall` and playlists are read from; nil: the first of
-    /// `input.roots`, or none (then only absolute paths and file:// URIs can be added).
-    public var musicDirectory: String?
     public var maxClients = 256
     public var limits = ClientLimits()
 

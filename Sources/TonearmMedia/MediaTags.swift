@@ -16,8 +16,8 @@ public struct MediaTags: Sendable, Equatable {
         }
     }
 
-    /// Every tag value, ordered by tag (MPD's order), then as the file has them: a listing
-    /// writes them as they stand, each on one line.
+    /// Every tag value, in the order the file has them: MPD prints a song's tags in that order
+    /// (Debian's MPD 0.23, checked beside it), and a listing writes them as they stand.
     public private(set) var entries: [Entry]
     public var duration: Double?
     public var replayGain: ReplayGainInfo?
@@ -25,7 +25,7 @@ public struct MediaTags: Sendable, Equatable {
     public var audioFormat: String?
 
     public init(entries: [Entry] = [], duration: Double? = nil, replayGain: ReplayGainInfo? = nil) {
-        self.entries = entries.enumerated().sorted { ($0.element.tag, $0.offset) < ($1.element.tag, $1.offset) }.map(\.element)
+        self.entries = entries
         self.duration = duration
         self.replayGain = replayGain
     }

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMPD
 import TonearmPlayer
 import TonearmProtocol
@@ -30,6 +31,8 @@ public final class ControlServer: Service, Sendable {
     private let security: ControlSecurity
     /// MPD's protocol on its own sockets, serving the same player; nil: off.
     private let mpd: MPDSettings?
+    /// The music library MPD's database commands read, if there is one.
+    private let library: Library?
     private let limits: ClientLimits
 
     /// - Parameters:
@@ -39,8 +42,10 @@ public final class ControlServer: Service, Sendable {
     public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
                 stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
-                security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, limits: ClientLimits = ClientLimits()) {
+                security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
+                limits: ClientLimits = ClientLimits()) {
         self.security = security
+        self.library = library
         self.limits = limits
         self.mpd = mpd
         self.socketPath = socketPath
@@ -73,8 +78,8 @@ public final class ControlServer: Service, Sendable {
         let longReplies = LongReplies()
         defer { longReplies.shutdown() }
         let mpd = mpd.flatMap { settings in
-            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources, longReplies: longReplies,
-                                         controlSocket: socketPath, logger: logger) : nil
+            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources, library: library,
+                                         longReplies: longReplies, controlSocket: socketPath, logger: logger) : nil
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.

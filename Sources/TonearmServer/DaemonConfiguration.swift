@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TOMLKit
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmMPD
 import TonearmPlayer
@@ -36,6 +37,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// MPD's protocol (`[mpd]`).
     public var mpd = MPDSettings()
+    /// The music library (`[library]`); its music directory nil: the first of `input.roots`.
+    public var library = LibraryConfiguration()
+    /// What the daemon should say once it logs: keys that still work but have moved.
+    public var notices: [String] = []
 
     public init() {}
 
@@ -63,7 +68,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast"].contains(key) {
+        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
+                                      "library"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -242,6 +248,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 }
             }
         }
+        if let library = table["library"] {
+            guard let library = library.table else { throw Invalid("\(source): [library] must be a table") }
+            for key in library.keys {
+                let value = library[key]!
+                switch key {
+                case "music_directory": config.library.musicDirectory = try musicDirectory(value, "library.music_directory", source)
+                case "scan_on_start": config.library.scanOnStart = try bool(value, "library.scan_on_start", source)
+                case "follow_symlinks": config.library.followSymlinks = try bool(value, "library.follow_symlinks", source)
+                default: throw Invalid("\(source): unknown key 'library.\(key)'")
+                }
+            }
+        }
         if let mpd = table["mpd"] {
             guard let mpd = mpd.table else { throw Invalid("\(source): [mpd] must be a table") }
             for key in mpd.keys {
@@ -269,11 +287,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     guard !text.contains(where: \.isNewline) else { throw Invalid("\(source): mpd.password cannot hold a line break") }
                     config.mpd.password = text.isEmpty ? nil : text
                 case "music_directory":
-                    let path = try string(value, "mpd.music_directory", source)
-                    guard path.isEmpty || path.hasPrefix("/") else {
-                        throw Invalid("\(source): mpd.music_directory must be an absolute path, or \"\" for the first of input.roots")
-                    }
-                    config.mpd.musicDirectory = path.isEmpty ? nil : path
+                    config.library.musicDirectory = try musicDirectory(value, "mpd.music_directory", source)
+                    config.notices.append("\(source): mpd.music_directory is now library.music_directory; the old key still works")
                 case "max_clients": config.mpd.maxClients = try integer(value, "mpd.max_clients", source, 1...65_536)
                 case "max_output_buffer_size", "connection_timeout":
                     try clientLimit(key, value, "mpd", source, &config.mpd.limits)
@@ -363,6 +378,15 @@ extension DaemonConfiguration {
         guard let entry = getpwnam(text) else { throw Invalid("\(source): \(key): no user '\(text)'") }
         return entry.pointee.pw_uid
     }
+}
+
+/// An absolute music directory, or "" (nil) for the first of `input.roots`.
+private func musicDirectory(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String? {
+    let path = try string(value, key, source)
+    guard path.isEmpty || path.hasPrefix("/") else {
+        throw DaemonConfiguration.Invalid("\(source): \(key) must be an absolute path, or \"\" for the first of input.roots")
+    }
+    return path.isEmpty ? nil : path
 }
 
 private func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {

@@ -135,15 +135,23 @@ socket = ""
 bind = ""
 # With a password, clients must send `password` before anything else (MPD's rule).
 password = ""
-# Where relative URIs, lsinfo, listall and stored playlists (.m3u) are read from; "" is the first
-# of input.roots (none: only absolute paths and file:// URIs can be added).
-music_directory = ""
 # MPD clients connected at once; one more is closed at once.
 max_clients = 256
 # As in MPD: a client whose unread replies pass this many KiB is closed, and one silent for
 # connection_timeout seconds (not in `idle`) too; 0: never.
 max_output_buffer_size = 8192
 connection_timeout = 60
+
+[library]
+# The music library: what MPD clients browse and search (lsinfo, find, list, ...) and relative
+# URIs name. Its database is library.sqlite in the state directory; scans keep it.
+# The music directory; "" is the first of input.roots (none: no library, and only absolute paths
+# and file:// URIs can be added). (Was mpd.music_directory, which is still read, with a warning.)
+music_directory = ""
+# An incremental scan when the daemon starts (only files whose size or time changed are read).
+scan_on_start = true
+# Directory links are followed; a link back up the tree is seen and skipped.
+follow_symlinks = true
 
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)

@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import TonearmEngine
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmPlayer
 import TonearmProtocol
 import TonearmServer
@@ -167,6 +168,11 @@ struct Tonearmd: AsyncParsableCommand {
             logger.warning("cannot lock the state directory; the state may not be saved", metadata: ["error": "\(error)"])
         }
         defer { withExtendedLifetime(stateLock) {} }
+        for notice in settings.notices { logger.warning("\(notice)") }
+        let library = openLibrary(settings, stateDirectory: stateFile.directory, logger: logger)
+        // A scan in progress ends with its current batch; the next start goes on from there.
+        defer { library?.shutdown() }
+        if settings.library.scanOnStart { library?.update() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         let keeper = saved.writable
             ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil
@@ -185,7 +191,7 @@ struct Tonearmd: AsyncParsableCommand {
             inherited: inherited.control?.descriptor,
             ready: { notifier.send("READY=1\nSTATUS=\(Self.describe(player))") },
             stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
-            watchdog: watchdog, security: settings.security, mpd: mpd, limits: settings.controlLimits)
+            watchdog: watchdog, security: settings.security, mpd: mpd, library: library, limits: settings.controlLimits)
         let statusUpdates = notifier.isActive ? Task {
             for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
         } : nil
@@ -199,6 +205,23 @@ struct Tonearmd: AsyncParsableCommand {
         } catch let error as ServerError {
             logger.critical("\(error.description)")
             throw ExitCode.failure
+        }
+    }
+
+    /// The music library on `library.music_directory` (or the first of `input.roots`), its
+    /// database in the state directory. Without a music directory there is none; a database
+    /// that cannot be opened leaves the daemon without one too, said once in the log.
+    private func openLibrary(_ settings: DaemonConfiguration, stateDirectory: String, logger: Logger) -> Library? {
+        guard let configured = settings.library.musicDirectory ?? settings.security.roots.paths.first else { return nil }
+        var configuration = settings.library
+        configuration.musicDirectory = MediaRoots.resolve(configured)
+        do {
+            return try Library(configuration: configuration, databasePath: stateDirectory + "/library.sqlite",
+                               logger: Logger(label: "tonearmd")) { Player.readTags($0) }
+        } catch {
+            logger.error("the music library cannot be opened; MPD clients see the music directory without a database",
+                         metadata: ["directory": "\(configured)", "error": "\(error)"])
+            return nil
         }
     }
 

@@ -46,6 +46,6 @@ struct MediaTagTests {
         let tags = MediaTags(entries: entries)
         #expect(tags.values(.artist) == ["One", "Two"], "the stream's artist repeats the container's")
         #expect(tags.title == "Song" && tags.album == "Record" && tags.values(.genre).isEmpty)
-        #expect(tags.entries.map(\.tag) == [.artist, .artist, .album, .title], "in MPD's order of tags")
+        #expect(tags.entries.map(\.tag) == [.artist, .title, .artist, .album], "in the file's order, as MPD prints them")
     }
 }
