@@ -115,6 +115,57 @@ public final class Library: Sendable {
         try LibraryReader(database: database).list(uri, withTags: withTags)
     }
 
+    /// The songs a search means, with their tags.
+    public func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
+        try LibrarySearch(database: database).songs(query)
+    }
+
+    /// How many songs `filter` means and how long they last (seconds), in all or by the values
+    /// of `group` (sorted as MPD sorts them, byte by byte; a song without the tag counts under "").
+    public func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
+        let search = LibrarySearch(database: database)
+        let matching = try search.matching(filter)
+        guard let group else {
+            return [(nil, matching.count, matching.reduce(0) { $0 + $1.duration })]
+        }
+        let values = try search.values(of: group, for: matching.map(\.id))
+        var totals: [String: (songs: Int, playtime: Double)] = [:]
+        for song in matching {
+            for value in Set(values[song.id] ?? [""]) {
+                totals[value, default: (0, 0)].songs += 1
+                totals[value, default: (0, 0)].playtime += song.duration
+            }
+        }
+        return totals.keys.sorted(by: Self.byteOrder).map { ($0, totals[$0]!.songs, totals[$0]!.playtime) }
+    }
+
+    /// The distinct values of `tag` (nil: the songs' URIs) among the songs `filter` means, each
+    /// with the values of `groups` before it: rows sorted as MPD sorts them, byte by byte, the
+    /// groups first. A song without a tag gives "" for it.
+    public func distinct(_ tag: MediaTag?, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
+        let search = LibrarySearch(database: database)
+        if tag == nil {
+            return try search.songs(LibraryQuery(filter: filter)).map { [$0.uri] }
+        }
+        let matching = try search.matching(filter).map(\.id)
+        let columns = try (groups + [tag!]).map { try search.values(of: $0, for: matching) }
+        var rows = Set<[String]>()
+        for id in matching {
+            var partial: [[String]] = [[]]
+            for column in columns {
+                let values = column[id] ?? [""]
+                partial = partial.flatMap { prefix in values.map { prefix + [$0] } }
+            }
+            rows.formUnion(partial)
+        }
+        return rows.sorted { a, b in
+            for (x, y) in zip(a, b) where x != y { return Self.byteOrder(x, y) }
+            return a.count < b.count
+        }
+    }
+
+    static func byteOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
     /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
     public func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         try LibraryReader(database: database).walk(uri, withTags: withTags, visit)

@@ -34,6 +34,7 @@ final class LibraryDatabase: Sendable {
         configuration.label = "library"
         // Readers are the request path's worker threads and the scan; a few suffice.
         configuration.maximumReaderCount = 4
+        configuration.prepareDatabase { db in LibraryFunctions.register(on: db) }
         let pool = try DatabasePool(path: path, configuration: configuration)
         try pool.read { db in _ = try Int.fetchOne(db, sql: "PRAGMA quick_check(1)") }
         try LibrarySchema.migrator.migrate(pool)

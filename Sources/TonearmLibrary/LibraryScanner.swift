@@ -245,10 +245,10 @@ struct LibraryScanner {
                     """, arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
                 guard let songID else { continue }
                 try db.execute(sql: "DELETE FROM song_tag WHERE song_id = ?", arguments: [songID])
-                let insert = try db.cachedStatement(sql: "INSERT INTO song_tag(song_id, seq, tag, value) VALUES (?, ?, ?, ?)")
+                let insert = try db.cachedStatement(sql: "INSERT INTO song_tag(song_id, seq, tag, value, folded) VALUES (?, ?, ?, ?, ?)")
                 for (seq, entry) in (tags?.entries ?? []).enumerated() {
                     guard let code = StoredTag.code(entry.tag) else { continue }
-                    try insert.execute(arguments: [songID, seq, code, entry.value])
+                    try insert.execute(arguments: [songID, seq, code, entry.value, LibraryFolding.fold(entry.value)])
                 }
             case .removeSong(let directory, let name):
                 guard let directoryID = try directoryID(directory) else { continue }

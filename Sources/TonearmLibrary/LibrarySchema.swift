@@ -30,14 +30,17 @@ enum LibrarySchema {
                 );
                 -- One row per tag value, seq giving the file's order (MPD prints tags so);
                 -- codes: StoredTag.
+                -- folded: the value with letters' case folded (LibraryFolding), for search.
                 CREATE TABLE song_tag (
                     song_id INTEGER NOT NULL REFERENCES song(id) ON DELETE CASCADE,
                     seq INTEGER NOT NULL,
                     tag INTEGER NOT NULL,
                     value TEXT NOT NULL,
+                    folded TEXT NOT NULL,
                     PRIMARY KEY (song_id, seq)
                 ) WITHOUT ROWID;
                 CREATE INDEX song_tag_by_value ON song_tag(tag, value);
+                CREATE INDEX song_tag_by_folded ON song_tag(tag, folded);
                 CREATE TABLE library_state (
                     key TEXT PRIMARY KEY,
                     value

@@ -82,21 +82,13 @@ extension MPDCommands {
             do throws(PlayerError) { _ = try call.player.add(entries, at: position) } catch { try settle(error) }
             return nil
         }),
-        // No database: the answers of an MPD whose database is empty.
-        MPDCommand("find", .read, 1...Int(Int32.max), .now { _, _ in }),
-        MPDCommand("search", .read, 1...Int(Int32.max), .now { _, _ in }),
-        MPDCommand("findadd", .control, 1...Int(Int32.max), .now { _, _ in }),
-        MPDCommand("searchadd", .control, 1...Int(Int32.max), .now { _, _ in }),
-        MPDCommand("list", .read, 1...Int(Int32.max), .now { call, _ throws(MPDError) in
-            guard call[0].caseInsensitiveCompare("file") == .orderedSame
-                    || MediaTag.tag(named: call[0]) != nil else {
-                throw .argument("Unknown tag type: \(call[0])")
-            }
-        }),
-        MPDCommand("count", .read, 1...Int(Int32.max), .now { _, r in
-            r.add("songs", 0)
-            r.add("playtime", 0)
-        }),
+        MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: false) }),
+        MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: true) }),
+        MPDCommand("findadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: false) }),
+        MPDCommand("searchadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: true) }),
+        MPDCommand("list", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await list(call) }),
+        MPDCommand("count", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await count(call, fold: false) }),
+        MPDCommand("searchcount", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await count(call, fold: true) }),
         MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: false, into: &r) }),
         MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: true, into: &r) }),
     ]
@@ -118,6 +110,109 @@ extension MPDCommands {
         }
         let trimmed = path.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
         r.add("updating_db", database.update(trimmed, rescan: rescan))
+    }
+
+    // MARK: Searching the database
+
+    /// `find`/`search`: the songs a filter means, as `listallinfo` shows them. Without a
+    /// database, none (an empty database's answer).
+    private static func find(_ call: MPDCall, fold: Bool) async throws(MPDError) -> ByteBuffer? {
+        let search = try MPDFilter(call, from: 0, fold: fold, sorting: true)
+        let environment = call.environment
+        guard let database = environment.library.database else { return nil }
+        return try await environment.library.perform { () throws(MPDError) in
+            var r = MPDResponse()
+            let songs = try searching { try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) }
+            for song in songs { environment.writeDatabaseSong(song, shown: call.tags, into: &r) }
+            return r.buffer
+        }
+    }
+
+    /// `findadd`/`searchadd`: the songs a filter means, added to the queue in their order.
+    private static func findAdd(_ call: MPDCall, fold: Bool) async throws(MPDError) -> ByteBuffer? {
+        let search = try MPDFilter(call, from: 0, fold: fold, sorting: true)
+        let library = call.environment.library
+        guard let database = library.database else { return nil }
+        let urls = try await library.perform { () throws(MPDError) in
+            try searching { try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) }
+                .map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
+        }
+        do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }) } catch { try settle(error) }
+        return nil
+    }
+
+    /// `count [FILTER] [group TAG]`: songs and whole seconds, in all or by the tag's values.
+    private static func count(_ call: MPDCall, fold: Bool) async throws(MPDError) -> ByteBuffer? {
+        var group: MediaTag?
+        var last = call.count
+        if last >= 2, call[last - 2].lowercased() == "group" {
+            guard let tag = MediaTag.tag(named: call[last - 1]) else { throw .argument("Unknown tag type: \(call[last - 1])") }
+            group = tag
+            last -= 2
+        }
+        let filter = last > 0 ? try MPDFilter(call, from: 0, fold: fold, upTo: last).filter : LibraryFilter.everything
+        let grouped = group
+        let library = call.environment.library
+        return try await library.perform { () throws(MPDError) in
+            var r = MPDResponse()
+            guard let database = library.database else {
+                if grouped == nil {
+                    r.add("songs", 0)
+                    r.add("playtime", 0)
+                }
+                return r.buffer
+            }
+            for line in try searching({ try database.count(filter, groupedBy: grouped) }) {
+                if let grouped, let value = line.group { r.add(grouped.name, value) }
+                r.add("songs", line.songs)
+                r.add("playtime", Int(line.playtime))
+            }
+            return r.buffer
+        }
+    }
+
+    /// `list TYPE [FILTER] [group TAG …]`: the distinct values of a tag (or `file`: the songs'
+    /// URIs) among the songs the filter means, grouped. `list album ARTIST` is the legacy form.
+    private static func list(_ call: MPDCall) async throws(MPDError) -> ByteBuffer? {
+        let isFile = call[0].caseInsensitiveCompare("file") == .orderedSame
+        let tag = MediaTag.tag(named: call[0])
+        guard isFile || tag != nil else { throw .argument("Unknown tag type: \(call[0])") }
+        var filter = LibraryFilter.everything
+        var groups: [MediaTag] = []
+        if call.count == 2, !call[1].hasPrefix("(") {
+            guard tag == .album else { throw .argument("should be \"Album\" for 3 arguments") }
+            filter = .value(.tag(.artist), .equals, call[1], foldCase: false)
+        } else if call.count > 1 {
+            let parsed = try MPDFilter(call, from: 1, fold: false, grouping: true, filterOptional: true)
+            filter = parsed.filter
+            groups = parsed.groups
+            if let tag, groups.contains(tag) { throw .argument("Conflicting group") }
+        }
+        let (wanted, groupTags) = (filter, groups)
+        let library = call.environment.library
+        return try await library.perform { () throws(MPDError) in
+            var r = MPDResponse()
+            guard let database = library.database else { return r.buffer }
+            let rows = try searching { try database.distinct(isFile ? nil : tag, filter: wanted, groups: groupTags) }
+            let names = groupTags.map(\.name) + [isFile ? "file" : tag!.name]
+            var previous: [String] = []
+            for row in rows {
+                // A group's value is written when it changes, and so is every level below it.
+                var changed = false
+                for (level, value) in row.enumerated() {
+                    if !changed, level < previous.count, previous[level] == value, level < row.count - 1 { continue }
+                    changed = true
+                    r.add(names[level], value)
+                }
+                previous = row
+            }
+            return r.buffer
+        }
+    }
+
+    /// A database read, its failure in MPD's words.
+    private static func searching<T>(_ read: () throws -> T) throws(MPDError) -> T {
+        do { return try read() } catch { throw MPDError(.system, "the library database: \(error)") }
     }
 
     /// `playlist:` and `Last-Modified:` of each stored playlist (the library's thread).

@@ -1,0 +1,71 @@
+import Foundation
+import TonearmMedia
+
+/// Which songs a search means: MPD's filter expressions as a value (the front-ends parse their
+/// own syntax into it). Matching is done by the database (`LibrarySearch`).
+public indirect enum LibraryFilter: Sendable, Equatable {
+    /// What a value test reads.
+    public enum Subject: Sendable, Equatable {
+        case tag(MediaTag)
+        /// Any tag's values.
+        case anyTag
+        /// The song's URI.
+        case file
+        /// The song's audio format ("44100:16:2"); `.equals` or `.matchesMask` only.
+        case audioFormat
+    }
+
+    public enum Operation: Sendable, Equatable {
+        case equals
+        case notEquals
+        case contains
+        case startsWith
+        /// A regular expression (PCRE-like, as MPD's).
+        case matches
+        case notMatches
+        /// An audio format mask: "44100:*:2".
+        case matchesMask
+    }
+
+    /// `foldCase`: compared with letters' case folded, as MPD's `search` does ("CAFÉ" finds "café").
+    case value(Subject, Operation, String, foldCase: Bool)
+    /// Songs in `directory` or below it ("" for all).
+    case base(String)
+    /// Songs whose file changed at or after this Unix time.
+    case modifiedSince(Int)
+    /// Songs first seen at or after this Unix time.
+    case addedSince(Int)
+    case not(LibraryFilter)
+    case and([LibraryFilter])
+
+    /// Every song.
+    public static let everything = LibraryFilter.and([])
+}
+
+/// A search: the filter, the order (by a tag, or by modification time), and the window.
+public struct LibraryQuery: Sendable, Equatable {
+    public enum Order: Sendable, Equatable {
+        /// MPD's database order: a directory's songs, then its subdirectories', depth first.
+        case database
+        case tag(MediaTag, descending: Bool)
+        case modified(descending: Bool)
+    }
+
+    public var filter: LibraryFilter
+    public var order: Order
+    public var window: Range<Int>?
+
+    public init(filter: LibraryFilter, order: Order = .database, window: Range<Int>? = nil) {
+        self.filter = filter
+        self.order = order
+        self.window = window
+    }
+}
+
+/// Case folding for searches: Unicode-aware (ICU's full case folding, as MPD with ICU does, is
+/// approximated by Foundation's case-insensitive folding), without removing accents.
+public enum LibraryFolding {
+    public static func fold(_ text: String) -> String {
+        text.folding(options: [.caseInsensitive], locale: nil)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import GRDB
+import TonearmMedia
+
+/// Searches of the database: a `LibraryFilter` becomes one SQL condition over a song `s` and
+/// its directory `d`, with MPD 0.23's meaning of each test (src/song/TagSongFilter.cxx): a tag
+/// test matches when a value of the tag matches; a song without the tag is tested on the first
+/// fallback tag it has (AlbumArtist falls back to Artist, and so on); a song with neither
+/// matches only a test for the empty string. `!=` and `!~` negate the whole test: a song
+/// matches `(genre != 'Rock')` when no value of its genre is "Rock", a song without one too
+/// (Debian's MPD 0.23.12 answers so).
+struct LibrarySearch {
+    let database: LibraryDatabase
+
+    /// The tags a tag falls back to when a song lacks it, in order (MPD's `ApplyTagFallback`).
+    static func fallbacks(_ tag: MediaTag) -> [MediaTag] {
+        switch tag {
+        case .albumArtistSort: [.albumArtist, .artistSort, .artist]
+        case .albumArtist, .artistSort: [.artist]
+        case .albumSort: [.album]
+        default: []
+        }
+    }
+
+    /// The song's URI, as SQL over `s` and `d`.
+    static let uriSQL = "(CASE WHEN d.path = '' THEN s.name ELSE d.path || '/' || s.name END)"
+    /// MPD's database order: depth first, a directory's songs before its subdirectories'
+    /// ("/" sorts before every character a name holds).
+    static let databaseOrderSQL = "replace(d.path, '/', char(1)), s.name"
+
+    // MARK: Conditions
+
+    struct Condition {
+        var sql: String
+        var arguments: [(any DatabaseValueConvertible)?]
+    }
+
+    static func condition(_ filter: LibraryFilter) -> Condition {
+        switch filter {
+        case .and(let parts):
+            guard !parts.isEmpty else { return Condition(sql: "1", arguments: []) }
+            let conditions = parts.map(condition)
+            return Condition(sql: "(" + conditions.map(\.sql).joined(separator: " AND ") + ")",
+                             arguments: conditions.flatMap(\.arguments))
+        case .not(let inner):
+            let condition = condition(inner)
+            return Condition(sql: "NOT " + condition.sql, arguments: condition.arguments)
+        case .base(let directory):
+            guard !directory.isEmpty else { return Condition(sql: "1", arguments: []) }
+            return Condition(sql: "(d.path = ? OR d.path LIKE ? ESCAPE '\\')",
+                             arguments: [directory, LibraryScanner.likeEscaped(directory) + "/%"])
+        case .value(let subject, .notEquals, let value, let fold):
+            let positive = condition(.value(subject, .equals, value, foldCase: fold))
+            return Condition(sql: "NOT " + positive.sql, arguments: positive.arguments)
+        case .value(let subject, .notMatches, let value, let fold):
+            let positive = condition(.value(subject, .matches, value, foldCase: fold))
+            return Condition(sql: "NOT " + positive.sql, arguments: positive.arguments)
+        case .modifiedSince(let time):
+            return Condition(sql: "s.mtime >= ?", arguments: [time])
+        case .addedSince(let time):
+            return Condition(sql: "s.added >= ?", arguments: [time])
+        case .value(.file, let operation, let value, let fold):
+            return test(Self.uriSQL, operation, value, fold: fold, foldedColumn: "tonearm_fold(\(Self.uriSQL))")
+        case .value(.audioFormat, let operation, let value, _):
+            if operation == .matchesMask { return Condition(sql: "tonearm_format_mask(?, s.format)", arguments: [value]) }
+            let test = test("s.format", operation, value, fold: false, foldedColumn: "s.format")
+            return Condition(sql: "(s.format IS NOT NULL AND \(test.sql))", arguments: test.arguments)
+        case .value(.anyTag, let operation, let value, let fold):
+            let item = test("t.value", operation, value, fold: fold, foldedColumn: "t.folded")
+            return Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND \(item.sql))",
+                             arguments: item.arguments)
+        case .value(.tag(let tag), let operation, let value, let fold):
+            return tagCondition(tag, operation, value, fold: fold)
+        }
+    }
+
+    private static func tagCondition(_ tag: MediaTag, _ operation: LibraryFilter.Operation, _ value: String,
+                                     fold: Bool) -> Condition {
+        let item = test("t.value", operation, value, fold: fold, foldedColumn: "t.folded")
+        func matches(_ tag: MediaTag) -> Condition {
+            Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND t.tag = ? AND \(item.sql))",
+                      arguments: [StoredTag.code(tag)] + item.arguments)
+        }
+        func has(_ tag: MediaTag) -> Condition {
+            Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND t.tag = ?)", arguments: [StoredTag.code(tag)])
+        }
+        // Absent tag: the first fallback present decides; with none, only "" matches.
+        var absent = Condition(sql: value.isEmpty ? "1" : "0", arguments: [])
+        for fallback in fallbacks(tag).reversed() {
+            let present = has(fallback), match = matches(fallback)
+            absent = Condition(sql: "(CASE WHEN \(present.sql) THEN \(match.sql) ELSE \(absent.sql) END)",
+                               arguments: present.arguments + match.arguments + absent.arguments)
+        }
+        let direct = matches(tag), present = has(tag)
+        return Condition(sql: "(\(direct.sql) OR (NOT \(present.sql) AND \(absent.sql)))",
+                         arguments: direct.arguments + present.arguments + absent.arguments)
+    }
+
+    /// One value's test: `column` (or `foldedColumn`, folded, when `fold`) against `value`.
+    private static func test(_ column: String, _ operation: LibraryFilter.Operation, _ value: String, fold: Bool,
+                             foldedColumn: String) -> Condition {
+        let subject = fold ? foldedColumn : column
+        let wanted = fold ? LibraryFolding.fold(value) : value
+        switch operation {
+        case .equals: return Condition(sql: "\(subject) = ?", arguments: [wanted])
+        case .notEquals: return Condition(sql: "\(subject) <> ?", arguments: [wanted])
+        case .contains: return Condition(sql: "instr(\(subject), ?) > 0", arguments: [wanted])
+        case .startsWith: return Condition(sql: "substr(\(subject), 1, ?) = ?", arguments: [wanted.count, wanted])
+        case .matches: return Condition(sql: "tonearm_regexp(?, \(column), ?)", arguments: [value, fold])
+        case .notMatches: return Condition(sql: "NOT tonearm_regexp(?, \(column), ?)", arguments: [value, fold])
+        case .matchesMask: return Condition(sql: "tonearm_format_mask(?, \(column))", arguments: [value])
+        }
+    }
+
+    // MARK: Queries
+
+    /// The songs `query` means, in its order and window, with their tags.
+    func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
+        let condition = Self.condition(query.filter)
+        var arguments = condition.arguments
+        let order: String
+        switch query.order {
+        case .database:
+            order = Self.databaseOrderSQL
+        case .modified(let descending):
+            order = "s.mtime \(descending ? "DESC" : "ASC"), \(Self.databaseOrderSQL)"
+        case .tag(let tag, let descending):
+            // The first value of the tag, or of its first fallback the song has; none sorts first.
+            let chain = [tag] + Self.fallbacks(tag)
+            let firsts = chain.map { _ in "(SELECT t.value FROM song_tag t WHERE t.song_id = s.id AND t.tag = ? ORDER BY t.seq LIMIT 1)" }
+            order = "COALESCE(\(firsts.joined(separator: ", ")), '') \(descending ? "DESC" : "ASC"), \(Self.databaseOrderSQL)"
+            arguments += chain.map { StoredTag.code($0) }
+        }
+        var limit = ""
+        if let window = query.window {
+            limit = " LIMIT ? OFFSET ?"
+            arguments += [window.count, window.lowerBound]
+        }
+        return try database.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
+                WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(order)\(limit)
+                """, arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null }))
+            let ids: [Int64] = rows.map { $0[0] }
+            let tags = try Self.tags(of: ids, db)
+            return rows.map { row in
+                LibrarySong(uri: row[1], modified: row[2], duration: row[3], format: row[4], tags: tags[row[0]] ?? [])
+            }
+        }
+    }
+
+    /// Each song's tags in file order, read 500 songs at a time.
+    static func tags(of ids: [Int64], _ db: Database) throws -> [Int64: [MediaTags.Entry]] {
+        var tags: [Int64: [MediaTags.Entry]] = [:]
+        var start = 0
+        while start < ids.count {
+            let chunk = ids[start..<min(start + 500, ids.count)]
+            start += chunk.count
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT song_id, tag, value FROM song_tag WHERE song_id IN (\(marks)) ORDER BY song_id, seq
+                """, arguments: StatementArguments(chunk.map { $0.databaseValue }))
+            while let row = try rows.next() {
+                guard let tag = StoredTag.tag(row[1]) else { continue }
+                tags[row[0], default: []].append(MediaTags.Entry(tag, row[2]))
+            }
+        }
+        return tags
+    }
+
+    /// Each matching song's id and length, in database order.
+    func matching(_ filter: LibraryFilter) throws -> [(id: Int64, duration: Double)] {
+        let condition = Self.condition(filter)
+        return try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT s.id, COALESCE(s.duration, 0) FROM song s JOIN directory d ON d.id = s.directory_id
+                WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(Self.databaseOrderSQL)
+                """, arguments: StatementArguments(condition.arguments.map { $0?.databaseValue ?? .null }))
+                .map { ($0[0], $0[1]) }
+        }
+    }
+
+    /// Each song's values of `tag` as MPD's `list` and grouping see them: the tag's own values,
+    /// else those of its first fallback the song has, else one empty value.
+    func values(of tag: MediaTag, for ids: [Int64]) throws -> [Int64: [String]] {
+        let chain = [tag] + Self.fallbacks(tag)
+        let codes = chain.compactMap { StoredTag.code($0) }
+        return try database.read { db in
+            var found: [Int64: [Int: [String]]] = [:]
+            var start = 0
+            while start < ids.count {
+                let chunk = ids[start..<min(start + 500, ids.count)]
+                start += chunk.count
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let tagMarks = Array(repeating: "?", count: codes.count).joined(separator: ",")
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT song_id, tag, value FROM song_tag WHERE tag IN (\(tagMarks)) AND song_id IN (\(marks)) ORDER BY song_id, seq
+                    """, arguments: StatementArguments(codes.map { $0.databaseValue } + chunk.map { $0.databaseValue }))
+                while let row = try rows.next() {
+                    found[row[0], default: [:]][row[1], default: []].append(row[2])
+                }
+            }
+            var values: [Int64: [String]] = [:]
+            for id in ids {
+                let byTag = found[id] ?? [:]
+                values[id] = codes.lazy.compactMap { byTag[$0] }.first ?? [""]
+            }
+            return values
+        }
+    }
+}
