@@ -14,7 +14,7 @@
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
-    packages+=(systemd strace util-linux mpc mpd python3-venv icecast2 ffmpeg snapserver snapclient openssl
+    packages+=(systemd strace util-linux mpc mpd ncmpcpp tmux python3-venv icecast2 ffmpeg snapserver snapclient openssl
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
 elif [ "${1:-}" = "--bench" ]; then
     packages+=(ffmpeg mpd)
