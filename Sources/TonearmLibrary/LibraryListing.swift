@@ -12,6 +12,15 @@ public struct LibrarySong: Sendable, Equatable {
     public let tags: [MediaTags.Entry]
 }
 
+extension LibrarySong {
+    /// The song's tags as the player keeps a file's.
+    public var mediaTags: MediaTags {
+        var tags = MediaTags(entries: tags, duration: duration)
+        tags.audioFormat = format
+        return tags
+    }
+}
+
 /// One line of a listing: a directory (URI, modification time) or a song.
 public enum LibraryEntry: Sendable, Equatable {
     case directory(uri: String, modified: Int)

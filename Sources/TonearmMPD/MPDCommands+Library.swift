@@ -133,11 +133,12 @@ extension MPDCommands {
         let search = try MPDFilter(call, from: 0, fold: fold, sorting: true)
         let library = call.environment.library
         guard let database = library.database else { return nil }
-        let urls = try await library.perform { () throws(MPDError) in
+        let songs = try await library.perform { () throws(MPDError) in
             try searching { try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) }
-                .map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
         }
-        do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }) } catch { try settle(error) }
+        let urls = songs.map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
+        let known = Dictionary(zip(urls, songs.map(\.mediaTags))) { first, _ in first }
+        do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }, known: known) } catch { try settle(error) }
         return nil
     }
 

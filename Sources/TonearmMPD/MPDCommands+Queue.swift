@@ -10,11 +10,11 @@ extension MPDCommands {
     static let queueCommands: [MPDCommand] = [
         MPDCommand("add", .control, 1...2, .later { call throws(MPDError) in
             let position = try insertPosition(call, argument: 1)
-            let urls = try await call.environment.library.perform { () throws(MPDError) in
-                try call.environment.library.songs(call[0])
+            let songs = try await call.environment.library.perform { () throws(MPDError) in
+                try call.environment.library.songsToAdd(call[0])
             }
             do throws(PlayerError) {
-                _ = try call.player.add(urls.map { ($0, nil) }, at: position)
+                _ = try call.player.add(songs.urls.map { ($0, nil) }, at: position, known: songs.known)
             } catch {
                 try settle(error)
             }

@@ -211,6 +211,22 @@ final class MPDLibrary: Sendable {
         guard found else { throw MPDError(.noExist, "No such directory") }
     }
 
+    /// The songs `add` of a URI adds, with the tags the database has for them: from the
+    /// database when it holds the URI (no file is opened), else as `songs` finds them.
+    func songsToAdd(_ uri: String) throws(MPDError) -> (urls: [URL], known: [URL: MediaTags]) {
+        if let database, databaseURI(uri), !uri.split(separator: "/").contains("..") {
+            var found: [LibrarySong] = []
+            let held = (try? database.walk(uri, withTags: true) { entries in
+                for case .song(let song) in entries { found.append(song) }
+            }) ?? false
+            if held {
+                let urls = found.map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
+                return (urls, Dictionary(zip(urls, found.map(\.mediaTags))) { first, _ in first })
+            }
+        }
+        return (try songs(uri), [:])
+    }
+
     /// The playlist files in a directory of the music directory (which the database does not keep).
     func playlistFiles(in uri: String) -> [(uri: String, modified: Int)] {
         guard let root else { return [] }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 import TonearmSync
 
 /// Queue edits: add, remove, move, clear, options, shuffle. Each tells the engine what follows
@@ -9,14 +10,17 @@ import TonearmSync
 extension Player {
     // MARK: The queue
 
-    /// Adds entries at `position` (nil: the end); with `play`, plays the first of them.
-    public func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(PlayerError) -> (items: [QueueItem], version: Int) {
+    /// Adds entries at `position` (nil: the end). `known`: tags already known by URL (the
+    /// library's), so those files are not opened to read them.
+    public func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil,
+                    known: [URL: MediaTags] = [:]) throws(PlayerError) -> (items: [QueueItem], version: Int) {
         try model.withLock { m throws(PlayerError) in
             let added: [QueueItem]
             do throws(QueueError) {
                 added = try edit(&m, .add(entries: entries.map { QueueEdit.Entry(url: $0.url, title: $0.title) }, at: position))
             } catch { throw PlayerError(error) }
             if !added.isEmpty {
+                tags.remember(known)
                 tags.request(added.map(\.url))
                 publishQueue(m)
                 refreshNext(&m)

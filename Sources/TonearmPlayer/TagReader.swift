@@ -21,6 +21,16 @@ final class TagReader: Sendable {
     /// Queues URLs whose tags are not known yet.
     func request(_ urls: [URL]) { work.request(urls) }
 
+    /// Tags already known (the library's, for its songs): kept as if read, so the files are
+    /// not opened again.
+    func remember(_ known: [URL: MediaTags]) {
+        guard !known.isEmpty else { return }
+        work.cache.withLock { cache in
+            if cache.count + known.count >= 20_000 { cache.removeAll(keepingCapacity: true) }
+            cache.merge(known) { _, new in new }
+        }
+    }
+
     func shutdown() { work.shutdown() }
 
     /// What the reader's thread and its callers share. `@unchecked Sendable`: `pending` and

@@ -111,6 +111,28 @@ extension DaemonTests {
             }
         }
 
+        /// Songs added from the library (`add` of a directory, `findadd`) carry the database's
+        /// tags into the queue: the listing right after the add shows every title, where reading
+        /// 200 files on the tag reader's thread would still be under way.
+        @Test func librarySongsComeWithTheirTags() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), [.init("Many/000.flac", ["artist": "Many", "title": "Song"])])
+            for index in 1..<200 {
+                try FileManager.default.copyItem(atPath: tree.root + "/Many/000.flac", toPath: tree.root + String(format: "/Many/%03d.flac", index))
+            }
+            let daemon = try start(tree.root, directory)
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD()
+                try Self.waitForScan(client)
+                #expect(try client.command("add Many").ok)
+                #expect(try client.command("playlistinfo").values("Title").count == 200)
+                #expect(try client.command("clear").ok)
+                #expect(try client.command("findadd artist Many").ok)
+                #expect(try client.command("playlistinfo").values("Title").count == 200)
+            }
+        }
+
         /// mpc's `update --wait`, and what `idle` says of a scan: `update` when it starts and ends,
         /// `database` when it changed something.
         @Test func mpcUpdatesAndIdleHearsIt() throws {
