@@ -1,12 +1,11 @@
 import Testing
-import TonearmLibrary
 import TonearmMedia
-@testable import TonearmMPD
+@testable import TonearmLibrary
 
 /// MPD's filter expressions (src/song/Filter.cxx), parsed into the library's filter values; the
 /// daemon tests hold what they match to Debian's MPD.
-@Suite("MPD filter expressions parse as MPD 0.23 reads them", .timeLimit(.minutes(1)))
-struct MPDFilterTests {
+@Suite("Filter expressions parse as MPD 0.23 reads them", .timeLimit(.minutes(1)))
+struct LibraryFilterSyntaxTests {
     struct Row: Sendable, CustomTestStringConvertible {
         let text: String
         var fold = false
@@ -52,9 +51,8 @@ struct MPDFilterTests {
 
     @Test(arguments: rows)
     func row(_ row: Row) {
-        var parser = MPDFilter.ExpressionParser(row.text, fold: row.fold)
         do {
-            let filter = try parser.parseWhole()
+            let filter = try LibraryFilterSyntax.parse(row.text, fold: row.fold)
             #expect(filter == row.parsed, "\(filter)")
         } catch {
             #expect(row.parsed == nil, "\(error.message)")
