@@ -65,7 +65,7 @@ let package = Package(
         ]),
         // JSON-RPC 2.0 on the control socket.
         .target(name: "TonearmRPC", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
+            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

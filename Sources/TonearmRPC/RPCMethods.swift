@@ -65,6 +65,11 @@ enum RPCMethods {
         RPCMethod("status", .read, [], .now),
         RPCMethod("retry", .control, [], .later),
         RPCMethod("subscribe", .read, ["events", "position_interval"], .now),
+        RPCMethod("library.stats", .read, [], .later),
+        RPCMethod("library.update", .control, ["path", "rescan"], .later),
+        RPCMethod("library.browse", .read, ["path"], .later),
+        RPCMethod("library.search", .read, ["query", "filter", "sort", "offset", "limit"], .later),
+        RPCMethod("library.list", .read, ["tag", "filter", "query", "group"], .later),
         RPCMethod("ping", .read, [], .now),
         RPCMethod("version", .read, [], .now),
     ]

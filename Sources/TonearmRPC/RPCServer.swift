@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmPlayer
 import TonearmProtocol
 
@@ -10,17 +11,19 @@ import TonearmProtocol
 /// answered in order, and its event notifications are written between answers.
 package struct RPCServer: Sendable {
     let player: Player
+    let library: Library?
     let logger: Logger
 
-    package init(player: Player, logger: Logger) {
+    package init(player: Player, library: Library? = nil, logger: Logger) {
         self.player = player
+        self.library = library
         self.logger = logger
     }
 
     /// The control socket at `address`, with the access rules and limits of `security`.
     package func frontEnd(address: ListenAddress, security: ControlSecurity, maxClients: Int, maxLineLength: Int,
                           limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> FrontEnd {
-        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies)
+        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library)
         let player = self.player
         let logger = self.logger
         return FrontEnd(

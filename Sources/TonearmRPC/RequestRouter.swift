@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
@@ -11,8 +12,10 @@ import TonearmProtocol
 struct RequestRouter: Sendable {
     let player: Player
     var sources = SourcePolicy()
-    /// Where a long queue's listing is encoded, off the event loop.
+    /// Where a long queue's listing is encoded, off the event loop (and library reads run).
     var longReplies: LongReplies
+    /// The music library, if there is one (`library.*`, relative URIs in `add` and `load`).
+    var library: Library?
     /// `status`, encoded once per change of the player's status.
     let statusEncoding = EncodedOnce<PlayerStatus>()
     static let version = "0.1.0"
@@ -69,7 +72,7 @@ struct RequestRouter: Sendable {
         let params = Params(request.params, method: request.method)
         switch request.method {
         case "load":
-            let url = try Self.mediaURL(params.requiredString("url"), sources.input)
+            let url = try sourceURL(params.requiredString("url"))
             try sources.check(url)
             let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
             return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
@@ -107,6 +110,8 @@ struct RequestRouter: Sendable {
             case .failure(let error): throw error
             }
             return .object(answer)
+        case _ where request.method.hasPrefix("library."):
+            return try await libraryAnswer(request)
         case "queue":
             // A long queue: encoded off the event loop, which goes on serving the other clients.
             return await longReplies.encode {
@@ -219,7 +224,7 @@ struct RequestRouter: Sendable {
         }
         var entries: [(url: URL, title: String?)] = []
         for text in texts {
-            let url = try Self.mediaURL(text, sources.input)
+            let url = try sourceURL(text)
             try sources.check(url)
             if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
                 for entry in try playlistEntries(url, kind: kind, for: peer) {
@@ -257,6 +262,17 @@ struct RequestRouter: Sendable {
     /// An absolute path, a file:// URL, or an http(s):// URL. Relative paths are refused: the
     /// daemon's working directory is not the client's (tonearmctl makes paths absolute before
     /// sending). Any other protocol is refused by name, before anything is parsed further.
+    /// A source as a client names it: what `mediaURL` takes, or a path relative to the music
+    /// directory when there is a library ("Artist/Album/01.flac").
+    func sourceURL(_ text: String) throws -> URL {
+        if let library, !text.hasPrefix("/"), SourcePolicy.scheme(of: text) == nil {
+            let path = try Self.libraryPath(text)
+            guard !path.isEmpty else { throw RPC.Failure(.invalidParams, "invalid params: '\(text)' names the music directory itself") }
+            return URL(fileURLWithPath: library.root + "/" + path)
+        }
+        return try Self.mediaURL(text, sources.input)
+    }
+
     static func mediaURL(_ text: String, _ input: InputConfiguration) throws -> URL {
         if text.hasPrefix("/") { return try checkedFileURL(text) }
         // Schemes are case-insensitive (RFC 3986): FILE:///x is file:///x.
@@ -291,7 +307,7 @@ struct RequestRouter: Sendable {
 }
 
 /// Typed, strict access to a request's params object.
-private struct Params {
+struct Params {
     let object: [String: JSONValue]
     let method: String
 

@@ -10,7 +10,8 @@ struct Tonearmctl: AsyncParsableCommand {
         abstract: "Control a running tonearmd.",
         subcommands: [Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
-                      ReplayGain.self, Status.self, Retry.self, Watch.self, Ping.self, Version.self])
+                      ReplayGain.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self, Ping.self,
+                      Version.self])
 }
 
 struct ConnectionOptions: ParsableArguments {

@@ -133,6 +133,64 @@ extension DaemonTests {
             }
         }
 
+        /// JSON-RPC's library methods on the same tree: counts, a directory, searches by words
+        /// and by filter, distinct values grouped, a scan, and `add` of a library path.
+        @Test func jsonRPCBrowsesSearchesAndLists() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), Self.songs)
+            let daemon = try start(tree.root, directory)
+            try withExtendedLifetime(daemon) {
+                try Self.waitForScan(try daemon.connectMPD())
+                let client = try daemon.connect()
+                let stats = try #require(try client.call("library.stats").result)
+                #expect(stats["songs"] as? Int == 6 && stats["artists"] as? Int == 3 && stats["albums"] as? Int == 3, "\(stats)")
+
+                let browsed = try #require(try client.call("library.browse", ["path": "Béta/Zwölf"]).result)
+                let songs = try #require(browsed["songs"] as? [[String: Any]])
+                #expect(songs.map { $0["uri"] as? String } == ["Béta/Zwölf/01 Café.flac", "Béta/Zwölf/02 Naïve.flac"])
+                #expect((songs.first?["tags"] as? [String: Any])?["Title"] as? [String] == ["Café"])
+                let root = try #require(try client.call("library.browse").result)
+                #expect((root["directories"] as? [[String: Any]])?.compactMap { $0["path"] as? String } == ["Alpha", "Béta", "zz"])
+
+                // Words in any tag or the path, case folded; a filter expression; both, sorted.
+                func uris(_ params: [String: Any]) throws -> [String] {
+                    let answer = try client.call("library.search", params)
+                    return ((answer.result?["songs"] as? [[String: Any]]) ?? []).compactMap { $0["uri"] as? String }
+                }
+                #expect(try uris(["query": "CAFÉ"]) == ["Béta/Zwölf/01 Café.flac"])
+                #expect(try uris(["query": "alpha one"]) == ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac"])
+                #expect(try uris(["query": "loose"]) == ["loose.wav"], "the path counts too")
+                #expect(try uris(["filter": "(albumartist == 'Various')", "sort": "-title"])
+                        == ["Béta/Zwölf/02 Naïve.flac", "Béta/Zwölf/01 Café.flac"])
+                #expect(try uris(["filter": "(artist == 'Alpha')", "offset": 1, "limit": 1]) == ["Alpha/One/02 Second.flac"])
+                let bad = try client.call("library.search", ["filter": "(artist = 'x')"])
+                #expect((bad["error"] as? [String: Any])?["code"] as? Int == -32602, "\(bad)")
+
+                let listed = try #require(try client.call("library.list", ["tag": "Album", "group": ["AlbumArtist"]]).result)
+                let rows = try #require(listed["values"] as? [[String: String]])
+                #expect(rows.contains { $0 == ["AlbumArtist": "Various", "Album": "Zwölf"] }, "\(rows)")
+                #expect(rows.contains { $0 == ["AlbumArtist": "Alpha", "Album": "One"] }, "\(rows)")
+
+                let job = try #require(try client.call("library.update", ["path": "Alpha"]).result)
+                #expect((job["job"] as? Int ?? 0) > 1)
+                let added = try client.call("add", ["urls": ["Alpha/One/01 First.flac"]])
+                #expect((added.result?["items"] as? [[String: Any]])?.count == 1, "\(added)")
+                let escape = try client.call("add", ["urls": ["../outside.flac"]])
+                #expect((escape["error"] as? [String: Any])?["code"] as? Int == -32602, "\(escape)")
+
+                // tonearmctl's words for the same methods.
+                let ctl = (DaemonProcess.binary() as NSString).deletingLastPathComponent + "/tonearmctl"
+                let environment = ["TONEARM_SOCKET": daemon.socketPath, "PATH": "/usr/bin:/bin"]
+                let found = try runTool(ctl, ["search", "café"], environment: environment, timeout: 20)
+                #expect(found.status == 0 && found.output == "Béta/Zwölf/01 Café.flac  Béta – Café  0:03\n", "\(found.output)")
+                let directories = try runTool(ctl, ["ls", "Alpha"], environment: environment, timeout: 20)
+                #expect(directories.output == "Alpha/One/\nAlpha/Two/\n", "\(directories.output)")
+                let scan = try runTool(ctl, ["update"], environment: environment, timeout: 20)
+                #expect(scan.status == 0 && scan.output.hasPrefix("scan job "), "\(scan.output)")
+            }
+        }
+
         /// mpc's `update --wait`, and what `idle` says of a scan: `update` when it starts and ends,
         /// `database` when it changed something.
         @Test func mpcUpdatesAndIdleHearsIt() throws {

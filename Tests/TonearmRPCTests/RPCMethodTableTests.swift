@@ -21,6 +21,7 @@ struct RPCMethodTableTests {
     }
 
     @Test func readOnlyClientsMayCallExactlyTheReadMethods() {
-        #expect(RPCMethods.readNames == ["status", "queue", "subscribe", "ping", "version"])
+        #expect(RPCMethods.readNames == ["status", "queue", "subscribe", "ping", "version", "library.stats", "library.browse",
+                                         "library.search", "library.list"])
     }
 }
