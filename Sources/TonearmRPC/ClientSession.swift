@@ -4,6 +4,7 @@ import NIOCore
 import Synchronization
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmPlayer
 import TonearmProtocol
 import TonearmSync
@@ -14,12 +15,13 @@ import TonearmSync
 /// disconnected with a log line, so it never holds memory without end or slows anyone else.
 final class ClientSession: Sendable {
     enum EventKind: String, Sendable, Hashable {
-        case transition, performance, position, queue, item
+        case transition, performance, position, queue, item, library
     }
 
     static let backlogLimit = 4096
 
     private let player: Player
+    private let library: Library?
     private let logger: Logger
     private let channel: any Channel
     private let tasks = Locked<[Task<Void, Never>]>([])
@@ -33,9 +35,10 @@ final class ClientSession: Sendable {
     /// Who the client is: for the log, and for the files it names.
     let peer: ClientPeer
 
-    init(player: Player, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
+    init(player: Player, library: Library? = nil, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
          peer: ClientPeer = ClientPeer(credentials: nil, description: "")) {
         self.player = player
+        self.library = library
         self.access = access
         self.peer = peer
         self.channel = channel
@@ -71,6 +74,17 @@ final class ClientSession: Sendable {
                 for await event in stream {
                     if case .queue = event { if !wantsQueue { continue } } else if !wantsItems { continue }
                     self?.notify(ProtocolEncoding.queueEvent(event), generation)
+                }
+            })
+        }
+        if kinds.contains(.library), let stream = library?.subscribe() {
+            started.append(Task { [weak self] in
+                for await news in stream {
+                    self?.notify(ProtocolEncoding.library(news), generation)
+                    // Then, when the scan changed the database: what a library view reloads on.
+                    if case .updateFinished(_, let outcome) = news, outcome.changedAnything {
+                        self?.notify(["type": "library", "event": "changed"], generation)
+                    }
                 }
             })
         }

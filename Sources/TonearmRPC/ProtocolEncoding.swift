@@ -1,4 +1,5 @@
 import Foundation
+import TonearmLibrary
 import TonearmCore
 import TonearmFrontEnd
 import TonearmMedia
@@ -42,6 +43,20 @@ enum ProtocolEncoding {
     static func transition(_ transition: PlaybackTransition) -> JSONValue {
         ["type": "transition", "from": state(transition.from), "to": state(transition.to),
          "action": action(transition.action), "timestamp": .number(transition.timestamp.timeIntervalSince1970)]
+    }
+
+    /// A library scan's news: `scan_started`, `scan_finished` (with what it did), `offline`.
+    static func library(_ news: Library.LibraryNews) -> JSONValue {
+        switch news {
+        case .updateStarted(let job):
+            return ["type": "library", "event": "scan_started", "job": JSONValue(job)]
+        case .updateFinished(let job, let outcome):
+            return ["type": "library", "event": "scan_finished", "job": JSONValue(job), "added": JSONValue(outcome.added),
+                    "changed": JSONValue(outcome.changed), "removed": JSONValue(outcome.removed),
+                    "failed": JSONValue(outcome.failed), "seconds": .number(outcome.seconds)]
+        case .offline(let job, let reason):
+            return ["type": "library", "event": "offline", "job": JSONValue(job), "reason": .string(reason)]
+        }
     }
 
     static func performance(_ event: PerformanceEvent) -> JSONValue {

@@ -25,6 +25,7 @@ package struct RPCServer: Sendable {
                           limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> FrontEnd {
         let router = RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library)
         let player = self.player
+        let library = self.library
         let logger = self.logger
         return FrontEnd(
             name: "control", address: address, maxClients: maxClients,
@@ -42,7 +43,7 @@ package struct RPCServer: Sendable {
             },
             serve: { channel, access, peer in
                 channel.eventLoop.makeCompletedFuture {
-                    let client = ClientSession(player: player, channel: channel, logger: logger, access: access, peer: peer)
+                    let client = ClientSession(player: player, library: library, channel: channel, logger: logger, access: access, peer: peer)
                     let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
                     try channel.pipeline.syncOperations.addRequestPath(
                         session, maxLineLength: maxLineLength, limits: limits, logger: logger, peer: peer,

@@ -200,7 +200,7 @@ struct RequestRouter: Sendable {
             var subscription = Set<ClientSession.EventKind>()
             for kind in kinds {
                 guard let parsed = ClientSession.EventKind(rawValue: kind) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: unknown event type '\(kind)' (transition, performance, position, queue, item)")
+                    throw RPC.Failure(.invalidParams, "invalid params: unknown event type '\(kind)' (transition, performance, position, queue, item, library)")
                 }
                 subscription.insert(parsed)
             }

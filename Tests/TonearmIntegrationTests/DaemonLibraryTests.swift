@@ -143,7 +143,7 @@ extension DaemonTests {
             try withExtendedLifetime(daemon) {
                 try Self.waitForScan(try daemon.connectMPD())
                 let client = try daemon.connect()
-                let stats = try #require(try client.call("library.stats").result)
+                let stats = try #require(try client.call("library.stats").result)  // before the fourth song below
                 #expect(stats["songs"] as? Int == 6 && stats["artists"] as? Int == 3 && stats["albums"] as? Int == 3, "\(stats)")
 
                 let browsed = try #require(try client.call("library.browse", ["path": "Béta/Zwölf"]).result)
@@ -172,8 +172,23 @@ extension DaemonTests {
                 #expect(rows.contains { $0 == ["AlbumArtist": "Various", "Album": "Zwölf"] }, "\(rows)")
                 #expect(rows.contains { $0 == ["AlbumArtist": "Alpha", "Album": "One"] }, "\(rows)")
 
+                // A scan's news, for a subscriber of `library` events.
+                let events = try daemon.connect()
+                #expect(try events.call("subscribe", ["events": ["library"]]).result != nil)
+                try tree.add(.init("Alpha/Two/02 Fourth.flac", ["artist": "Alpha", "album": "Two", "title": "Fourth"]))
                 let job = try #require(try client.call("library.update", ["path": "Alpha"]).result)
-                #expect((job["job"] as? Int ?? 0) > 1)
+                let number = try #require(job["job"] as? Int)
+                var heard: [String] = []
+                let deadline = Date().addingTimeInterval(10 * Sanitizer.timeScale)
+                while heard.last != "changed", Date() < deadline {
+                    let message = try events.readJSON(timeout: 10 * Sanitizer.timeScale)
+                    guard let params = message["params"] as? [String: Any], params["type"] as? String == "library" else { continue }
+                    heard.append(params["event"] as? String ?? "?")
+                    if params["event"] as? String == "scan_finished" {
+                        #expect(params["job"] as? Int == number && params["added"] as? Int == 1, "\(params)")
+                    }
+                }
+                #expect(heard == ["scan_started", "scan_finished", "changed"], "\(heard)")
                 let added = try client.call("add", ["urls": ["Alpha/One/01 First.flac"]])
                 #expect((added.result?["items"] as? [[String: Any]])?.count == 1, "\(added)")
                 let escape = try client.call("add", ["urls": ["../outside.flac"]])
