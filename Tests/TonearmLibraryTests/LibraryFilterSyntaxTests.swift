@@ -15,7 +15,9 @@ struct LibraryFilterSyntaxTests {
         var testDescription: String { text }
     }
 
-    static let rows: [Row] = [
+    /// Made inside the test, not kept in a static: a filter's indirect boxes are referenced through
+    /// tagged pointers, which LeakSanitizer cannot follow from a global at exit.
+    static func rows() -> [Row] { [
         Row(text: "(artist == 'A')", parsed: .value(.tag(.artist), .equals, "A", foldCase: false)),
         Row(text: "(Artist == \"A \\\"B\\\"\")", parsed: .value(.tag(.artist), .equals, "A \"B\"", foldCase: false)),
         Row(text: "(artist != 'A')", parsed: .value(.tag(.artist), .notEquals, "A", foldCase: false)),
@@ -47,16 +49,17 @@ struct LibraryFilterSyntaxTests {
         Row(text: "(modified-since 'yesterday')", parsed: nil, error: "Failed to parse time stamp"),
         Row(text: "(artist == 'A') x", parsed: nil, error: "Unparsed garbage after expression"),
         Row(text: "()", parsed: nil, error: "Word expected"),
-    ]
+    ] }
 
-    @Test(arguments: rows)
-    func row(_ row: Row) {
-        do {
-            let filter = try LibraryFilterSyntax.parse(row.text, fold: row.fold)
-            #expect(filter == row.parsed, "\(filter)")
-        } catch {
-            #expect(row.parsed == nil, "\(error.message)")
-            #expect(error.message == row.error)
+    @Test func everyRowParsesAsItSays() {
+        for row in Self.rows() {
+            do {
+                let filter = try LibraryFilterSyntax.parse(row.text, fold: row.fold)
+                #expect(filter == row.parsed, "\(row.text): \(filter)")
+            } catch {
+                #expect(row.parsed == nil, "\(row.text): \(error.message)")
+                #expect(error.message == row.error, "\(row.text)")
+            }
         }
     }
 }
