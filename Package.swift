@@ -52,7 +52,7 @@ let package = Package(
         // thread, and the scan that fills it. Media files are read through an injected reader,
         // so it needs neither the engine nor FFmpeg.
         .target(name: "TonearmLibrary", dependencies: [
-            "TonearmMedia", "TonearmSync", .product(name: "GRDB", package: "GRDB.swift"),
+            "CLinux", "TonearmMedia", "TonearmSync", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // What every front-end shares: listeners, access rules, the ordered request path with its

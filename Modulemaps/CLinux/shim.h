@@ -2,6 +2,9 @@
 #define TONEARM_LINUX_SHIM_H
 /* glibc calls that Swift's Glibc module leaves out (GNU extensions). */
 #include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* A GNU extension: the Glibc module is built without _GNU_SOURCE, so declare it here. */
 extern int pthread_setname_np(pthread_t thread, const char *name);
@@ -13,6 +16,15 @@ static inline int tonearm_name_current_thread(const char *name) {
     for (; name[i] != 0 && i < 15; i++) truncated[i] = name[i];
     truncated[i] = 0;
     return pthread_setname_np(pthread_self(), truncated);
+}
+
+/// Lowers the calling thread to idle CPU priority (SCHED_IDLE: it runs only when nothing else
+/// wants the CPU) and the idle I/O class (its reads wait for everyone else's). syscall(2) is
+/// variadic, which Swift cannot call. Returns 0, or -1 with errno.
+static inline int tonearm_idle_priority_current_thread(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    if (sched_setscheduler(0, 5 /* SCHED_IDLE */, &param) != 0) return -1;
+    return (int)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE, level 0 */);
 }
 
 #endif

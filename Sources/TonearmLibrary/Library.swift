@@ -1,11 +1,12 @@
+import CLinux
 import Foundation
 import Logging
 import TonearmMedia
 import TonearmSync
 
 /// The music library: the database of what the music directory holds, kept by scans. Scans run
-/// one at a time on the `tonearm-scan` thread, in the order asked; reads run on the caller's
-/// thread and never wait for a scan. Blocking: call from a worker thread, never an event loop.
+/// one at a time on the `tonearm-scan` thread, at idle CPU and I/O priority, in the order asked;
+/// reads run on the caller's thread and never wait for a scan. Blocking: call from a worker thread, never an event loop.
 public final class Library: Sendable {
     public let configuration: LibraryConfiguration
     public let root: String
@@ -75,6 +76,10 @@ public final class Library: Sendable {
     public func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
 
     private func run(_ job: Int, path: String, rescan: Bool) {
+        // Scans wait for playback, the request path and everyone's disk reads.
+        if tonearm_idle_priority_current_thread() != 0 {
+            logger.notice("the scan thread keeps its priority", metadata: ["error": "\(String(cString: strerror(errno)))"])
+        }
         state.withLock { state in
             state.queued -= 1
             state.running = job

@@ -159,6 +159,25 @@ struct LibraryScanTests {
         #expect(try library.stats().songs == 0)
     }
 
+    /// The scan thread runs at idle CPU priority (SCHED_IDLE) and in the idle I/O class, so
+    /// playback and requests never wait for it.
+    @Test func scansRunAtIdlePriority() async throws {
+        let setup = try Setup(songs: [.init("song.flac", ["title": "A"])])
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+        let scanThread = try #require(tasks.first { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "tonearm-scan"
+        })
+        let stat = try String(contentsOfFile: "/proc/self/task/\(scanThread)/stat", encoding: .utf8)
+        // After the command's closing parenthesis come fields 3, 4, …: the policy is field 41.
+        let fields = stat[stat.range(of: ") ", options: .backwards)!.upperBound...].split(separator: " ")
+        #expect(fields[38] == "5", "SCHED_IDLE is policy 5: \(fields[38])")
+        let io = try runTool("/usr/bin/ionice", ["-p", scanThread], timeout: 10)
+        #expect(io.output.trimmingCharacters(in: .whitespacesAndNewlines) == "idle", "\(io.output)")
+    }
+
     /// Every tag the daemon knows has a code in the database.
     @Test func everyTagHasAStoredCode() {
         #expect(StoredTag.unstored.isEmpty, "\(StoredTag.unstored)")
