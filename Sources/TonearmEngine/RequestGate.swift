@@ -19,7 +19,9 @@ final class RequestGate {
     private let input: InputConfiguration
     private let cancellation: CancellationFlag
     /// Requests checked so far. A connection opened with none seen means this FFmpeg no longer
-    /// announces its requests, and the gate would be open: the open fails instead.
+    /// announces its requests, and the gate would be open: the open fails instead. The item's
+    /// decoder thread's: written only by `check`, which runs on the thread the gate is entered
+    /// on (FFmpeg logs a request on the thread that makes it), and read there by `MediaDecoder`.
     private(set) var requestsChecked = 0
 
     init(input: InputConfiguration, cancellation: CancellationFlag) {
