@@ -23,7 +23,6 @@ public final class Library: Sendable {
         var running: Int?
         var queued = 0
         var offline: String?
-        var lastOutcome: ScanOutcome?
     }
 
     /// What a scan tells: a job started or ended, and whether the database changed.
@@ -91,7 +90,6 @@ public final class Library: Sendable {
             state.withLock { state in
                 state.running = nil
                 state.offline = nil
-                state.lastOutcome = outcome
             }
             logger.info("library scan finished", metadata: [
                 "job": "\(job)", "added": "\(outcome.added)", "changed": "\(outcome.changed)", "removed": "\(outcome.removed)",
