@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// One mutex with two condition variables: the decoder thread sleeps on `decoderCondition` (room in
 /// the pipe, a new command, a `next` item) and the output thread on `outputCondition` (chunks,
@@ -47,15 +48,17 @@ final class EngineLock: @unchecked Sendable {
     private var pendingWakes: (decoder: Bool, output: Bool) = (false, false)
 
     #if DEBUG
-    /// The thread that holds the mutex, for debug builds' `assertHeld`: written only by that
-    /// thread, just after taking the mutex and just before letting it go.
-    private var holder: pthread_t?
+    /// The thread that holds the mutex (0: none), for debug builds' `assertHeld`: written only by
+    /// that thread, just after taking the mutex and just before letting it go. Any thread may ask
+    /// whether it is the holder without the mutex, hence atomic; relaxed is enough, since a thread
+    /// reads its own id back only if it wrote it.
+    private let holder = Atomic<UInt>(0)
     #endif
 
     func lock() {
         pthread_mutex_lock(mutex)
         #if DEBUG
-        holder = pthread_self()
+        holder.store(pthread_self(), ordering: .relaxed)
         #endif
     }
 
@@ -63,7 +66,7 @@ final class EngineLock: @unchecked Sendable {
         let wakes = pendingWakes
         pendingWakes = (false, false)
         #if DEBUG
-        holder = nil
+        holder.store(0, ordering: .relaxed)
         #endif
         pthread_mutex_unlock(mutex)
         send(wakes)
@@ -73,7 +76,7 @@ final class EngineLock: @unchecked Sendable {
     /// the holder, and say true.
     var isHeldByCurrentThread: Bool {
         #if DEBUG
-        holder.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        pthread_equal(holder.load(ordering: .relaxed), pthread_self()) != 0
         #else
         true
         #endif
@@ -115,8 +118,8 @@ final class EngineLock: @unchecked Sendable {
         send(pendingWakes)
         pendingWakes = (false, false)
         #if DEBUG
-        holder = nil
-        defer { holder = pthread_self() }
+        holder.store(0, ordering: .relaxed)
+        defer { holder.store(pthread_self(), ordering: .relaxed) }
         #endif
         guard let deadline else {
             pthread_cond_wait(condition, mutex)

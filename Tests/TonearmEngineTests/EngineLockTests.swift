@@ -6,16 +6,19 @@ import Testing
 /// as one thread's checks itself (`assertHeld`, `EngineControl.assertOn`).
 @Suite("Engine lock knows its holder in debug builds")
 struct EngineLockTests {
-    @Test func theHolderIsTheThreadThatTookIt() async {
+    /// Synchronous on purpose: a task may resume on another thread after an `await`, and a
+    /// pthread mutex must be let go by the thread that took it.
+    @Test func theHolderIsTheThreadThatTookIt() {
         #if DEBUG
         let lock = EngineLock()
         #expect(!lock.isHeldByCurrentThread)
         lock.lock()
         #expect(lock.isHeldByCurrentThread)
         // Another thread does not hold it while this one does.
-        let elsewhere = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-            Thread { done.resume(returning: lock.isHeldByCurrentThread) }.start()
-        }
+        let answered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var elsewhere = true
+        Thread { elsewhere = lock.isHeldByCurrentThread; answered.signal() }.start()
+        answered.wait()
         #expect(!elsewhere)
         // A timed wait lets go of it meanwhile and takes it back.
         lock.waitDecoder(untilMonotonic: EngineLock.now() + 0.01)

@@ -49,8 +49,9 @@ extension DaemonTests {
 
             (daemon, client) = try start(state)
             // The item is resumed while the daemon already serves.
-            // Once the resume settled: it loads the item, then seeks it to the saved place.
-            let after = try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
+            // Once the resume settled: it loads the item at the saved place (ready there), then
+            // seeks it there, which makes it paused as it was.
+            let after = try waitForStatus(client) { !["idle", "loading", "ready", "seeking"].contains($0.name ?? "") }
             #expect(after.name == "paused", "\(after)")
             #expect(after["position"] as? Double == position, "saved \(position), restored \(after)")
             #expect(after["current"] as? Int == 1)
