@@ -13,6 +13,8 @@ extension MediaTags {
         let info = decoder.info
         var tags = MediaTags(entries: info.tags, duration: info.duration, replayGain: info.replayGain)
         tags.audioFormat = decoder.sourceFormat.mpdText(sourceBits: info.bits)
+        var file = stat()
+        if stat(url.path, &file) == 0 { tags.modified = Int(file.st_mtim.tv_sec) }
         return tags
     }
 }

@@ -118,6 +118,11 @@ public final class Library: Sendable {
         try LibraryReader(database: database).list(uri, withTags: withTags)
     }
 
+    /// The songs the library holds of `uris` (relative to the music directory), by URI.
+    public func songs(at uris: [String]) throws -> [String: LibrarySong] {
+        try LibraryReader(database: database).songs(at: uris)
+    }
+
     /// The songs a search means, with their tags.
     public func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
         try LibrarySearch(database: database).songs(query)

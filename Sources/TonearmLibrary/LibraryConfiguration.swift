@@ -8,6 +8,8 @@ public struct LibraryConfiguration: Sendable, Equatable {
     public var scanOnStart = true
     /// Directory links are followed (a link back up the tree is seen and skipped).
     public var followSymlinks = true
+    /// Where clients' stored playlists are kept; nil: `playlists` in the state directory.
+    public var playlistDirectory: String?
 
     public init(musicDirectory: String? = nil, scanOnStart: Bool = true, followSymlinks: Bool = true) {
         self.musicDirectory = musicDirectory

@@ -17,6 +17,7 @@ extension LibrarySong {
     public var mediaTags: MediaTags {
         var tags = MediaTags(entries: tags, duration: duration)
         tags.audioFormat = format
+        tags.modified = modified
         return tags
     }
 }
@@ -65,12 +66,24 @@ struct LibraryReader {
                 return try songs(inDirectory: id, path: uri, withTags: withTags, db).map(LibraryEntry.song)
                     + subdirectories(of: id, db)
             }
-            let directory = LibraryScanner.parentPath(uri)
-            let name = directory.isEmpty ? uri : String(uri.dropFirst(directory.count + 1))
-            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]),
-                  let song = try songs(inDirectory: id, path: directory, withTags: withTags, named: name, db).first else { return nil }
-            return [.song(song)]
+            return try song(uri, withTags: withTags, db).map { [.song($0)] }
         }
+    }
+
+    /// The songs the library holds of `uris` (with their tags), by URI; one read.
+    func songs(at uris: [String]) throws -> [String: LibrarySong] {
+        try database.read { db in
+            var found: [String: LibrarySong] = [:]
+            for uri in Set(uris) { found[uri] = try song(uri, withTags: true, db) }
+            return found
+        }
+    }
+
+    private func song(_ uri: String, withTags: Bool, _ db: Database) throws -> LibrarySong? {
+        let directory = LibraryScanner.parentPath(uri)
+        let name = directory.isEmpty ? uri : String(uri.dropFirst(directory.count + 1))
+        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]) else { return nil }
+        return try songs(inDirectory: id, path: directory, withTags: withTags, named: name, db).first
     }
 
     /// Everything under `uri`, depth first as MPD walks it (the directory itself unless it is

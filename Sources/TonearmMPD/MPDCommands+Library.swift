@@ -6,8 +6,8 @@ import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 
-/// The music directory, read from the directory itself, and stored playlists. Database commands
-/// that need a music database answer as an MPD with an empty database does.
+/// The music directory: from the library's database, or read from the directory itself without
+/// one. Searches without a database answer as an MPD with an empty database does.
 extension MPDCommands {
     static let libraryCommands: [MPDCommand] = [
         MPDCommand("lsinfo", .read, 0...1, .later { call throws(MPDError) in
@@ -55,32 +55,6 @@ extension MPDCommands {
         }),
         MPDCommand("listallinfo", .read, 0...1, .later { call throws(MPDError) in
             try await listAll(call, withTags: true)
-        }),
-        MPDCommand("listplaylists", .read, 0...0, .later { call throws(MPDError) in
-            let library = call.environment.library
-            return try await library.perform { () throws(MPDError) in
-                var r = MPDResponse()
-                writeStoredPlaylists(library, into: &r)
-                return r.buffer
-            }
-        }),
-        MPDCommand("listplaylistinfo", .read, 1...1, .later { call throws(MPDError) in
-            try await playlistContents(call, withTags: true)
-        }),
-        MPDCommand("listplaylist", .read, 1...1, .later { call throws(MPDError) in
-            try await playlistContents(call, withTags: false)
-        }),
-        MPDCommand("load", .control, 1...3, .later { call throws(MPDError) in
-            let library = call.environment.library
-            var entries = try await library.perform { () throws(MPDError) in try library.playlistEntries(call[0], for: call.peer) }
-            if call.count >= 2 {
-                // A range beyond the playlist is cut to it, as MPD does.
-                let range = try call.range(1)
-                entries = Array(entries[min(range.lowerBound, entries.count)..<min(range.upperBound, entries.count)])
-            }
-            let position = call.count == 3 ? try call.unsigned(2, max: call.player.queue.items.count) : nil
-            do throws(PlayerError) { _ = try call.player.add(entries, at: position) } catch { try settle(error) }
-            return nil
         }),
         MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: false) }),
         MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: true) }),
@@ -130,16 +104,23 @@ extension MPDCommands {
 
     /// `findadd`/`searchadd`: the songs a filter means, added to the queue in their order.
     private static func findAdd(_ call: MPDCall, fold: Bool) async throws(MPDError) -> ByteBuffer? {
-        let search = try MPDFilter(call, from: 0, fold: fold, sorting: true)
+        guard let (songs, root) = try await matchingSongs(call, from: 0, fold: fold) else { return nil }
+        let urls = songs.map { URL(fileURLWithPath: root + "/" + $0.uri) }
+        let known = Dictionary(zip(urls, songs.map(\.mediaTags))) { first, _ in first }
+        do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }, known: known) } catch { try settle(error) }
+        return nil
+    }
+
+    /// The songs the filter from argument `from` on means, in its order, and the music
+    /// directory they are in; nil without a database.
+    static func matchingSongs(_ call: MPDCall, from: Int, fold: Bool) async throws(MPDError) -> ([LibrarySong], String)? {
+        let search = try MPDFilter(call, from: from, fold: fold, sorting: true)
         let library = call.environment.library
         guard let database = library.database else { return nil }
         let songs = try await library.perform { () throws(MPDError) in
             try searching { try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) }
         }
-        let urls = songs.map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
-        let known = Dictionary(zip(urls, songs.map(\.mediaTags))) { first, _ in first }
-        do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }, known: known) } catch { try settle(error) }
-        return nil
+        return (songs, database.root)
     }
 
     /// `count [FILTER] [group TAG]`: songs and whole seconds, in all or by the tag's values.
@@ -212,20 +193,12 @@ extension MPDCommands {
     }
 
     /// A database read, its failure in MPD's words.
-    private static func searching<T>(_ read: () throws -> T) throws(MPDError) -> T {
+    static func searching<T>(_ read: () throws -> T) throws(MPDError) -> T {
         do { return try read() } catch { throw MPDError(.system, "the library database: \(error)") }
     }
 
-    /// `playlist:` and `Last-Modified:` of each stored playlist (the library's thread).
-    private static func writeStoredPlaylists(_ library: MPDLibrary, into r: inout MPDResponse) {
-        for playlist in library.playlists() {
-            r.add("playlist", playlist.name)
-            r.add("Last-Modified", MPDEnvironment.timestamp(playlist.modified))
-        }
-    }
-
     /// Clients send "/" or "" for the root.
-    private static func normalized(_ uri: String) -> String {
+    static func normalized(_ uri: String) -> String {
         uri == "/" ? "" : uri
     }
 
@@ -268,24 +241,6 @@ extension MPDCommands {
                         r.add("file", uri)
                     }
                 case .playlist: break
-                }
-            }
-            return r.buffer
-        }
-    }
-
-    private static func playlistContents(_ call: MPDCall, withTags: Bool) async throws(MPDError) -> ByteBuffer? {
-        let environment = call.environment
-        let library = environment.library
-        return try await library.perform { () throws(MPDError) in
-            var r = MPDResponse()
-            for entry in try library.playlistEntries(call[0], for: call.peer) {
-                let uri = library.uri(for: entry.url)
-                var info = stat()
-                if withTags, stat(entry.url.path, &info) == 0 {
-                    environment.writeLibrarySong(uri: uri, url: entry.url, modified: Int(info.st_mtim.tv_sec), shown: call.tags, into: &r)
-                } else {
-                    r.add("file", uri)
                 }
             }
             return r.buffer

@@ -4,7 +4,7 @@
 enum MPDCommands {
     static let table: [String: MPDCommand] = {
         var table: [String: MPDCommand] = [:]
-        for command in statusCommands + playbackCommands + queueCommands + libraryCommands {
+        for command in statusCommands + playbackCommands + queueCommands + libraryCommands + playlistCommands {
             precondition(table[command.name] == nil, "MPD command \(command.name) defined twice")
             table[command.name] = command
         }

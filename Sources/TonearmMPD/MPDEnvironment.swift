@@ -89,6 +89,8 @@ final class MPDEnvironment: Sendable {
     func writeSong(_ item: QueueItem, position: Int, media: MediaInfo?, shown: MPDTags, into response: inout MPDResponse) {
         response.add("file", library.uri(for: item.url))
         let tags = player.tags(for: item.url) ?? library.cachedTags(item.url)
+        if let modified = tags?.modified { response.add("Last-Modified", Self.timestamp(modified)) }
+        if let format = tags?.audioFormat { response.add("Format", format) }
         // What the decoder says of the item in play goes first: a station's title changes.
         let given: [(MediaTag, String?)] = [(.artist, media?.artist), (.album, media?.album),
                                             (.title, media?.title ?? (tags?.title == nil ? item.title : nil))]

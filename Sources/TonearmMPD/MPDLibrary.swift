@@ -20,11 +20,14 @@ final class MPDLibrary: Sendable {
 
     /// The library's database, if there is one: listings and counts come from it.
     let database: Library?
+    /// The stored playlists (`save`, `playlistadd`, …), if there is a place for them.
+    let store: PlaylistStore?
 
-    init(root: String?, sources: SourcePolicy, database: Library? = nil) {
+    init(root: String?, sources: SourcePolicy, database: Library? = nil, store: PlaylistStore? = nil) {
         self.root = root.map { MediaRoots.resolve($0) }
         self.sources = sources
         self.database = database
+        self.store = store
     }
 
     func shutdown() { worker.shutdown() }
@@ -227,6 +230,22 @@ final class MPDLibrary: Sendable {
         return (try songs(uri), [:])
     }
 
+    /// What the database holds of these URIs (songs of the music directory), by URI; others
+    /// are not in it. Without a database, or when it cannot be read, nothing.
+    func databaseSongs(_ uris: [String]) -> [String: LibrarySong] {
+        guard let database else { return [:] }
+        return (try? database.songs(at: uris.filter(databaseURI))) ?? [:]
+    }
+
+    /// The tags the database has for these files, for the queue (no file is opened for them).
+    func knownTags(_ urls: [URL]) -> [URL: MediaTags] {
+        let uris = urls.map { uri(for: $0) }
+        let songs = databaseSongs(uris)
+        var known: [URL: MediaTags] = [:]
+        for (url, uri) in zip(urls, uris) { known[url] = songs[uri]?.mediaTags }
+        return known
+    }
+
     /// The playlist files in a directory of the music directory (which the database does not keep).
     func playlistFiles(in uri: String) -> [(uri: String, modified: Int)] {
         guard let root else { return [] }
@@ -244,8 +263,15 @@ final class MPDLibrary: Sendable {
         MPDError(.system, "the library database: \(error)")
     }
 
-    /// The stored playlists: the music directory's own .m3u files, by name without the suffix.
+    /// The stored playlists: those of the playlist directory, then the music directory's own
+    /// .m3u files (read-only) by name without the suffix, unless a stored one has that name.
     func playlists() -> [(name: String, modified: Int)] {
+        let stored = (store?.list() ?? []).map { ($0.name, $0.modified) }
+        let names = Set(stored.map(\.0))
+        return stored + musicDirectoryPlaylists().filter { !names.contains($0.name) }
+    }
+
+    private func musicDirectoryPlaylists() -> [(name: String, modified: Int)] {
         guard let root else { return [] }
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted()
         return names.compactMap { name in
@@ -257,9 +283,37 @@ final class MPDLibrary: Sendable {
         }
     }
 
-    /// The entries of a stored playlist (`name`, its .m3u in the music directory) or of a
-    /// playlist file a URI names, read for `peer` (see `PlaylistReader`).
+    /// A stored playlist's entries as stored (URIs as clients name songs); nil: it is not one
+    /// of the playlist directory's.
+    func storedEntries(_ name: String) throws(MPDError) -> [String]? {
+        guard let store, store.contains(name) else { return nil }
+        do throws(PlaylistStore.Failure) { return try store.entries(name) } catch {
+            if error == .noSuchPlaylist { return nil }
+            throw Self.failure(error)
+        }
+    }
+
+    /// The playlist store's failure in MPD's words.
+    static func failure(_ error: PlaylistStore.Failure) -> MPDError {
+        switch error {
+        case .badName, .badIndex, .badRange, .badPosition: .argument(error.description)
+        case .noSuchPlaylist: MPDError(.noExist, error.description)
+        case .exists: MPDError(.exist, error.description)
+        case .tooLarge: MPDError(.playlistMax, error.description)
+        case .io(let message): MPDError(.system, message)
+        }
+    }
+
+    /// The entries of a stored playlist (`name`: one of the playlist directory's, or a .m3u in
+    /// the music directory) or of a playlist file a URI names, read for `peer` (see
+    /// `PlaylistReader`). A stored entry that names nothing playable is skipped, as MPD does.
     func playlistEntries(_ name: String, for peer: ClientPeer) throws(MPDError) -> [(url: URL, title: String?)] {
+        if let stored = try storedEntries(name) {
+            return stored.compactMap { uri in
+                guard let url = try? url(forURI: uri), sources.refusal(url) == nil else { return nil }
+                return (url, nil)
+            }
+        }
         var candidates: [URL] = []
         if Self.isPlaylist(name) { candidates.append(try url(forURI: name)) }
         if let root, !name.contains("/") {
@@ -284,6 +338,16 @@ final class MPDLibrary: Sendable {
             }
         }
         throw MPDError(.noExist, "No such playlist")
+    }
+
+    /// The store, for a command that changes `name`: a playlist of the music directory is
+    /// read-only, and without a playlist directory nothing can be stored.
+    func writableStore(for name: String) throws(MPDError) -> PlaylistStore {
+        guard let store else { throw MPDError(.unknown, "Stored playlists are disabled") }
+        if !store.contains(name), musicDirectoryPlaylists().contains(where: { $0.name == name }) {
+            throw MPDError(.permission, "playlist \(name) is a file of the music directory, which is read-only")
+        }
+        return store
     }
 
     /// `input.protocols` and `input.roots` confine MPD clients as they confine JSON-RPC clients.

@@ -19,11 +19,12 @@ package final class MPDServer: Sendable {
     /// `database`: the music library, if there is one; without, the first of `input.roots` is
     /// read as the music directory, with no database.
     package init(settings: MPDSettings, player: Player, sources: SourcePolicy, library database: Library?,
-                 longReplies: LongReplies, controlSocket: String, logger: Logger) {
+                 playlists: PlaylistStore? = nil, longReplies: LongReplies, controlSocket: String, logger: Logger) {
         self.settings = settings
         self.logger = logger
         self.controlSocket = controlSocket
-        let library = MPDLibrary(root: database?.root ?? sources.roots.paths.first, sources: sources, database: database)
+        let library = MPDLibrary(root: database?.root ?? sources.roots.paths.first, sources: sources, database: database,
+                                   store: playlists)
         environment = MPDEnvironment(player: player, library: library, longReplies: longReplies,
                                      password: settings.password, outputName: player.output.device)
     }

@@ -23,6 +23,8 @@ public struct MediaTags: Sendable, Equatable {
     public var replayGain: ReplayGainInfo?
     /// The audio as MPD shows a song's `Format:` ("44100:16:2"), when the file was read.
     public var audioFormat: String?
+    /// The file's modification time when it was read (seconds since 1970), MPD's `Last-Modified`.
+    public var modified: Int?
 
     public init(entries: [Entry] = [], duration: Double? = nil, replayGain: ReplayGainInfo? = nil) {
         self.entries = entries

@@ -33,6 +33,8 @@ public final class ControlServer: Service, Sendable {
     private let mpd: MPDSettings?
     /// The music library MPD's database commands read, if there is one.
     private let library: Library?
+    /// MPD clients' stored playlists.
+    private let playlists: PlaylistStore?
     private let limits: ClientLimits
 
     /// - Parameters:
@@ -43,9 +45,10 @@ public final class ControlServer: Service, Sendable {
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
                 stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
                 security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
-                limits: ClientLimits = ClientLimits()) {
+                playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits()) {
         self.security = security
         self.library = library
+        self.playlists = playlists
         self.limits = limits
         self.mpd = mpd
         self.socketPath = socketPath
@@ -79,7 +82,7 @@ public final class ControlServer: Service, Sendable {
         defer { longReplies.shutdown() }
         let mpd = mpd.flatMap { settings in
             settings.enabled ? MPDServer(settings: settings, player: player, sources: sources, library: library,
-                                         longReplies: longReplies, controlSocket: socketPath, logger: logger) : nil
+                                         playlists: playlists, longReplies: longReplies, controlSocket: socketPath, logger: logger) : nil
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.

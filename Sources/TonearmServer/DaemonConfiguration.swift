@@ -256,6 +256,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case "music_directory": config.library.musicDirectory = try musicDirectory(value, "library.music_directory", source)
                 case "scan_on_start": config.library.scanOnStart = try bool(value, "library.scan_on_start", source)
                 case "follow_symlinks": config.library.followSymlinks = try bool(value, "library.follow_symlinks", source)
+                case "playlist_directory":
+                    let path = try string(value, "library.playlist_directory", source)
+                    guard path.isEmpty || path.hasPrefix("/") else {
+                        throw Invalid("\(source): library.playlist_directory must be an absolute path, or \"\" for playlists/ in the state directory")
+                    }
+                    config.library.playlistDirectory = path.isEmpty ? nil : path
                 default: throw Invalid("\(source): unknown key 'library.\(key)'")
                 }
             }

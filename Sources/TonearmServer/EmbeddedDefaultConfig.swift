@@ -152,6 +152,10 @@ music_directory = ""
 scan_on_start = true
 # Directory links are followed; a link back up the tree is seen and skipped.
 follow_symlinks = true
+# Where MPD clients' stored playlists are kept (save, playlistadd, ...), one NAME.m3u each;
+# "" is playlists/ in the state directory. The music directory's own .m3u files are listed
+# too, read-only.
+playlist_directory = ""
 
 [log]
 # trace, debug, info, notice, warning, error or critical. (--log-level, TONEARM_LOG_LEVEL)

@@ -191,7 +191,9 @@ struct Tonearmd: AsyncParsableCommand {
             inherited: inherited.control?.descriptor,
             ready: { notifier.send("READY=1\nSTATUS=\(Self.describe(player))") },
             stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
-            watchdog: watchdog, security: settings.security, mpd: mpd, library: library, limits: settings.controlLimits)
+            watchdog: watchdog, security: settings.security, mpd: mpd, library: library,
+            playlists: PlaylistStore(directory: settings.library.playlistDirectory ?? stateFile.directory + "/playlists"),
+            limits: settings.controlLimits)
         let statusUpdates = notifier.isActive ? Task {
             for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
         } : nil

@@ -39,20 +39,22 @@ extension DaemonTests {
             }
         }
 
-        private func start(_ music: String, _ directory: TemporaryDirectory) throws -> DaemonProcess {
+        static func start(_ music: String, _ directory: TemporaryDirectory) throws -> DaemonProcess {
             let config = directory.path("tonearmd.toml")
             try "[library]\nmusic_directory = \"\(music)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             return try DaemonProcess(arguments: ["--device", "null", "--config", config])
         }
 
         /// The tree served by Debian's MPD and by the daemon, both scanned, one client on each.
-        private func beside(_ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
+        static func beside(_ songs: [MusicTree.Song] = songs, prepare: (MusicTree) throws -> Void = { _ in },
+                           _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), Self.songs)
+            let tree = try MusicTree(at: directory.path("music"), songs)
+            try prepare(tree)
             let peer = try DebianMPD(musicDirectory: tree.root)
             defer { peer.stop() }
-            let daemon = try start(tree.root, directory)
+            let daemon = try Self.start(tree.root, directory)
             try withExtendedLifetime(daemon) {
                 let ours = try daemon.connectMPD()
                 try Self.waitForScan(ours)
@@ -61,7 +63,7 @@ extension DaemonTests {
         }
 
         @Test func listingsAndCountsAreMPDs() throws {
-            try beside { ours, theirs in
+            try Self.beside { ours, theirs in
 
                 let stats = try ours.command("stats"), peerStats = try theirs.command("stats")
                 for key in ["artists", "albums", "songs", "db_playtime"] {
@@ -98,7 +100,7 @@ extension DaemonTests {
         ]
 
         @Test func searchesAreMPDs() throws {
-            try beside { ours, theirs in
+            try Self.beside { ours, theirs in
                 for command in Self.searches {
                     let reply = try ours.command(command), expected = try theirs.command(command)
                     // MPD 0.23 leaves a song's Format out of sorted replies; Tonearm keeps it.
@@ -121,7 +123,7 @@ extension DaemonTests {
             for index in 1..<200 {
                 try FileManager.default.copyItem(atPath: tree.root + "/Many/000.flac", toPath: tree.root + String(format: "/Many/%03d.flac", index))
             }
-            let daemon = try start(tree.root, directory)
+            let daemon = try Self.start(tree.root, directory)
             try withExtendedLifetime(daemon) {
                 let client = try daemon.connectMPD()
                 try Self.waitForScan(client)
@@ -139,7 +141,7 @@ extension DaemonTests {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), Self.songs)
-            let daemon = try start(tree.root, directory)
+            let daemon = try Self.start(tree.root, directory)
             try withExtendedLifetime(daemon) {
                 try Self.waitForScan(try daemon.connectMPD())
                 let client = try daemon.connect()
@@ -212,7 +214,7 @@ extension DaemonTests {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), Array(Self.songs.prefix(2)))
-            let daemon = try start(tree.root, directory)
+            let daemon = try Self.start(tree.root, directory)
             try withExtendedLifetime(daemon) {
                 let client = try daemon.connectMPD()
                 try Self.waitForScan(client)

@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// Debian's real MPD, the peer whose answers Tonearm's MPD side is held to: on a Unix socket of
-/// its own, a null output, a database of `musicDirectory` built at start (`update` waited for).
+/// its own, a null output, a database of `musicDirectory` built at start (`update` waited for),
+/// stored playlists in a directory of its own.
 /// Its process is stopped by PID in `stop()`.
 public final class DebianMPD {
     public static let binary = "/usr/bin/mpd"
@@ -19,8 +20,10 @@ public final class DebianMPD {
         dir = try TemporaryDirectory()
         socket = dir.path("mpd.sock")
         let config = dir.path("mpd.conf")
+        try FileManager.default.createDirectory(atPath: dir.path("playlists"), withIntermediateDirectories: true)
         try """
         music_directory "\(musicDirectory)"
+        playlist_directory "\(dir.path("playlists"))"
         db_file "\(dir.path("database"))"
         state_file "\(dir.path("state"))"
         log_file "\(dir.path("mpd.log"))"
