@@ -67,7 +67,7 @@ final class CancellationFlag: Sendable {
 /// Demux + decode + convert of one media file. Owns every FFmpeg pointer of the item; not
 /// Sendable: it is created, used and freed on that item's decoder thread only.
 final class MediaDecoder {
-    private var formatContext: UnsafeMutablePointer<AVFormatContext>?
+    private(set) var formatContext: UnsafeMutablePointer<AVFormatContext>?
     /// A network source's connection, opened by us (FFmpeg does not close it with the context).
     private var connection: UnsafeMutablePointer<AVIOContext>?
     /// The context's `io_open` budget; it outlives the context (freed first, in deinit).

@@ -108,6 +108,12 @@ struct MPDCall: Sendable {
     var tags: MPDTags = .all
     /// Who asked: a file the client names is read only if it could read it itself.
     var peer = ClientPeer(credentials: nil, description: "")
+    /// The most bytes of a file one reply carries (`binarylimit`).
+    var binaryLimit = MPDCall.defaultBinaryLimit
+
+    /// MPD's default `binarylimit`, and the bounds it takes.
+    static let defaultBinaryLimit = 8192
+    static let binaryLimits = 64...(8 << 20)
 
     var player: Player { environment.player }
     var arguments: [String] { request.arguments }

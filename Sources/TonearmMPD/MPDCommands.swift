@@ -4,7 +4,7 @@
 enum MPDCommands {
     static let table: [String: MPDCommand] = {
         var table: [String: MPDCommand] = [:]
-        for command in statusCommands + playbackCommands + queueCommands + libraryCommands + playlistCommands {
+        for command in statusCommands + playbackCommands + queueCommands + libraryCommands + playlistCommands + artCommands {
             precondition(table[command.name] == nil, "MPD command \(command.name) defined twice")
             table[command.name] = command
         }
@@ -14,7 +14,7 @@ enum MPDCommands {
     /// Commands the connection handler runs, with the permission each needs.
     static let connectionCommands: [(name: String, permission: MPDPermission)] = [
         ("close", .none), ("commands", .none), ("notcommands", .none), ("password", .none),
-        ("idle", .read), ("tagtypes", .none),
+        ("idle", .read), ("tagtypes", .none), ("binarylimit", .none),
     ]
 
     /// Names a client with `permission` may or may not use, sorted (`commands`, `notcommands`).

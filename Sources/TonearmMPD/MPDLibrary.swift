@@ -17,6 +17,8 @@ final class MPDLibrary: Sendable {
     let sources: SourcePolicy
     private let worker = BlockingWorker(name: "tonearm-library")
     private let cache = Locked<[String: (modified: Int, tags: MediaTags)]>([:])
+    /// The last song's picture: a client reads it in chunks, one `readpicture` per chunk.
+    private let lastPicture = Locked<(path: String, modified: Int, size: Int, picture: EmbeddedPicture?)?>(nil)
 
     /// The library's database, if there is one: listings and counts come from it.
     let database: Library?
@@ -176,6 +178,17 @@ final class MPDLibrary: Sendable {
             cache[url.path] = (modified, tags)
         }
         return tags
+    }
+
+    /// The picture a song carries (`modified` and `size` as the file is now), read once for the
+    /// chunks a client asks for one by one.
+    func picture(_ url: URL, modified: Int, size: Int) -> EmbeddedPicture? {
+        if let last = lastPicture.withLock({ $0 }), last.path == url.path, last.modified == modified, last.size == size {
+            return last.picture
+        }
+        let picture = Player.readPicture(url)
+        lastPicture.withLock { $0 = (url.path, modified, size, picture) }
+        return picture
     }
 
     /// Tags already read, without touching the disk (for queue listings on the event loop).

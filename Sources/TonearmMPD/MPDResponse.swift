@@ -84,6 +84,13 @@ struct MPDResponse {
         add(key, flag ? "1" : "0")
     }
 
+    /// `binary: N`, the N bytes, and the line's end: a chunk of a file (`albumart`, `readpicture`).
+    mutating func add(binary bytes: ArraySlice<UInt8>) {
+        add("binary", bytes.count)
+        pending.append(contentsOf: bytes)
+        endLine()
+    }
+
     mutating func ok() {
         append("OK")
         endLine()

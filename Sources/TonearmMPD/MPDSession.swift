@@ -27,6 +27,7 @@ final class MPDSession: RequestSession {
     private weak var connection: (any RequestConnection)?
     private var authorized = false
     private var tags = MPDTags.all
+    private var binaryLimit = MPDCall.defaultBinaryLimit
     /// Inside `command_list_begin` (ok: false) or `command_list_ok_begin` (ok: true).
     private var list: (ok: Bool, requests: [Parsed], bytes: Int)?
     /// While idle: the subsystems the client waits for.
@@ -159,7 +160,8 @@ final class MPDSession: RequestSession {
                     send(response)
                     return .answered
                 }
-                let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer)
+                let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer,
+                                   binaryLimit: binaryLimit)
                 switch command.body.timing(queueLength: environment.player.queue.items.count, allocator: allocator) {
                 case .now(let body):
                     do throws(MPDError) {
@@ -257,6 +259,14 @@ final class MPDSession: RequestSession {
             return .done
         case "tagtypes":
             try tagTypes(request.arguments, response: &response)
+            return .done
+        case "binarylimit":
+            guard request.arguments.count == 1 else { throw .argument("wrong number of arguments for \"binarylimit\"") }
+            let text = request.arguments[0]
+            guard let value = Int(text) else { throw .argument("Integer expected: \(text)") }
+            guard value >= MPDCall.binaryLimits.lowerBound else { throw .argument("Value too small") }
+            guard value <= MPDCall.binaryLimits.upperBound else { throw .argument("Number too large: \(text)") }
+            binaryLimit = value
             return .done
         default: // idle; inside a command list it ends the list there, as in MPD 0.23
             var mask: MPDSubsystems = []

@@ -110,6 +110,8 @@ public final class Player: Sendable {
     /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
     /// call it from a thread of its own, never the event loop or the cooperative pool.
     public static func readTags(_ url: URL) -> MediaTags? { MediaTags.read(url) }
+    /// The picture a local file carries, read the same way. Blocks on file I/O.
+    public static func readPicture(_ url: URL) -> EmbeddedPicture? { EmbeddedPicture.read(url) }
 
     public var changeObserver: PlayerChangeObserver? {
         get { changeObserverBox.withLock { $0.observer } }

@@ -46,12 +46,10 @@ extension DaemonTests {
         }
 
         /// The tree served by Debian's MPD and by the daemon, both scanned, one client on each.
-        static func beside(_ songs: [MusicTree.Song] = songs, prepare: (MusicTree) throws -> Void = { _ in },
-                           _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
+        static func beside(_ songs: [MusicTree.Song] = songs, _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), songs)
-            try prepare(tree)
             let peer = try DebianMPD(musicDirectory: tree.root)
             defer { peer.stop() }
             let daemon = try Self.start(tree.root, directory)
