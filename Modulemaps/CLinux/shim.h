@@ -3,6 +3,8 @@
 /* glibc calls that Swift's Glibc module leaves out (GNU extensions). */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

@@ -16,6 +16,7 @@ public final class Library: Sendable {
     private let logger: Logger
     private let state = Locked(ScanState())
     private let news = StreamFanout<LibraryNews>(bufferingPolicy: .bufferingNewest(64))
+    private let watcher = Locked<LibraryWatcher?>(nil)
 
     private struct ScanState {
         var nextJob = 0
@@ -47,22 +48,64 @@ public final class Library: Sendable {
                                  logger: logger)
     }
 
-    deinit { scans.finish() }
+    deinit { shutdown() }
 
-    /// Waits for the scans asked so far, then stops the scan thread.
-    public func shutdown() { scans.finish() }
+    /// Stops watching, waits for the scans asked so far, then stops the scan thread.
+    public func shutdown() {
+        watcher.withLock { watcher in
+            watcher?.stop()
+            watcher = nil
+        }
+        scans.finish()
+    }
+
+    /// Starts seeing changes to the music directory as they happen (`library.watch`); each is
+    /// in the database within a couple of seconds.
+    public func startWatching() {
+        let watcher = LibraryWatcher(
+            root: root, followSymlinks: configuration.followSymlinks, rescanInterval: configuration.rescanIntervalSeconds,
+            logger: logger, refresh: { [weak self] directories in self?.refresh(directories) },
+            rescanAll: { [weak self] in self?.update() })
+        self.watcher.withLock { $0 = watcher }
+        watcher.start()
+    }
+
+    /// Asks for one scan of these directories' own entries (and what is new below them).
+    func refresh(_ directories: Set<String>) {
+        guard !directories.isEmpty else { return }
+        let job = nextJob()
+        scans.async { [self] in
+            run(job, path: directories.sorted().joined(separator: ", ")) { now in
+                var total = ScanOutcome()
+                for directory in directories.sorted() {
+                    let outcome = try scanner.scan(under: directory, rescan: false, now: now, recursive: false)
+                    total.added += outcome.added
+                    total.changed += outcome.changed
+                    total.removed += outcome.removed
+                    total.failed += outcome.failed
+                }
+                return total
+            }
+        }
+    }
 
     /// Asks for a scan of `path` (relative to the music directory; "" for all of it); with
     /// `rescan`, unchanged files are read again. Returns the job's number at once.
     @discardableResult
     public func update(_ path: String = "", rescan: Bool = false) -> Int {
-        let job = state.withLock { state in
+        let job = nextJob()
+        scans.async { [self] in
+            run(job, path: path.isEmpty ? "/" : path) { now in try scanner.scan(under: path, rescan: rescan, now: now) }
+        }
+        return job
+    }
+
+    private func nextJob() -> Int {
+        state.withLock { state in
             state.nextJob += 1
             state.queued += 1
             return state.nextJob
         }
-        scans.async { [self] in run(job, path: path, rescan: rescan) }
-        return job
     }
 
     /// The scan running now, if any (MPD's `updating_db`).
@@ -74,7 +117,8 @@ public final class Library: Sendable {
     /// Scan news, for `idle update` / `idle database` and the JSON-RPC events.
     public func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
 
-    private func run(_ job: Int, path: String, rescan: Bool) {
+    /// Runs scan job `job` (on the scan thread): `scan` does the work, given the time.
+    private func run(_ job: Int, path: String, _ scan: (Int) throws -> ScanOutcome) {
         // Scans wait for playback, the request path and everyone's disk reads.
         if tonearm_idle_priority_current_thread() != 0 {
             logger.notice("the scan thread keeps its priority", metadata: ["error": "\(String(cString: strerror(errno)))"])
@@ -84,9 +128,11 @@ public final class Library: Sendable {
             state.running = job
         }
         news.yield(.updateStarted(job: job))
-        logger.info("library scan started", metadata: ["job": "\(job)", "path": "\(path.isEmpty ? "/" : path)"])
+        logger.info("library scan started", metadata: ["job": "\(job)", "path": "\(path)"])
+        let began = Date()
         do {
-            let outcome = try scanner.scan(under: path, rescan: rescan, now: Int(Date().timeIntervalSince1970))
+            var outcome = try scan(Int(began.timeIntervalSince1970))
+            outcome.seconds = Date().timeIntervalSince(began)
             state.withLock { state in
                 state.running = nil
                 state.offline = nil

@@ -8,6 +8,11 @@ public struct LibraryConfiguration: Sendable, Equatable {
     public var scanOnStart = true
     /// Directory links are followed (a link back up the tree is seen and skipped).
     public var followSymlinks = true
+    /// Changes to the music directory are seen as they happen (inotify).
+    public var watch = true
+    /// Seconds between scans of the whole tree when it cannot be watched (the kernel's limit of
+    /// watches is reached); 0: none.
+    public var rescanIntervalSeconds = 3600.0
     /// Where clients' stored playlists are kept; nil: `playlists` in the state directory.
     public var playlistDirectory: String?
 

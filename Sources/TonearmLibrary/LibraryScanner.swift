@@ -49,7 +49,10 @@ struct LibraryScanner {
         var directories: Set<String> = []
     }
 
-    func scan(under start: String, rescan: Bool, now: Int) throws -> ScanOutcome {
+    /// Brings `start` (relative; "" for the music directory) and what is under it in line.
+    /// Not `recursive`: only `start`'s own entries, and subdirectories the database does not
+    /// know yet (a watched change names the one directory it happened in).
+    func scan(under start: String, rescan: Bool, now: Int, recursive: Bool = true) throws -> ScanOutcome {
         let began = Date()
         var outcome = ScanOutcome()
         var rootInfo = stat()
@@ -70,6 +73,16 @@ struct LibraryScanner {
             try database.write { db in try Self.apply(changes, now: now, db) }
         }
 
+        // A directory gone since (a watched deletion names each level of a removed tree): its
+        // entries go, and nothing on the way to it is made again.
+        var startInfo = stat()
+        guard stat(absolute(start), &startInfo) == 0, startInfo.st_mode & S_IFMT == S_IFDIR else {
+            guard !start.isEmpty else { return outcome }
+            outcome.removed = try songs(under: start)
+            try database.write { db in try Self.apply([.removeDirectory(path: start)], now: now, db) }
+            outcome.seconds = Date().timeIntervalSince(began)
+            return outcome
+        }
         // The directories on the way to `start` exist in the database too.
         var ancestors: [String] = [""]
         for component in start.split(separator: "/") {
@@ -85,7 +98,6 @@ struct LibraryScanner {
             let path = absolute(directory)
             var info = stat()
             guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                if directory == start, !start.isEmpty { pending.append(.removeDirectory(path: start)) }
                 continue
             }
             guard visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else {
@@ -109,7 +121,7 @@ struct LibraryScanner {
                 switch childInfo.st_mode & S_IFMT {
                 case S_IFDIR:
                     seenDirectories.insert(child)
-                    subdirectories.append(child)
+                    if recursive || directory != start || !known.directories.contains(child) { subdirectories.append(child) }
                 case S_IFREG where LibraryFiles.isSong(name):
                     seenSongs.insert(name)
                     let size = Int(childInfo.st_size)

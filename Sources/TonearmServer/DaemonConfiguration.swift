@@ -256,6 +256,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case "music_directory": config.library.musicDirectory = try musicDirectory(value, "library.music_directory", source)
                 case "scan_on_start": config.library.scanOnStart = try bool(value, "library.scan_on_start", source)
                 case "follow_symlinks": config.library.followSymlinks = try bool(value, "library.follow_symlinks", source)
+                case "watch": config.library.watch = try bool(value, "library.watch", source)
+                case "rescan_interval_s":
+                    let seconds = try number(value, "library.rescan_interval_s", source)
+                    guard seconds.isFinite, seconds == 0 || (1...604_800).contains(seconds) else {
+                        throw Invalid("\(source): library.rescan_interval_s must be 0 (never) or a number of seconds from 1 to 604800")
+                    }
+                    config.library.rescanIntervalSeconds = seconds
                 case "playlist_directory":
                     let path = try string(value, "library.playlist_directory", source)
                     guard path.isEmpty || path.hasPrefix("/") else {

@@ -152,6 +152,12 @@ music_directory = ""
 scan_on_start = true
 # Directory links are followed; a link back up the tree is seen and skipped.
 follow_symlinks = true
+# Changes to the music directory (files added, changed, moved, deleted) are in the library within
+# about two seconds, seen through inotify; no scan runs while nothing changes.
+watch = true
+# Where the kernel's limit of watches is reached (fs.inotify.max_user_watches), the whole tree is
+# scanned this often instead (seconds; 0: never, only at start and on update).
+rescan_interval_s = 3600
 # Where MPD clients' stored playlists are kept (save, playlistadd, ...), one NAME.m3u each;
 # "" is playlists/ in the state directory. The music directory's own .m3u files are listed
 # too, read-only.

@@ -173,6 +173,7 @@ struct Tonearmd: AsyncParsableCommand {
         // A scan in progress ends with its current batch; the next start goes on from there.
         defer { library?.shutdown() }
         if settings.library.scanOnStart { library?.update() }
+        if settings.library.watch { library?.startWatching() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         let keeper = saved.writable
             ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil

@@ -279,7 +279,7 @@ extension DaemonTests {
             let mpd = try daemon.connectMPD()
             #expect(try mpd.command("status").end == #"ACK [4@0] {status} you don't have permission for "status""#)
             #expect(try mpd.command("commands").values("command")
-                    == ["close", "commands", "notcommands", "password", "ping", "tagtypes"])
+                    == ["binarylimit", "close", "commands", "notcommands", "password", "ping", "tagtypes"])
             #expect(try mpd.command("password wrong").end == "ACK [3@0] {password} incorrect password")
             #expect(try mpd.command("password s3cret").ok)
             #expect(try mpd.command("status").ok)

@@ -144,6 +144,6 @@ struct MPDProtocolTests {
                 == .argument("too many arguments for \"add\""))
         #expect(add.check(MPDRequest(name: "add", arguments: ["a"]), permission: .read)
                 == MPDError(.permission, "you don't have permission for \"add\""))
-        #expect(MPDCommands.names(allowed: true, for: .none) == ["close", "commands", "notcommands", "password", "ping", "tagtypes"])
+        #expect(MPDCommands.names(allowed: true, for: .none) == ["binarylimit", "close", "commands", "notcommands", "password", "ping", "tagtypes"])
     }
 }

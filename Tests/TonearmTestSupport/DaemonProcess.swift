@@ -23,7 +23,10 @@ public final class DaemonProcess {
     /// - Parameter arguments: extra flags, e.g. ["--device", "null", "--pace"].
     /// - Parameter user: a uid to run the daemon as (with `setpriv`, group the same number, no
     ///   other groups; the test must run as root). Its directory is given to that user.
-    public init(arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil) throws {
+    /// - Parameter launcher: a command that runs the daemon (its path and arguments follow), and
+    ///   execs it so that the process stays the daemon's: e.g. a shell that sets a limit first.
+    public init(arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil,
+                launcher: [String] = []) throws {
         directory = try TemporaryDirectory()
         socketPath = directory.path("tonearm.sock")
         logPath = directory.path("tonearmd.log")
@@ -33,6 +36,9 @@ public final class DaemonProcess {
             }
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary(), "--socket", socketPath] + arguments
+        } else if let tool = launcher.first {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = launcher.dropFirst() + [Self.binary(), "--socket", socketPath] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: Self.binary())
             process.arguments = ["--socket", socketPath] + arguments
