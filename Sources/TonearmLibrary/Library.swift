@@ -44,8 +44,9 @@ public final class Library: Sendable {
         self.root = root
         self.logger = logger
         database = try LibraryDatabase(path: databasePath, logger: logger)
-        scanner = LibraryScanner(root: root, database: database, reader: reader, followSymlinks: configuration.followSymlinks,
-                                 logger: logger)
+        scanner = LibraryScanner(root: root, database: database,
+                                 tags: TagReaderPool(threads: configuration.scanThreads, reader: reader),
+                                 followSymlinks: configuration.followSymlinks, logger: logger)
     }
 
     deinit { shutdown() }
@@ -56,6 +57,8 @@ public final class Library: Sendable {
             watcher?.stop()
             watcher = nil
         }
+        // The tag readers end after the scans queued before them.
+        scans.async { [scanner] in scanner.tags.finish() }
         scans.finish()
     }
 

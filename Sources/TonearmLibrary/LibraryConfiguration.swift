@@ -8,6 +8,8 @@ public struct LibraryConfiguration: Sendable, Equatable {
     public var scanOnStart = true
     /// Directory links are followed (a link back up the tree is seen and skipped).
     public var followSymlinks = true
+    /// Threads that read files' tags during a scan.
+    public var scanThreads = ProcessInfo.processInfo.activeProcessorCount
     /// Changes to the music directory are seen as they happen (inotify).
     public var watch = true
     /// Seconds between scans of the whole tree when it cannot be watched (the kernel's limit of

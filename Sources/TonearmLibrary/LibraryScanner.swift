@@ -28,11 +28,12 @@ public struct LibraryOffline: Error, Sendable, CustomStringConvertible {
 struct LibraryScanner {
     let root: String
     let database: LibraryDatabase
-    let reader: @Sendable (URL) -> MediaTags?
+    /// Reads the tags of the files that changed.
+    let tags: TagReaderPool
     let followSymlinks: Bool
     let logger: Logger
 
-    /// Songs read before their rows are written in one transaction.
+    /// Songs read (at once, on the pool's threads) before their rows are written in one transaction.
     private static let batchSize = 256
 
     /// One change for the writer, by paths (the writer finds the rows).
@@ -64,12 +65,10 @@ struct LibraryScanner {
             throw LibraryOffline(description: "the music directory \(root) is empty (an unmounted disk?)")
         }
         var pending: [Change] = []
-        var pendingSongs = 0
         func flush() throws {
             guard !pending.isEmpty else { return }
             let changes = pending
             pending.removeAll(keepingCapacity: true)
-            pendingSongs = 0
             try database.write { db in try Self.apply(changes, now: now, db) }
         }
 
@@ -110,6 +109,27 @@ struct LibraryScanner {
             var seenSongs = Set<String>()
             var seenDirectories = Set<String>()
             var subdirectories: [String] = []
+            // Files new or changed since the last scan, read a batch at a time.
+            var toRead: [(name: String, size: Int, mtime: Int, failedBefore: Bool?)] = []
+            func readChanged() throws {
+                let read = tags.read(toRead.map { URL(fileURLWithPath: path + "/" + $0.name) })
+                for (file, tags) in zip(toRead, read) {
+                    if tags == nil {
+                        outcome.failed += 1
+                        if file.failedBefore != true {
+                            let child = directory.isEmpty ? file.name : directory + "/" + file.name
+                            logger.warning("cannot read as media; kept as failed until it changes", metadata: ["file": "\(child)"])
+                        }
+                    } else if file.failedBefore == nil {
+                        outcome.added += 1
+                    } else {
+                        outcome.changed += 1
+                    }
+                    pending.append(.song(directory: directory, name: file.name, size: file.size, mtime: file.mtime, tags: tags))
+                }
+                toRead.removeAll(keepingCapacity: true)
+                try flush()
+            }
             for name in names {
                 let child = directory.isEmpty ? name : directory + "/" + name
                 let childPath = path + "/" + name
@@ -128,24 +148,13 @@ struct LibraryScanner {
                     let modified = Int(childInfo.st_mtim.tv_sec)
                     let before = known.songs[name]
                     if !rescan, let before, before.size == size, before.mtime == modified { continue }
-                    let tags = reader(URL(fileURLWithPath: childPath))
-                    if tags == nil {
-                        outcome.failed += 1
-                        if before?.failed != true {
-                            logger.warning("cannot read as media; kept as failed until it changes", metadata: ["file": "\(child)"])
-                        }
-                    } else if before == nil {
-                        outcome.added += 1
-                    } else {
-                        outcome.changed += 1
-                    }
-                    pending.append(.song(directory: directory, name: name, size: size, mtime: modified, tags: tags))
-                    pendingSongs += 1
-                    if pendingSongs >= Self.batchSize { try flush() }
+                    toRead.append((name, size, modified, before.map(\.failed)))
+                    if toRead.count >= Self.batchSize { try readChanged() }
                 default:
                     break
                 }
             }
+            if !toRead.isEmpty { try readChanged() }
             for name in known.songs.keys where !seenSongs.contains(name) {
                 pending.append(.removeSong(directory: directory, name: name))
                 outcome.removed += 1

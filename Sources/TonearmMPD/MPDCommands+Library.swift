@@ -167,7 +167,8 @@ extension MPDCommands {
         } else if call.count > 1 {
             let parsed = try MPDFilter(call, from: 1, fold: false, grouping: true, filterOptional: true)
             filter = parsed.filter
-            groups = parsed.groups
+            // MPD nests the last `group` outermost: its value is written first.
+            groups = parsed.groups.reversed()
             if let tag, groups.contains(tag) { throw .argument("Conflicting group") }
         }
         let (wanted, groupTags) = (filter, groups)

@@ -256,6 +256,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case "music_directory": config.library.musicDirectory = try musicDirectory(value, "library.music_directory", source)
                 case "scan_on_start": config.library.scanOnStart = try bool(value, "library.scan_on_start", source)
                 case "follow_symlinks": config.library.followSymlinks = try bool(value, "library.follow_symlinks", source)
+                case "scan_threads":
+                    let threads = try integer(value, "library.scan_threads", source, 0...64)
+                    config.library.scanThreads = threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads
                 case "watch": config.library.watch = try bool(value, "library.watch", source)
                 case "rescan_interval_s":
                     let seconds = try number(value, "library.rescan_interval_s", source)

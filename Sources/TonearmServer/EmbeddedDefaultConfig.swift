@@ -152,6 +152,8 @@ music_directory = ""
 scan_on_start = true
 # Directory links are followed; a link back up the tree is seen and skipped.
 follow_symlinks = true
+# Threads that read files' tags during a scan, at idle priority; 0 is one per CPU core.
+scan_threads = 0
 # Changes to the music directory (files added, changed, moved, deleted) are in the library within
 # about two seconds, seen through inotify; no scan runs while nothing changes.
 watch = true
