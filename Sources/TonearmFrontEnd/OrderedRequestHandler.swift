@@ -95,6 +95,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private var heldUntil: Int?
     /// The session asked to close while output was held: it closes once that is written.
     private var closeAfterHold = false
+    /// A long reply written in parts (`writePart`) waits for the client to take what was
+    /// written: told true once it may make the next part, false if the connection is gone.
+    private var partWaiter: ((Bool) -> Void)?
 
     init(session: Session, limits: ClientLimits, logger: Logger, peer: String, changes: ChangeLog?) {
         self.session = session
@@ -180,6 +183,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
+            resumePart()
             serveQueued(context: context)
             flushIfNeeded(context: context)
             releaseRead(context: context)
@@ -209,6 +213,28 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             gathered!.writeBuffer(&buffer)
         }
         if gathered!.readableBytes >= Self.gatherLimit { flushIfNeeded(context: context) }
+    }
+
+    /// Writes one part of a long reply (the line stays being served), then calls `ready` once the
+    /// client has taken enough of what was written that the next part may be made: the daemon
+    /// holds about one part per such client, however long the reply. `ready(false)`: the
+    /// connection is gone, make no more.
+    func writePart(_ buffer: ByteBuffer, whenReady ready: @escaping (Bool) -> Void) {
+        write(buffer)
+        guard context != nil, !closing else { return ready(false) }
+        partWaiter = ready
+        resumePart()
+    }
+
+    private func resumePart() {
+        guard let waiter = partWaiter, let context else { return }
+        if closing {
+            partWaiter = nil
+            return waiter(false)
+        }
+        guard heldUntil == nil, context.channel.isWritable else { return }
+        partWaiter = nil
+        waiter(true)
     }
 
     /// Writes `buffer` (if any), then closes once it is flushed; nothing more is served.
@@ -296,6 +322,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             return
         }
         flushIfNeeded(context: context)
+        resumePart()
         serveQueued(context: context)
         flushIfNeeded(context: context)
         releaseRead(context: context)
@@ -346,6 +373,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     func channelInactive(context: ChannelHandlerContext) {
         closing = true
         queued.removeAll()
+        resumePart()
         session.connectionEnded()
         context.fireChannelInactive()
     }
@@ -358,6 +386,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 /// What a session sees of its connection (on the event loop only).
 package protocol RequestConnection: AnyObject {
     func write(_ buffer: ByteBuffer)
+    func writePart(_ buffer: ByteBuffer, whenReady ready: @escaping (Bool) -> Void)
     func writeAndClose(_ buffer: ByteBuffer?)
     func close(because reason: String)
     func finished()

@@ -223,6 +223,16 @@ public final class Library: Sendable {
 
     static func byteOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
+    /// A walk of `uri` in MPD's order, taken a part at a time with `next`; nil: no such entry.
+    public func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {
+        try LibraryReader(database: database).startWalk(uri, withTags: withTags)
+    }
+
+    /// The walk's next entries, at least `count` unless it is done.
+    public func next(_ walk: inout LibraryWalk, atLeast count: Int) throws -> [LibraryEntry] {
+        try LibraryReader(database: database).next(&walk, atLeast: count)
+    }
+
     /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
     public func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         try LibraryReader(database: database).walk(uri, withTags: withTags, visit)

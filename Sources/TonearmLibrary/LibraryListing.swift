@@ -90,26 +90,38 @@ struct LibraryReader {
     /// the root, its songs, then each subdirectory followed by what it holds), handed to `visit`
     /// a directory at a time. Returns false when the library has no such directory or song.
     func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
-        guard let listing = try list(uri, withTags: withTags) else { return false }
-        let directoryTime = try database.read { db in
-            try Int.fetchOne(db, sql: "SELECT mtime FROM directory WHERE path = ?", arguments: [uri])
+        guard var walk = try startWalk(uri, withTags: withTags) else { return false }
+        while !walk.isDone {
+            let entries = try next(&walk, atLeast: 1)
+            if !entries.isEmpty { try visit(entries) }
         }
-        guard let directoryTime else {
-            try visit(listing)  // a song's URI: the song
-            return true
-        }
-        if !uri.isEmpty { try visit([.directory(uri: uri, modified: directoryTime)]) }
-        try walkDirectory(listing, withTags: withTags, visit)
         return true
     }
 
-    private func walkDirectory(_ listing: [LibraryEntry], withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws {
-        try visit(listing.filter { if case .song = $0 { true } else { false } })
-        for entry in listing {
-            guard case .directory(let uri, _) = entry else { continue }
-            try visit([entry])
-            if let inner = try list(uri, withTags: withTags) { try walkDirectory(inner, withTags: withTags, visit) }
+    /// A walk of `uri` in `walk`'s order, to be taken a part at a time (`next`); nil when the
+    /// library has no such directory or song.
+    func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {
+        guard let listing = try list(uri, withTags: withTags) else { return nil }
+        let directoryTime = try database.read { db in
+            try Int.fetchOne(db, sql: "SELECT mtime FROM directory WHERE path = ?", arguments: [uri])
         }
+        guard let directoryTime else { return LibraryWalk(withTags: withTags, steps: [.entries(listing)]) }  // a song
+        var walk = LibraryWalk(withTags: withTags, steps: [])
+        walk.push(listing)
+        if !uri.isEmpty { walk.steps.append(.entries([.directory(uri: uri, modified: directoryTime)])) }
+        return walk
+    }
+
+    /// The walk's next entries: read on until there are at least `count` or the walk is done.
+    func next(_ walk: inout LibraryWalk, atLeast count: Int) throws -> [LibraryEntry] {
+        var entries: [LibraryEntry] = []
+        while entries.count < count, let step = walk.steps.popLast() {
+            switch step {
+            case .entries(let more): entries += more
+            case .directory(let uri): if let listing = try list(uri, withTags: walk.withTags) { walk.push(listing) }
+            }
+        }
+        return entries
     }
 
     private func subdirectories(of id: Int64, _ db: Database) throws -> [LibraryEntry] {
@@ -142,5 +154,31 @@ struct LibraryReader {
             return LibrarySong(uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
                                format: row[4], tags: tagsBySong[songID] ?? [])
         }
+    }
+}
+
+/// A walk of the library taken a part at a time (`Library.next`): what is left to list, as a
+/// stack. A value the caller keeps between parts, so no reader is held meanwhile.
+public struct LibraryWalk: Sendable {
+    enum Step: Sendable {
+        case entries([LibraryEntry])
+        /// A directory to list, then to walk.
+        case directory(String)
+    }
+
+    let withTags: Bool
+    var steps: [Step]
+
+    /// Nothing is left.
+    public var isDone: Bool { steps.isEmpty }
+
+    /// A directory's listing, to walk next: its songs, then each subdirectory's line and what it holds.
+    mutating func push(_ listing: [LibraryEntry]) {
+        for entry in listing.reversed() {
+            guard case .directory(let uri, _) = entry else { continue }
+            steps.append(.directory(uri))
+            steps.append(.entries([entry]))
+        }
+        steps.append(.entries(listing.filter { if case .song = $0 { true } else { false } }))
     }
 }

@@ -24,6 +24,9 @@ struct MPDCommand: Sendable {
     typealias Now = @Sendable (MPDCall, inout MPDResponse) throws(MPDError) -> Void
     /// The reply's lines (nil: none), written back on the event loop.
     typealias Later = @Sendable (MPDCall) async throws(MPDError) -> ByteBuffer?
+    /// A reply too long to hold whole (`listallinfo` of a large library): made and sent in
+    /// parts, each once the client has taken the one before.
+    typealias Stream = @Sendable (MPDCall, MPDReplySink) async throws(MPDError) -> Void
 
     enum Body: Sendable {
         case now(Now)
@@ -31,12 +34,14 @@ struct MPDCommand: Sendable {
         /// A listing of the queue: encoded at once while the queue is short, on
         /// `LongReplies`' thread (and written back as `later`'s) when it is long.
         case listing(Now)
+        case stream(Stream)
 
         /// When the body runs, for a queue of `queueLength` items.
         func timing(queueLength: Int, allocator: ByteBufferAllocator) -> Either {
             switch self {
             case .now(let body): return .now(body)
             case .later(let body): return .later(body)
+            case .stream(let body): return .stream(body)
             case .listing(let listing):
                 guard LongReplies.isLong(queueLength) else { return .now(listing) }
                 return .later { call throws(MPDError) in
@@ -49,7 +54,7 @@ struct MPDCommand: Sendable {
             }
         }
 
-        enum Either { case now(Now), later(Later) }
+        enum Either { case now(Now), later(Later), stream(Stream) }
     }
 
     let name: String
@@ -97,6 +102,12 @@ struct MPDTags: Sendable, Equatable {
     mutating func hide(_ tags: [MediaTag]) { mask &= ~MPDTags(tags).mask }
 
     private static func bit(_ tag: MediaTag) -> UInt64 { 1 << UInt64(tag.rawValue) }
+}
+
+/// Where a streamed reply's parts go: `send` returns once the client has taken enough that the
+/// next part may be made, false when the connection is gone (make no more).
+struct MPDReplySink: Sendable {
+    let send: @Sendable (ByteBuffer) async -> Bool
 }
 
 /// A command being run: its arguments and what it may use.

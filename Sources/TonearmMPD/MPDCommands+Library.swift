@@ -50,11 +50,11 @@ extension MPDCommands {
                 return r.buffer
             }
         }),
-        MPDCommand("listall", .read, 0...1, .later { call throws(MPDError) in
-            try await listAll(call, withTags: false)
+        MPDCommand("listall", .read, 0...1, .stream { call, sink throws(MPDError) in
+            try await listAll(call, withTags: false, into: sink)
         }),
-        MPDCommand("listallinfo", .read, 0...1, .later { call throws(MPDError) in
-            try await listAll(call, withTags: true)
+        MPDCommand("listallinfo", .read, 0...1, .stream { call, sink throws(MPDError) in
+            try await listAll(call, withTags: true, into: sink)
         }),
         MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: false) }),
         MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: true) }),
@@ -219,17 +219,35 @@ extension MPDCommands {
         }
     }
 
-    private static func listAll(_ call: MPDCall, withTags: Bool) async throws(MPDError) -> ByteBuffer? {
+    /// Entries of a streamed listing per part (some 100 KiB with tags).
+    static let entriesPerPart = 512
+
+    /// `listall`/`listallinfo`: from the database, streamed a part at a time (a whole large
+    /// library is tens of megabytes: the daemon holds one part, the client takes it at its pace);
+    /// without one, the music directory as it is read, in one reply.
+    private static func listAll(_ call: MPDCall, withTags: Bool, into sink: MPDReplySink) async throws(MPDError) {
         let uri = call.count == 1 ? normalized(call[0]) : ""
         let environment = call.environment
-        return try await environment.library.perform { () throws(MPDError) in
-            var r = MPDResponse()
-            if environment.library.databaseURI(uri) {
-                try environment.library.databaseWalk(uri, withTags: withTags) { entries in
-                    for entry in entries { write(entry, withTags: withTags, shown: call.tags, environment, into: &r) }
+        let library = environment.library
+        if library.databaseURI(uri) {
+            var walk = try await library.perform { () throws(MPDError) in try library.startWalk(uri, withTags: withTags) }
+            while !walk.isDone {
+                let current = walk
+                let (part, rest) = try await library.perform { () throws(MPDError) in
+                    var walk = current
+                    var r = MPDResponse()
+                    for entry in try library.next(&walk, atLeast: Self.entriesPerPart) {
+                        write(entry, withTags: withTags, shown: call.tags, environment, into: &r)
+                    }
+                    return (r.buffer, walk)
                 }
-                return r.buffer
+                walk = rest
+                guard await sink.send(part) else { return }
             }
+            return
+        }
+        let whole = try await library.perform { () throws(MPDError) -> ByteBuffer in
+            var r = MPDResponse()
             for entry in try environment.library.walk(uri) {
                 switch entry {
                 case .directory(let uri, let modified):
@@ -246,5 +264,6 @@ extension MPDCommands {
             }
             return r.buffer
         }
+        _ = await sink.send(whole)
     }
 }

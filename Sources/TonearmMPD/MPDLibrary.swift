@@ -218,13 +218,20 @@ final class MPDLibrary: Sendable {
         return listing
     }
 
-    /// Everything the database holds under `uri`, in MPD's order, a directory at a time.
-    func databaseWalk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) -> Void) throws(MPDError) {
+    /// A walk of what the database holds under `uri`, in MPD's order, taken a part at a time.
+    func startWalk(_ uri: String, withTags: Bool) throws(MPDError) -> LibraryWalk {
         guard let database else { throw MPDError(.noExist, "No database") }
         guard !uri.split(separator: "/").contains("..") else { throw .argument("Malformed URI") }
-        let found: Bool
-        do { found = try database.walk(uri, withTags: withTags) { visit($0) } } catch { throw Self.failure(error) }
-        guard found else { throw MPDError(.noExist, "No such directory") }
+        let walk: LibraryWalk?
+        do { walk = try database.startWalk(uri, withTags: withTags) } catch { throw Self.failure(error) }
+        guard let walk else { throw MPDError(.noExist, "No such directory") }
+        return walk
+    }
+
+    /// The walk's next part.
+    func next(_ walk: inout LibraryWalk, atLeast count: Int) throws(MPDError) -> [LibraryEntry] {
+        guard let database else { return [] }
+        do { return try database.next(&walk, atLeast: count) } catch { throw Self.failure(error) }
     }
 
     /// The songs `add` of a URI adds, with the tags the database has for them: from the

@@ -174,6 +174,9 @@ final class MPDSession: RequestSession {
                 case .later(let body):
                     runLater(body, call: call, command: command.name, batch: batch, ok: ok, index: index, response: response)
                     return .waiting
+                case .stream(let body):
+                    runStream(body, call: call, command: command.name, batch: batch, ok: ok, index: index, response: response)
+                    return .waiting
                 }
             }
             if ok == true { response.listOK() }
@@ -196,6 +199,37 @@ final class MPDSession: RequestSession {
             eventLoop.execute {
                 let (session, response) = bound.value
                 session.finished(result, command: command, batch: batch, ok: ok, index: index, response: response)
+            }
+        }
+    }
+
+    /// Runs a streamed command in a task: what the batch wrote so far goes out first, then each
+    /// part as the client takes the one before; then the run goes on as after `runLater`.
+    private func runStream(_ body: @escaping MPDCommand.Stream, call: MPDCall,
+                           command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse) {
+        send(response)
+        let eventLoop = self.eventLoop
+        let allocator = self.allocator
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let sink = MPDReplySink { part in
+            await withCheckedContinuation { (ready: CheckedContinuation<Bool, Never>) in
+                eventLoop.execute {
+                    guard let connection = bound.value.connection else { return ready.resume(returning: false) }
+                    connection.writePart(part) { ready.resume(returning: $0) }
+                }
+            }
+        }
+        Task {
+            let result: Result<ByteBuffer?, MPDError>
+            do throws(MPDError) {
+                try await body(call, sink)
+                result = .success(nil)
+            } catch {
+                result = .failure(error)
+            }
+            eventLoop.execute {
+                bound.value.finished(result, command: command, batch: batch, ok: ok, index: index,
+                                     response: MPDResponse(allocator: allocator))
             }
         }
     }

@@ -91,3 +91,58 @@ extension DaemonTests {
         }
     }
 }
+
+extension DaemonTests {
+    /// `listallinfo` of a library larger than a client's output cap is streamed: a client that
+    /// reads slowly gets all of it, and the daemon holds about one part of it at a time.
+    @Suite("Daemon streams long library listings", .serialized, .timeLimit(.minutes(3)))
+    struct DaemonListingStreamTests {
+        @Test func aListingOverTheOutputCapReachesASlowReaderWhole() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            // One short tagged file, linked under 8,000 long names: some 7 MB of listing.
+            let long = String(repeating: "x", count: 160)
+            let tree = try MusicTree(at: directory.path("music"), [])
+            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=d=0.02", "-metadata", "title=T\(long)",
+                                                       "-metadata", "artist=A\(long)", "-metadata", "album=B\(long)",
+                                                       tree.root + "/seed.flac"], timeout: 30)
+            try #require(made.status == 0, "\(made.output)")
+            let count = 8000
+            for index in 0..<count {
+                let folder = tree.root + "/d\(index / 100)"
+                if index % 100 == 0 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                try FileManager.default.linkItem(atPath: tree.root + "/seed.flac", toPath: folder + "/\(index) \(long).flac")
+            }
+            try FileManager.default.removeItem(atPath: tree.root + "/seed.flac")
+            let config = directory.path("tonearmd.toml")
+            // A cap of 1.5 MiB: the whole reply at once would pass it.
+            try "[library]\nmusic_directory = \"\(tree.root)\"\n[mpd]\nmax_output_buffer_size = 1536\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD(timeout: 20)
+                let deadline = Date().addingTimeInterval(60 * Sanitizer.timeScale)
+                while try client.command("stats")["songs"] != "\(count)" || client.command("status")["updating_db"] != nil {
+                    guard Date() < deadline else { throw LineClient.Failure(description: "the scan did not end") }
+                    usleep(50_000)
+                }
+                let before = try ProcessResources(pid: daemon.process.processIdentifier).residentKiB
+                try client.connection.send(line: "listallinfo")
+                // The client takes nothing for a while: the daemon must neither drop it nor
+                // make the rest of the reply meanwhile.
+                sleep(2)
+                let waiting = try ProcessResources(pid: daemon.process.processIdentifier).residentKiB
+                let reply = try client.reply(timeout: 60 * Sanitizer.timeScale)
+                #expect(reply.ok, "\(reply.end)")
+                #expect(reply.values("file").count == count)
+                #expect(reply.values("directory").count == count / 100)
+                let bytes = reply.lines.reduce(0) { $0 + $1.utf8.count + 1 }
+                #expect(bytes > 5 << 20, "the listing is \(bytes) bytes")
+                // What the daemon holds meanwhile: the socket's and the channel's buffers (about
+                // 1 MiB), one part, the database's reads; not the listing.
+                #expect((waiting - before) * 1024 < bytes / 2,
+                        "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
+            }
+        }
+    }
+}
