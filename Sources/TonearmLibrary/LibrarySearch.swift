@@ -22,6 +22,12 @@ struct LibrarySearch {
         }
     }
 
+    // A tag test is a set of song ids made once (`s.id IN (SELECT song_id … WHERE tag = ?)`,
+    // through the (tag, value) index), not a subquery per song: SQLite took that same index
+    // inside a per-song subquery and read every row of the tag once per song (a search of 2,000
+    // titles took 144 ms). Where one song's own rows are wanted (the sort key), `+t.tag` keeps
+    // it on the table's key.
+
     /// The song's URI, as SQL over `s` and `d`.
     static let uriSQL = "(CASE WHEN d.path = '' THEN s.name ELSE d.path || '/' || s.name END)"
     /// MPD's database order: depth first, a directory's songs before its subdirectories'
@@ -67,8 +73,7 @@ struct LibrarySearch {
             return Condition(sql: "(s.format IS NOT NULL AND \(test.sql))", arguments: test.arguments)
         case .value(.anyTag, let operation, let value, let fold):
             let item = test("t.value", operation, value, fold: fold, foldedColumn: "t.folded")
-            return Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND \(item.sql))",
-                             arguments: item.arguments)
+            return Condition(sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE \(item.sql))", arguments: item.arguments)
         case .value(.tag(let tag), let operation, let value, let fold):
             return tagCondition(tag, operation, value, fold: fold)
         }
@@ -78,11 +83,11 @@ struct LibrarySearch {
                                      fold: Bool) -> Condition {
         let item = test("t.value", operation, value, fold: fold, foldedColumn: "t.folded")
         func matches(_ tag: MediaTag) -> Condition {
-            Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND t.tag = ? AND \(item.sql))",
+            Condition(sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE t.tag = ? AND \(item.sql))",
                       arguments: [StoredTag.code(tag)] + item.arguments)
         }
         func has(_ tag: MediaTag) -> Condition {
-            Condition(sql: "EXISTS (SELECT 1 FROM song_tag t WHERE t.song_id = s.id AND t.tag = ?)", arguments: [StoredTag.code(tag)])
+            Condition(sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE t.tag = ?)", arguments: [StoredTag.code(tag)])
         }
         // Absent tag: the first fallback present decides; with none, only "" matches.
         var absent = Condition(sql: value.isEmpty ? "1" : "0", arguments: [])
@@ -127,7 +132,7 @@ struct LibrarySearch {
         case .tag(let tag, let descending):
             // The first value of the tag, or of its first fallback the song has; none sorts first.
             let chain = [tag] + Self.fallbacks(tag)
-            let firsts = chain.map { _ in "(SELECT t.value FROM song_tag t WHERE t.song_id = s.id AND t.tag = ? ORDER BY t.seq LIMIT 1)" }
+            let firsts = chain.map { _ in "(SELECT t.value FROM song_tag t WHERE t.song_id = s.id AND +t.tag = ? ORDER BY t.seq LIMIT 1)" }
             order = "COALESCE(\(firsts.joined(separator: ", ")), '') \(descending ? "DESC" : "ASC"), \(Self.databaseOrderSQL)"
             arguments += chain.map { StoredTag.code($0) }
         }

@@ -17,13 +17,15 @@ struct Bench: ParsableCommand {
     @Option(help: "The C floor binary (bench/floor.c).") var floor = ".build/bench/floor"
     @Option(help: "The control path's C floor (bench/control_floor.c).") var controlFloor = ".build/bench/control_floor"
     @Option(help: "Media made by scripts/make-bench-media.sh.") var media = ".build/bench/media"
+    @Option(help: "The library benchmark's tree (scripts/make-bench-library.py).") var libraryTree = ".build/bench/library-100k"
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
-    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast.") var only: String?
+    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library.") var only: String?
 
     func run() throws {
-        let bench = Runner(daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, repeats: quick ? 2 : repeats,
+        let bench = Runner(daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTree: libraryTree,
+                           repeats: quick ? 2 : repeats,
                            window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
         for path in [daemon, floor, controlFloor] where !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("\(path) is missing: run `make bench`")
@@ -33,6 +35,7 @@ struct Bench: ParsableCommand {
             ("startup", bench.startup), ("decode", bench.decodeCost), ("realtime", bench.realTime),
             ("idle", bench.idleAndMemory), ("control", bench.control), ("responsiveness", bench.responsiveness),
             ("queue", bench.queue), ("edits", bench.edits), ("network", bench.network), ("snapcast", bench.snapcast),
+            ("library", bench.library),
         ]
         if let only, !sections.contains(where: { $0.0 == only }) { throw ValidationError("no section '\(only)'") }
         for (name, section) in sections where only == nil || only == name { try section() }
@@ -139,6 +142,7 @@ struct Runner {
     let floor: String
     let controlFloor: String
     let media: String
+    let libraryTree: String
     let repeats: Int
     let window: Double
     let report: Report

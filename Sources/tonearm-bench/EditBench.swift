@@ -90,7 +90,7 @@ extension Runner {
     }
 
     /// Returns once the process uses under 1 % of a core over 200 ms (at most 60 s).
-    private func waitUntilQuiet(pid: pid_t) {
+    func waitUntilQuiet(pid: pid_t) {
         let deadline = monotonic() + 60
         while monotonic() < deadline {
             let before = ProcessSample(pid: pid).cpuNanoseconds
