@@ -160,6 +160,8 @@ public final class Library: Sendable {
 
     // MARK: Reading (the caller's thread)
 
+    var search: LibrarySearch { LibrarySearch(database: database) }
+
     public func stats() throws -> LibraryStats { try LibraryReader(database: database).stats() }
 
     /// `uri`'s songs then subdirectories, or the one song it names; nil: no such entry.
@@ -174,13 +176,13 @@ public final class Library: Sendable {
 
     /// The songs a search means, with their tags.
     public func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
-        try LibrarySearch(database: database).songs(query)
+        try search.songs(query)
     }
 
     /// How many songs `filter` means and how long they last (seconds), in all or by the values
     /// of `group` (sorted as MPD sorts them, byte by byte; a song without the tag counts under "").
     public func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
-        let search = LibrarySearch(database: database)
+        let search = search
         let matching = try search.matching(filter)
         guard let group else {
             return [(nil, matching.count, matching.reduce(0) { $0 + $1.duration })]
@@ -200,7 +202,7 @@ public final class Library: Sendable {
     /// with the values of `groups` before it: rows sorted as MPD sorts them, byte by byte, the
     /// groups first. A song without a tag gives "" for it.
     public func distinct(_ tag: MediaTag?, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
-        let search = LibrarySearch(database: database)
+        let search = search
         if tag == nil {
             return try search.songs(LibraryQuery(filter: filter)).map { [$0.uri] }
         }

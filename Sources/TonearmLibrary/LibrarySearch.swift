@@ -173,13 +173,13 @@ struct LibrarySearch {
         return tags
     }
 
-    /// Each matching song's id and length, in database order.
+    /// Each matching song's id and length, in no order (counts and lists sort what they make).
     func matching(_ filter: LibraryFilter) throws -> [(id: Int64, duration: Double)] {
         let condition = Self.condition(filter)
         return try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT s.id, COALESCE(s.duration, 0) FROM song s JOIN directory d ON d.id = s.directory_id
-                WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(Self.databaseOrderSQL)
+                WHERE s.failed = 0 AND \(condition.sql)
                 """, arguments: StatementArguments(condition.arguments.map { $0?.databaseValue ?? .null }))
                 .map { ($0[0], $0[1]) }
         }
@@ -187,22 +187,34 @@ struct LibrarySearch {
 
     /// Each song's values of `tag` as MPD's `list` and grouping see them: the tag's own values,
     /// else those of its first fallback the song has, else one empty value.
-    func values(of tag: MediaTag, for ids: [Int64]) throws -> [Int64: [String]] {
+    func values(of tag: MediaTag, for ids: [Int64], wholeScanAbove threshold: Int = wholeTagScan) throws -> [Int64: [String]] {
         let chain = [tag] + Self.fallbacks(tag)
         let codes = chain.compactMap { StoredTag.code($0) }
+        let tagMarks = Array(repeating: "?", count: codes.count).joined(separator: ",")
+        let tagArguments = codes.map { $0.databaseValue }
         return try database.read { db in
             var found: [Int64: [Int: [String]]] = [:]
-            var start = 0
-            while start < ids.count {
-                let chunk = ids[start..<min(start + 500, ids.count)]
-                start += chunk.count
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let tagMarks = Array(repeating: "?", count: codes.count).joined(separator: ",")
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT song_id, tag, value FROM song_tag WHERE tag IN (\(tagMarks)) AND song_id IN (\(marks)) ORDER BY song_id, seq
-                    """, arguments: StatementArguments(codes.map { $0.databaseValue } + chunk.map { $0.databaseValue }))
+            func collect(_ rows: RowCursor, keeping wanted: Set<Int64>?) throws {
                 while let row = try rows.next() {
-                    found[row[0], default: [:]][row[1], default: []].append(row[2])
+                    let id: Int64 = row[0]
+                    if let wanted, !wanted.contains(id) { continue }
+                    found[id, default: [:]][row[1], default: []].append(row[2])
+                }
+            }
+            if ids.count > threshold {
+                // Many songs: every row of these tags in one pass through the (tag, value) index.
+                try collect(Row.fetchCursor(db, sql: "SELECT song_id, tag, value FROM song_tag WHERE tag IN (\(tagMarks)) ORDER BY song_id, seq",
+                                            arguments: StatementArguments(tagArguments)), keeping: Set(ids))
+            } else {
+                // A few: each song's own rows, by the table's key (`+tag`: not the tag index).
+                var start = 0
+                while start < ids.count {
+                    let chunk = ids[start..<min(start + 500, ids.count)]
+                    start += chunk.count
+                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    try collect(Row.fetchCursor(db, sql: """
+                        SELECT song_id, tag, value FROM song_tag WHERE +tag IN (\(tagMarks)) AND song_id IN (\(marks)) ORDER BY song_id, seq
+                        """, arguments: StatementArguments(tagArguments + chunk.map { $0.databaseValue })), keeping: nil)
                 }
             }
             var values: [Int64: [String]] = [:]
@@ -213,4 +225,7 @@ struct LibrarySearch {
             return values
         }
     }
+
+    /// Past this many songs, a tag's values are read for all songs at once and the rest left out.
+    static let wholeTagScan = 2_000
 }

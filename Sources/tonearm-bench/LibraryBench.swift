@@ -107,17 +107,18 @@ extension Runner {
     // the queries phone and web clients send, `listallinfo` of everything, and adding 10,000
     // library songs to the queue.
     func library() throws {
-        let tree = libraryTree
+        // Both servers want an absolute music directory.
+        let tree = URL(fileURLWithPath: libraryTree).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: tree + "/.complete") else {
             throw BenchError("no library tree at \(tree): run scripts/make-bench-library.py 100000 \(tree)")
         }
         var peer: [String: Double] = [:]
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") {
-            peer = try measureLibrary(try LibraryServer.mpd(tree: tree), peer: nil)
+            peer = try measureLibrary(try LibraryServer.mpd(tree: tree), tree: tree, peer: nil)
         } else {
             FileHandle.standardError.write(Data("no mpd binary: the MPD peer figures are left out (apt-get install mpd)\n".utf8))
         }
-        _ = try measureLibrary(try LibraryServer.tonearm(daemon, tree: tree), peer: peer.isEmpty ? nil : peer)
+        _ = try measureLibrary(try LibraryServer.tonearm(daemon, tree: tree), tree: tree, peer: peer.isEmpty ? nil : peer)
     }
 
     /// The queries, named as in docs/performance.md; `artist` is one the tree has.
@@ -132,7 +133,7 @@ extension Runner {
     ] }
 
     /// Measures one server; returns its figures by name (the peer's, for the budgets).
-    private func measureLibrary(_ server: LibraryServer, peer: [String: Double]?) throws -> [String: Double] {
+    private func measureLibrary(_ server: LibraryServer, tree: String, peer: [String: Double]?) throws -> [String: Double] {
         defer { server.stop() }
         var figures: [String: Double] = [:]
         func add(_ figure: String, _ unit: String, _ values: [Double], ratioAtMost: Double? = nil) {
@@ -141,7 +142,7 @@ extension Runner {
             let budget = ratioAtMost.flatMap { ratio in peer?[figure].map { Budget.atMost(ratio * $0) } }
             report.add("\(server.name): library \(figure)", unit, values, budget: budget)
         }
-        let songs = try String(contentsOfFile: libraryTree + "/.count", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let songs = try String(contentsOfFile: tree + "/.count", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 
         // The scan from empty: from the process's start until the database holds every song.
         dropPageCache()

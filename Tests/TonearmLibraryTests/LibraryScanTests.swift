@@ -95,6 +95,25 @@ struct LibraryScanTests {
         #expect(try setup.library.list("nowhere") == nil)
     }
 
+    /// A tag's values read song by song and read in one pass over the tag agree, fallbacks and
+    /// songs without the tag included.
+    @Test func bothWaysOfReadingATagsValuesAgree() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        let search = setup.library.search
+        let all = try search.matching(.everything).map(\.id)
+        for ids in [all, Array(all.prefix(2))] {
+            for tag in [MediaTag.artist, .albumArtist, .albumArtistSort, .genre, .title] {
+                let bySong = try search.values(of: tag, for: ids, wholeScanAbove: .max)
+                let inOnePass = try search.values(of: tag, for: ids, wholeScanAbove: 0)
+                #expect(bySong == inOnePass, "\(tag)")
+                #expect(bySong.count == ids.count)
+            }
+        }
+        #expect(try search.values(of: .albumArtist, for: all, wholeScanAbove: 0).values.contains(["Béta"]), "the fallback to Artist")
+    }
+
     @Test func aRescanReadsOnlyWhatChanged() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
