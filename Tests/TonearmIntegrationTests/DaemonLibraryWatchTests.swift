@@ -62,6 +62,14 @@ extension DaemonTests {
                 let outside = try MusicTree(at: directory.path("outside"), [.init("Epsilon/01 Came.flac", ["title": "Came"])])
                 try FileManager.default.moveItem(atPath: outside.root + "/Epsilon", toPath: tree.root + "/Epsilon")
                 try waitForFiles(client, "Epsilon", ["Epsilon/01 Came.flac"])
+                // A hard link is complete as it appears (no write follows it).
+                try FileManager.default.linkItem(atPath: tree.root + "/loose.wav", toPath: tree.root + "/Epsilon/02 Linked.wav")
+                try waitForFiles(client, "Epsilon", ["Epsilon/01 Came.flac", "Epsilon/02 Linked.wav"])
+                // A directory replaced under its own name at once: what the new one holds.
+                let other = try MusicTree(at: directory.path("other"), [.init("Epsilon/03 Other.flac", ["title": "Other"])])
+                try FileManager.default.removeItem(atPath: tree.root + "/Epsilon")
+                try FileManager.default.moveItem(atPath: other.root + "/Epsilon", toPath: tree.root + "/Epsilon")
+                try waitForFiles(client, "Epsilon", ["Epsilon/03 Other.flac"])
 
                 try FileManager.default.removeItem(atPath: tree.root + "/Delta")
                 let deadline = Date().addingTimeInterval(Self.within)
@@ -139,9 +147,12 @@ extension DaemonTests {
                 let bytes = reply.lines.reduce(0) { $0 + $1.utf8.count + 1 }
                 #expect(bytes > 5 << 20, "the listing is \(bytes) bytes")
                 // What the daemon holds meanwhile: the socket's and the channel's buffers (about
-                // 1 MiB), one part, the database's reads; not the listing.
-                #expect((waiting - before) * 1024 < bytes / 2,
-                        "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
+                // 1 MiB), one part, the database's reads; not the listing. (A sanitizer's own
+                // allocator and shadow memory make RSS say nothing about that.)
+                if Sanitizer.active == nil {
+                    #expect((waiting - before) * 1024 < bytes / 2,
+                            "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
+                }
             }
         }
     }
