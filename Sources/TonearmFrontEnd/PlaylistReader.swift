@@ -4,47 +4,26 @@ import TonearmCore
 import Glibc
 #endif
 
-/// Reads a playlist file a client names, for both protocols. What is checked is the file
-/// actually opened, never a name checked earlier: the descriptor's own path (its link in
-/// /proc/self/fd) against `input.roots`, and its owner and mode against the peer (MPD's rule: a
-/// client may use a file it could read itself), unless it lies in a directory the daemon serves
-/// (the music directory). The entries are read from that same descriptor, so a link that flips
-/// between the check and the read changes nothing. Blocking I/O: run it off the event loop.
+/// Reads a playlist file a client names, for both protocols, from the file `ClientFile` opened
+/// for the client (see there for what is checked).
 package enum PlaylistReader {
     /// Larger than any playlist: a bigger file is not read.
     package static let maximumSize = 16 << 20
 
-    package struct Refusal: Error {
-        package enum Kind { case missing, denied, unreadable }
-        package let kind: Kind
-        package let message: String
-    }
+    package typealias Refusal = ClientFile.Refusal
 
     /// The entries of the playlist at `path` (`kind`), for `peer`. `served`: a directory whose
     /// files any client may use (the music directory), or nil.
     package static func entries(at path: String, kind: PlaylistFile.Kind, for peer: ClientPeer, sources: SourcePolicy,
                         served: String?) throws(Refusal) -> [PlaylistEntry] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            let code = errno
-            switch code {
-            case ENOENT, ENOTDIR: throw Refusal(kind: .missing, message: "no such playlist: \(path)")
-            case EACCES: throw Refusal(kind: .denied, message: "permission denied: \(path)")
-            default: throw Refusal(kind: .unreadable, message: "cannot open \(path): \(String(cString: strerror(code)))")
-            }
+        let (fd, info): (Int32, stat)
+        do throws(Refusal) { (fd, info) = try ClientFile.open(path, for: peer, sources: sources, served: served) } catch {
+            // Named as a playlist, the way clients read it.
+            if error.kind == .missing { throw Refusal(kind: .missing, message: "no such playlist: \(path)") }
+            throw error
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw Refusal(kind: .unreadable, message: "\(path) is not a regular file")
-        }
         guard info.st_size <= maximumSize else { throw Refusal(kind: .unreadable, message: "\(path) is over \(maximumSize) bytes") }
-        let opened = openedPath(fd) ?? path
-        if let reason = sources.refusal(URL(fileURLWithPath: opened)) { throw Refusal(kind: .denied, message: reason) }
-        let isServed = served.map { opened.hasPrefix($0 == "/" ? "/" : $0 + "/") } ?? false
-        guard isServed || peer.couldRead(owner: info.st_uid, mode: info.st_mode) else {
-            throw Refusal(kind: .denied, message: "permission denied: \(path) (a client may use only a file it could read itself)")
-        }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var count = 0
         while count < bytes.count {
@@ -60,13 +39,5 @@ package enum PlaylistReader {
         } catch {
             throw Refusal(kind: .unreadable, message: "playlist \(path): \(error.message)")
         }
-    }
-
-    /// The path of the file `fd` is open on, as the kernel names it.
-    private static func openedPath(_ fd: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TonearmFrontEnd
 import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
@@ -21,10 +22,18 @@ extension MPDCommands {
                       let cover = CoverFiles.find(in: song.deletingLastPathComponent().path) else {
                     throw MPDError(.noExist, "No file exists")
                 }
-                guard let (size, chunk) = readChunk(cover, at: offset, limit: call.binaryLimit) else {
-                    throw MPDError(.noExist, "No file exists")
+                // The image itself is checked as any file a client names: a link named cover.jpg
+                // must not hand out a file the client could not read.
+                let (fd, info): (Int32, stat)
+                do throws(ClientFile.Refusal) {
+                    (fd, info) = try ClientFile.open(cover, for: call.peer, sources: library.sources, served: library.root)
+                } catch {
+                    throw error.kind == .denied ? MPDError(.permission, error.message) : MPDError(.noExist, "No file exists")
                 }
+                defer { close(fd) }
+                let size = Int(info.st_size)
                 guard offset <= size else { throw .argument("Offset too large") }
+                let chunk = readChunk(fd, at: offset, count: min(call.binaryLimit, size - offset))
                 var r = MPDResponse()
                 r.add("size", size)
                 r.add(binary: chunk[...])
@@ -36,10 +45,16 @@ extension MPDCommands {
             let library = call.environment.library
             return try await library.perform { () throws(MPDError) in
                 let song = try library.url(forURI: call[0])
-                try library.checkSource(song)
-                var info = stat()
-                guard song.isFileURL, stat(song.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-                    throw MPDError(.noExist, "No such song")
+                guard song.isFileURL else { throw MPDError(.noExist, "No such song") }
+                // The song is checked as any file a client names (outside the music directory:
+                // only one it could read itself).
+                let info: stat
+                do throws(ClientFile.Refusal) {
+                    let opened = try ClientFile.open(song.path, for: call.peer, sources: library.sources, served: library.root)
+                    close(opened.fd)
+                    info = opened.info
+                } catch {
+                    throw error.kind == .denied ? MPDError(.permission, error.message) : MPDError(.noExist, "No such song")
                 }
                 var r = MPDResponse()
                 // A song without a picture: an empty reply, as MPD's.
@@ -55,16 +70,9 @@ extension MPDCommands {
         }),
     ]
 
-    /// The file's size and up to `limit` of its bytes from `offset` (none past the end); nil
-    /// when it cannot be read.
-    private static func readChunk(_ path: String, at offset: Int, limit: Int) -> (size: Int, bytes: [UInt8])? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
-        let size = Int(info.st_size)
-        var bytes = [UInt8](repeating: 0, count: max(0, min(limit, size - offset)))
+    /// Up to `count` bytes of the file open on `fd`, from `offset` (fewer if it is shorter now).
+    private static func readChunk(_ fd: Int32, at offset: Int, count wanted: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: max(0, wanted))
         var count = 0
         while count < bytes.count {
             let result = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + count, $0.count - count, off_t(offset + count)) }
@@ -72,6 +80,6 @@ extension MPDCommands {
             guard result > 0 else { break }
             count += result
         }
-        return (size, Array(bytes[..<count]))
+        return Array(bytes[..<count])
     }
 }

@@ -31,7 +31,11 @@ extension DaemonTests {
 
         /// §5: a read-only peer's `listplaylist` of a link to a file only root may read gets an
         /// error and not a line of it; a playlist anyone may read still lists.
-        @Test func aPeerCannotReadThroughAPlaylistWhatItCouldNotReadItself() throws {
+        /// A directory anyone may enter holding `secret.txt` (`text`, mode 0600: only root may read
+        /// it), made by `prepare`, and a daemon whose MPD socket uid 65534 may use read-only. Nil
+        /// (the test recorded as skipped) when not root: a peer of another uid needs root.
+        private func peerRig(secret text: String, _ prepare: (TemporaryDirectory, String) throws -> Void,
+                             _ body: (TemporaryDirectory, DaemonProcess) throws -> Void) throws {
             guard geteuid() == 0 else {
                 Issue.record("skipped: a peer of another uid needs root")
                 return
@@ -40,27 +44,56 @@ extension DaemonTests {
             defer { dir.remove() }
             #expect(chmod(dir.url.path, 0o755) == 0)
             let secret = dir.path("secret.txt")
-            try "/SECRET-LINE-ONE.flac\n/SECRET-LINE-TWO.flac\n".write(toFile: secret, atomically: false, encoding: .utf8)
+            try text.write(toFile: secret, atomically: false, encoding: .utf8)
             #expect(chmod(secret, 0o600) == 0)
-            #expect(symlink(secret, dir.path("x.m3u")) == 0)
-            let open = dir.path("open.m3u")
-            try "/music/anyone.flac\n".write(toFile: open, atomically: false, encoding: .utf8)
-            #expect(chmod(open, 0o644) == 0)
+            try prepare(dir, secret)
             let config = dir.path("tonearmd.toml")
             try "[control]\nsocket_mode = \"0666\"\nread_gids = [65534]\n".write(toFile: config, atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
             defer { withExtendedLifetime(daemon) {} }
             _ = try daemon.connect()
             #expect(chmod(daemon.directory.url.path, 0o755) == 0)
+            try body(dir, daemon)
+        }
 
-            let refused = try mpd(as: 65534, daemon.mpdSocketPath, ["listplaylist \"\(dir.path("x.m3u"))\""])
-            #expect(refused.contains("ACK"), "\(refused)")
-            #expect(!refused.contains("SECRET"), "the secret's lines never come back: \(refused)")
-            let listed = try mpd(as: 65534, daemon.mpdSocketPath, ["listplaylist \"\(open)\""])
-            #expect(listed.contains("file: /music/anyone.flac"), "\(listed)")
-            // Root (a controlling peer) may, as MPD lets the daemon's own user.
-            let mpd = try daemon.connectMPD()
-            #expect(try mpd.command("listplaylist \"\(dir.path("x.m3u"))\"").values("file").count == 2)
+        @Test func aPeerCannotReadThroughAPlaylistWhatItCouldNotReadItself() throws {
+            try peerRig(secret: "/SECRET-LINE-ONE.flac\n/SECRET-LINE-TWO.flac\n", { dir, secret in
+                #expect(symlink(secret, dir.path("x.m3u")) == 0)
+                try "/music/anyone.flac\n".write(toFile: dir.path("open.m3u"), atomically: false, encoding: .utf8)
+                #expect(chmod(dir.path("open.m3u"), 0o644) == 0)
+            }) { dir, daemon in
+                let refused = try mpd(as: 65534, daemon.mpdSocketPath, ["listplaylist \"\(dir.path("x.m3u"))\""])
+                #expect(refused.contains("ACK"), "\(refused)")
+                #expect(!refused.contains("SECRET"), "the secret's lines never come back: \(refused)")
+                let listed = try mpd(as: 65534, daemon.mpdSocketPath, ["listplaylist \"\(dir.path("open.m3u"))\""])
+                #expect(listed.contains("file: /music/anyone.flac"), "\(listed)")
+                // Root (a controlling peer) may, as MPD lets the daemon's own user.
+                let mpd = try daemon.connectMPD()
+                #expect(try mpd.command("listplaylist \"\(dir.path("x.m3u"))\"").values("file").count == 2)
+            }
+        }
+
+        /// A cover image is a file a client names too: `albumart` of a song outside the music
+        /// directory whose `cover.jpg` links to a file only root may read is refused, without a
+        /// byte of it; a cover anyone may read is sent.
+        @Test func aPeerCannotReadThroughACoverLinkWhatItCouldNotReadItself() throws {
+            try peerRig(secret: "SECRET-BYTES\n", { dir, secret in
+                for album in ["linked", "open"] {
+                    try FileManager.default.createDirectory(atPath: dir.path(album), withIntermediateDirectories: true)
+                    #expect(chmod(dir.path(album), 0o755) == 0)
+                    try FileManager.default.copyItem(atPath: Fixtures.path("tone.flac"), toPath: dir.path("\(album)/a.flac"))
+                    #expect(chmod(dir.path("\(album)/a.flac"), 0o644) == 0)
+                }
+                #expect(symlink(secret, dir.path("linked/cover.jpg")) == 0)
+                try "OPEN-COVER\n".write(toFile: dir.path("open/cover.jpg"), atomically: false, encoding: .utf8)
+                #expect(chmod(dir.path("open/cover.jpg"), 0o644) == 0)
+            }) { dir, daemon in
+                let refused = try mpd(as: 65534, daemon.mpdSocketPath, ["albumart \"\(dir.path("linked/a.flac"))\" 0"])
+                #expect(refused.contains("ACK [4@0]"), "\(refused)")
+                #expect(!refused.contains("SECRET"), "the secret never comes back: \(refused)")
+                let sent = try mpd(as: 65534, daemon.mpdSocketPath, ["albumart \"\(dir.path("open/a.flac"))\" 0"])
+                #expect(sent.contains("size: 11") && sent.contains("OPEN-COVER"), "\(sent)")
+            }
         }
 
         /// §6: `input.roots` is checked on the file opened when the item plays, not only when it
