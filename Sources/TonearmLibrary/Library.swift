@@ -49,14 +49,21 @@ public final class Library: Sendable {
                                  followSymlinks: configuration.followSymlinks, logger: logger)
     }
 
-    deinit { shutdown() }
+    deinit {
+        // The last reference may go on the watch thread itself (its callbacks hold the library
+        // for a moment): the watcher is told to stop, not waited for.
+        watcher.withLock { $0?.stop(waiting: false) }
+        scans.async { [scanner] in scanner.tags.finish() }
+        scans.finish()
+    }
 
     /// Stops watching, waits for the scans asked so far, then stops the scan thread.
     public func shutdown() {
-        watcher.withLock { watcher in
-            watcher?.stop()
-            watcher = nil
+        let current = watcher.withLock { watcher in
+            defer { watcher = nil }
+            return watcher
         }
+        current?.stop()
         // The tag readers end after the scans queued before them.
         scans.async { [scanner] in scanner.tags.finish() }
         scans.finish()
@@ -67,21 +74,23 @@ public final class Library: Sendable {
     public func startWatching() {
         let watcher = LibraryWatcher(
             root: root, followSymlinks: configuration.followSymlinks, rescanInterval: configuration.rescanIntervalSeconds,
-            logger: logger, refresh: { [weak self] directories in self?.refresh(directories) },
+            logger: logger, refresh: { [weak self] directories, trees in self?.refresh(directories, trees: trees) },
             rescanAll: { [weak self] in self?.update() })
         self.watcher.withLock { $0 = watcher }
         watcher.start()
     }
 
-    /// Asks for one scan of these directories' own entries (and what is new below them).
-    func refresh(_ directories: Set<String>) {
-        guard !directories.isEmpty else { return }
+    /// Asks for one scan of these directories' own entries (and what is new below them) and of
+    /// these trees whole.
+    func refresh(_ directories: Set<String>, trees: Set<String>) {
+        guard !directories.isEmpty || !trees.isEmpty else { return }
         let job = nextJob()
+        let work = directories.map { ($0, false) } + trees.map { ($0, true) }
         scans.async { [self] in
-            run(job, path: directories.sorted().joined(separator: ", ")) { now in
+            run(job, path: (directories.union(trees)).sorted().joined(separator: ", ")) { now in
                 var total = ScanOutcome()
-                for directory in directories.sorted() {
-                    let outcome = try scanner.scan(under: directory, rescan: false, now: now, recursive: false)
+                for (directory, recursive) in work.sorted(by: { $0.0 < $1.0 }) {
+                    let outcome = try scanner.scan(under: directory, rescan: false, now: now, recursive: recursive)
                     total.added += outcome.added
                     total.changed += outcome.changed
                     total.removed += outcome.removed
@@ -182,48 +191,16 @@ public final class Library: Sendable {
     /// How many songs `filter` means and how long they last (seconds), in all or by the values
     /// of `group` (sorted as MPD sorts them, byte by byte; a song without the tag counts under "").
     public func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
-        let search = search
-        let matching = try search.matching(filter)
-        guard let group else {
-            return [(nil, matching.count, matching.reduce(0) { $0 + $1.duration })]
-        }
-        let values = try search.values(of: group, for: matching.map(\.id))
-        var totals: [String: (songs: Int, playtime: Double)] = [:]
-        for song in matching {
-            for value in Set(values[song.id] ?? [""]) {
-                totals[value, default: (0, 0)].songs += 1
-                totals[value, default: (0, 0)].playtime += song.duration
-            }
-        }
-        return totals.keys.sorted(by: Self.byteOrder).map { ($0, totals[$0]!.songs, totals[$0]!.playtime) }
+        try search.totals(filter, groupedBy: group)
     }
 
     /// The distinct values of `tag` (nil: the songs' URIs) among the songs `filter` means, each
     /// with the values of `groups` before it: rows sorted as MPD sorts them, byte by byte, the
     /// groups first. A song without a tag gives "" for it.
     public func distinct(_ tag: MediaTag?, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
-        let search = search
-        if tag == nil {
-            return try search.songs(LibraryQuery(filter: filter)).map { [$0.uri] }
-        }
-        let matching = try search.matching(filter).map(\.id)
-        let columns = try (groups + [tag!]).map { try search.values(of: $0, for: matching) }
-        var rows = Set<[String]>()
-        for id in matching {
-            var partial: [[String]] = [[]]
-            for column in columns {
-                let values = column[id] ?? [""]
-                partial = partial.flatMap { prefix in values.map { prefix + [$0] } }
-            }
-            rows.formUnion(partial)
-        }
-        return rows.sorted { a, b in
-            for (x, y) in zip(a, b) where x != y { return Self.byteOrder(x, y) }
-            return a.count < b.count
-        }
+        guard let tag else { return try search.songs(LibraryQuery(filter: filter)).map { [$0.uri] } }
+        return try search.distinctValues(tag, filter: filter, groups: groups)
     }
-
-    static func byteOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
     /// A walk of `uri` in MPD's order, taken a part at a time with `next`; nil: no such entry.
     public func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {

@@ -18,11 +18,13 @@ final class LibraryWatcher: Sendable {
     private let followSymlinks: Bool
     private let rescanInterval: Double
     private let logger: Logger
-    /// Asked to scan these directories (relative to the root), not recursively.
-    private let refresh: @Sendable (Set<String>) -> Void
+    /// Asked to scan these directories (relative to the root), their own entries; and these
+    /// trees (new directories) whole.
+    private let refresh: @Sendable (_ directories: Set<String>, _ trees: Set<String>) -> Void
     /// Asked for an incremental scan of the whole tree.
     private let rescanAll: @Sendable () -> Void
-    /// Written by `stop`; read by the watch thread, which then leaves.
+    /// Written by `stop`; the watch thread polls it beside the inotify descriptor, and between
+    /// directories while it sets up watches, and leaves.
     private let wake: Int32
     private let finished = DispatchSemaphore(value: 0)
 
@@ -32,7 +34,7 @@ final class LibraryWatcher: Sendable {
     static let longestWait = 1.5
 
     init(root: String, followSymlinks: Bool, rescanInterval: Double, logger: Logger,
-         refresh: @escaping @Sendable (Set<String>) -> Void, rescanAll: @escaping @Sendable () -> Void) {
+         refresh: @escaping @Sendable (Set<String>, Set<String>) -> Void, rescanAll: @escaping @Sendable () -> Void) {
         self.root = root
         self.followSymlinks = followSymlinks
         self.rescanInterval = rescanInterval
@@ -42,9 +44,14 @@ final class LibraryWatcher: Sendable {
         wake = eventfd(0, Int32(EFD_CLOEXEC))
     }
 
-    deinit { close(wake) }
+    deinit { if wake >= 0 { close(wake) } }
 
     func start() {
+        guard wake >= 0 else {
+            logger.warning("the music directory is not watched", metadata: ["reason": "eventfd: \(String(cString: strerror(errno)))"])
+            finished.signal()
+            return
+        }
         NamedThread.start("tonearm-watch") { [self] in
             // Setting up the watches walks the tree: it waits for everyone else's reads.
             _ = tonearm_idle_priority_current_thread()
@@ -53,11 +60,13 @@ final class LibraryWatcher: Sendable {
         }
     }
 
-    /// Stops the watch thread and waits for it.
-    func stop() {
+    /// Stops the watch thread; with `waiting`, returns once it has ended (never call that on
+    /// the watch thread itself).
+    func stop(waiting: Bool = true) {
+        guard wake >= 0 else { return }
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
-        finished.wait()
+        if waiting { finished.wait() }
     }
 
     fileprivate static let mask = UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
@@ -71,20 +80,27 @@ final class LibraryWatcher: Sendable {
             return
         }
         defer { close(inotify) }
-        var watches = Watches(inotify: inotify, root: root, followSymlinks: followSymlinks)
-        if let failure = watches.add(tree: "") {
-            fallBack(failure)
-            return
+        var watches = Watches(inotify: inotify, root: root, followSymlinks: followSymlinks, wake: wake)
+        switch watches.add(tree: "") {
+        case .stopped: return
+        case .limit(let failure): return fallBack(failure)
+        case .done: break
         }
         logger.info("watching the music directory", metadata: ["directories": "\(watches.count)"])
         var changed = Set<String>()
+        var trees = Set<String>()
         var firstChange: Double?
+        func scanChanges() {
+            refresh(changed, trees)
+            changed.removeAll()
+            trees.removeAll()
+            firstChange = nil
+        }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             var timeout: Int32 = -1
             if let firstChange {
-                let now = Self.now()
-                timeout = Int32(max(0, min(Self.quietPeriod, firstChange + Self.longestWait - now)) * 1000)
+                timeout = Int32(max(0, min(Self.quietPeriod, firstChange + Self.longestWait - Self.now())) * 1000)
             }
             var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 2, timeout)
@@ -92,19 +108,19 @@ final class LibraryWatcher: Sendable {
             if fds[1].revents != 0 { return }
             if ready == 0 {
                 // Quiet (or waited long enough): scan what changed.
-                refresh(changed)
-                changed.removeAll()
-                firstChange = nil
+                scanChanges()
                 continue
             }
             let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress!, $0.count) }
             guard count > 0 else { continue }
             var overflowed = false
+            var rootGone = false
             for event in Self.events(buffer[..<count]) {
                 if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true; continue }
                 guard let directory = watches.path(event.wd) else { continue }
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     watches.forget(event.wd)
+                    if directory.isEmpty { rootGone = true }
                     continue
                 }
                 if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
@@ -113,33 +129,59 @@ final class LibraryWatcher: Sendable {
                 }
                 guard !event.name.hasPrefix(".") else { continue }
                 let child = directory.isEmpty ? event.name : directory + "/" + event.name
-                if event.mask & UInt32(IN_CREATE) != 0, event.mask & UInt32(IN_ISDIR) == 0, !isLink(child) {
-                    // A file being written: it is read once it is closed (IN_CLOSE_WRITE), not half done.
-                    continue
+                var isDirectory = event.mask & UInt32(IN_ISDIR) != 0
+                if event.mask & UInt32(IN_CREATE) != 0, !isDirectory {
+                    var info = stat()
+                    let isLink = lstat(root + "/" + child, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+                    if isLink, followSymlinks, stat(root + "/" + child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+                        isDirectory = true
+                    } else if !isLink && info.st_nlink < 2 {
+                        // A file being written: it is read once it is closed (IN_CLOSE_WRITE), not
+                        // half done. A link (symbolic or hard) is complete as it appears.
+                        continue
+                    }
                 }
                 changed.insert(directory)
-                if event.mask & UInt32(IN_ISDIR) != 0, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                    if let failure = watches.add(tree: child) {
-                        fallBack(failure)
-                        return
+                if isDirectory, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                    // A new directory: watched, and scanned whole (a directory replaced under a
+                    // known name too).
+                    trees.insert(child)
+                    switch watches.add(tree: child) {
+                    case .stopped: return
+                    case .limit(let failure):
+                        rescanAll()
+                        return fallBack(failure)
+                    case .done: break
                     }
                 }
             }
+            if rootGone {
+                // The music directory itself went (unmounted, moved): the scan keeps every entry,
+                // and the tree is scanned on the timer until the daemon starts again.
+                rescanAll()
+                return fallBack("the music directory \(root) went away")
+            }
             if overflowed {
-                // Changes were lost: the whole tree is compared with the database.
+                // Changes were lost: every directory is watched again (a known one keeps its
+                // watch) and the whole tree is compared with the database.
                 logger.notice("the kernel dropped watch events; the library is scanned whole")
+                switch watches.add(tree: "") {
+                case .stopped: return
+                case .limit(let failure):
+                    rescanAll()
+                    return fallBack(failure)
+                case .done: break
+                }
                 rescanAll()
                 changed.removeAll()
+                trees.removeAll()
                 firstChange = nil
                 continue
             }
             if !changed.isEmpty, firstChange == nil { firstChange = Self.now() }
+            // Changes that keep coming are scanned at least every `longestWait`.
+            if let first = firstChange, Self.now() >= first + Self.longestWait { scanChanges() }
         }
-    }
-
-    private func isLink(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(root + "/" + path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
     }
 
     /// Without a watch: a scan of the whole tree every `rescanInterval` seconds, until `stop`.
@@ -200,24 +242,35 @@ private struct Watches {
     let inotify: Int32
     let root: String
     let followSymlinks: Bool
+    /// The watcher's stop signal, looked at while a tree is walked.
+    let wake: Int32
     private var paths: [Int32: String] = [:]
 
-    init(inotify: Int32, root: String, followSymlinks: Bool) {
+    init(inotify: Int32, root: String, followSymlinks: Bool, wake: Int32) {
         self.inotify = inotify
         self.root = root
         self.followSymlinks = followSymlinks
+        self.wake = wake
     }
+
+    enum Outcome { case done, stopped, limit(String) }
 
     var count: Int { paths.count }
     func path(_ wd: Int32) -> String? { paths[wd] }
     mutating func forget(_ wd: Int32) { paths[wd] = nil }
 
-    /// Watches `start` and every directory below it (a link back up the tree once). Returns
-    /// why the watch cannot go on, if it cannot (the kernel's limit).
-    mutating func add(tree start: String) -> String? {
+    /// Watches `start` and every directory below it (a link back up the tree once); `.limit`
+    /// with why the watch cannot go on (the kernel's limit), `.stopped` when `stop` came meanwhile.
+    mutating func add(tree start: String) -> Outcome {
         var visited = Set<[UInt64]>()
         var stack = [start]
+        var walked = 0
         while let directory = stack.popLast() {
+            walked += 1
+            if walked % 64 == 0 {
+                var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+                if poll(&fds, 1, 0) > 0 { return .stopped }
+            }
             let path = directory.isEmpty ? root : root + "/" + directory
             var info = stat()
             guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
@@ -226,7 +279,7 @@ private struct Watches {
             if wd < 0 {
                 let code = errno
                 if code == ENOSPC || code == ENOMEM {
-                    return "the kernel's limit of watches is reached (fs.inotify.max_user_watches) at \(path)"
+                    return .limit("the kernel's limit of watches is reached (fs.inotify.max_user_watches) at \(path)")
                 }
                 continue  // gone meanwhile, or not readable: nothing to watch there
             }
@@ -243,6 +296,6 @@ private struct Watches {
             }
             closedir(handle)
         }
-        return nil
+        return .done
     }
 }

@@ -158,7 +158,8 @@ public final class PlaylistStore: Sendable {
         } catch {
             throw .io("cannot create the playlist directory \(directory): \(error.localizedDescription)")
         }
-        let temporary = directory + "/.\(name).m3u.tmp"
+        // One writer thread, so one temporary name serves (and a long playlist name fits).
+        let temporary = directory + "/.tonearm-playlist.tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Self.failure("write", name) }
         var bytes = Array(entries.map { $0 + "\n" }.joined().utf8)

@@ -95,23 +95,26 @@ struct LibraryScanTests {
         #expect(try setup.library.list("nowhere") == nil)
     }
 
-    /// A tag's values read song by song and read in one pass over the tag agree, fallbacks and
-    /// songs without the tag included.
-    @Test func bothWaysOfReadingATagsValuesAgree() async throws {
+    /// `list` and `count` in SQL: fallbacks (AlbumArtist → Artist), "" for a song without the
+    /// tag, groups, filters, byte order.
+    @Test func distinctValuesAndTotalsFollowMPDsRules() async throws {
         let setup = try Setup()
         defer { setup.directory.remove() }
         _ = try await setup.scan()
-        let search = setup.library.search
-        let all = try search.matching(.everything).map(\.id)
-        for ids in [all, Array(all.prefix(2))] {
-            for tag in [MediaTag.artist, .albumArtist, .albumArtistSort, .genre, .title] {
-                let bySong = try search.values(of: tag, for: ids, wholeScanAbove: .max)
-                let inOnePass = try search.values(of: tag, for: ids, wholeScanAbove: 0)
-                #expect(bySong == inOnePass, "\(tag)")
-                #expect(bySong.count == ids.count)
-            }
-        }
-        #expect(try search.values(of: .albumArtist, for: all, wholeScanAbove: 0).values.contains(["Béta"]), "the fallback to Artist")
+        let library = setup.library
+        #expect(try library.distinct(.artist, filter: .everything, groups: []) == [[""], ["Alpha"], ["Béta"]])
+        #expect(try library.distinct(.albumArtist, filter: .everything, groups: []) == [[""], ["Alpha"], ["Béta"]])
+        #expect(try library.distinct(.album, filter: .everything, groups: [.artist])
+                == [["", ""], ["Alpha", "One"], ["Béta", "Zwei"]])
+        #expect(try library.distinct(.title, filter: .value(.tag(.artist), .equals, "Alpha", foldCase: false), groups: [])
+                == [["First"], ["Second"]])
+        #expect(try library.distinct(.genre, filter: .value(.tag(.title), .equals, "Nothing", foldCase: false), groups: []).isEmpty)
+        let byGenre = try library.count(.everything, groupedBy: .genre)
+        #expect(byGenre.map(\.group) == ["", "Noise"] && byGenre.map(\.songs) == [4, 1], "\(byGenre)")
+        let all = try #require(try library.count(.everything, groupedBy: nil).first)
+        #expect(all.group == nil && all.songs == 5 && all.playtime > 4)
+        let none = try #require(try library.count(.value(.tag(.title), .equals, "Nothing", foldCase: false), groupedBy: nil).first)
+        #expect(none.songs == 0 && none.playtime == 0)
     }
 
     @Test func aRescanReadsOnlyWhatChanged() async throws {

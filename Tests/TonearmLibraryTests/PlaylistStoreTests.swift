@@ -20,6 +20,12 @@ struct PlaylistStoreTests {
             #expect(throws: PlaylistStore.Failure.badName, "\(bad.debugDescription)") { try store.create(bad, entries: []) }
         }
 
+        // The longest name a file name allows (255 bytes with ".m3u").
+        let longest = String(repeating: "n", count: 251)
+        try store.create(longest, entries: ["a.flac"])
+        #expect(try store.entries(longest) == ["a.flac"])
+        try store.remove(longest)
+
         try store.edit("mix") { entries in entries.swapAt(0, 2) }
         #expect(try store.entries("mix") == ["/abs/two.ogg", "http://127.0.0.1:9/s.mp3", "a/one.flac"])
         #expect(throws: PlaylistStore.Failure.noSuchPlaylist) { try store.edit("new") { $0.append("x") } }
