@@ -48,6 +48,19 @@ package enum ClientFile {
         return (fd, info)
     }
 
+    /// Up to `count` bytes of the file open on `fd`, from `offset` (fewer if it is shorter now).
+    package static func read(_ fd: Int32, count wanted: Int, at offset: Int = 0) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: max(0, wanted))
+        var count = 0
+        while count < bytes.count {
+            let result = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + count, $0.count - count, off_t(offset + count)) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { break }
+            count += result
+        }
+        return count == bytes.count ? bytes : Array(bytes[..<count])
+    }
+
     /// The path of the file `fd` is open on, as the kernel names it.
     private static func openedPath(_ fd: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -24,15 +24,7 @@ package enum PlaylistReader {
         }
         defer { close(fd) }
         guard info.st_size <= maximumSize else { throw Refusal(kind: .unreadable, message: "\(path) is over \(maximumSize) bytes") }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var count = 0
-        while count < bytes.count {
-            let result = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { break }
-            count += result
-        }
-        let text = String(decoding: bytes[..<count], as: UTF8.self)
+        let text = String(decoding: ClientFile.read(fd, count: Int(info.st_size)), as: UTF8.self)
         do throws(PlaylistError) {
             // Relative entries are read from where the client named the playlist.
             return try PlaylistFile.parse(text, kind: kind, directory: URL(fileURLWithPath: path).deletingLastPathComponent())

@@ -33,7 +33,7 @@ extension MPDCommands {
                 defer { close(fd) }
                 let size = Int(info.st_size)
                 guard offset <= size else { throw .argument("Offset too large") }
-                let chunk = readChunk(fd, at: offset, count: min(call.binaryLimit, size - offset))
+                let chunk = ClientFile.read(fd, count: min(call.binaryLimit, size - offset), at: offset)
                 var r = MPDResponse()
                 r.add("size", size)
                 r.add(binary: chunk[...])
@@ -69,17 +69,4 @@ extension MPDCommands {
             }
         }),
     ]
-
-    /// Up to `count` bytes of the file open on `fd`, from `offset` (fewer if it is shorter now).
-    private static func readChunk(_ fd: Int32, at offset: Int, count wanted: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: max(0, wanted))
-        var count = 0
-        while count < bytes.count {
-            let result = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + count, $0.count - count, off_t(offset + count)) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { break }
-            count += result
-        }
-        return Array(bytes[..<count])
-    }
 }

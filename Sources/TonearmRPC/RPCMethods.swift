@@ -70,6 +70,7 @@ enum RPCMethods {
         RPCMethod("library.browse", .read, ["path"], .later),
         RPCMethod("library.search", .read, ["query", "filter", "sort", "offset", "limit"], .later),
         RPCMethod("library.list", .read, ["tag", "filter", "query", "group"], .later),
+        RPCMethod("library.art", .read, ["uri"], .later),
         RPCMethod("ping", .read, [], .now),
         RPCMethod("version", .read, [], .now),
     ]

@@ -111,7 +111,7 @@ struct RequestRouter: Sendable {
             }
             return .object(answer)
         case _ where request.method.hasPrefix("library."):
-            return try await libraryAnswer(request)
+            return try await libraryAnswer(request, for: session.peer)
         case "queue":
             // A long queue: encoded off the event loop, which goes on serving the other clients.
             return await longReplies.encode {

@@ -67,6 +67,22 @@ extension DaemonTests {
                     #expect(try Self.fetch("readpicture", song, host: peer.socket, into: scratch) == picture, "\(song) from MPD")
                 }
 
+                // JSON-RPC's library.art: the same bytes, base64, with where they came from.
+                let json = try daemon.connect()
+                for (path, expected, type, source) in [("Covered/01 First.flac", cover, "image/jpeg", "file"),
+                                                        ("Covered", cover, "image/jpeg", "file"),
+                                                        ("Pictured/png.mp3", png, "image/png", "embedded"),
+                                                        ("Pictured/jpeg.flac", jpeg, "image/jpeg", "embedded")] {
+                    let art = try #require(json.call("library.art", ["uri": path]).result, "\(path)")
+                    #expect(art["data"].flatMap { Data(base64Encoded: $0 as? String ?? "") } == expected, "\(path)")
+                    #expect(art["type"] as? String == type && art["source"] as? String == source, "\(path): \(art)")
+                    #expect(art["size"] as? Int == expected.count)
+                }
+                for path in ["Plain/01 Bare.flac", "Nowhere/x.flac"] {
+                    let missing = try json.call("library.art", ["uri": path])
+                    #expect(missing.errorData?["kind"] as? String == "not_found", "\(path): \(missing)")
+                }
+
                 // The answers without bytes, refusals included, are MPD's.
                 let theirs = try peer.connect()
                 for command in ["albumart \"Plain/01 Bare.flac\" 0", "readpicture \"Plain/01 Bare.flac\" 0",
