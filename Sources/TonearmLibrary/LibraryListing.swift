@@ -70,11 +70,24 @@ struct LibraryReader {
         }
     }
 
-    /// The songs the library holds of `uris` (with their tags), by URI; one read.
+    /// The songs the library holds of `uris` (with their tags), by URI; one read. Songs of one
+    /// directory (an album added song by song) are read together, a query per directory.
     func songs(at uris: [String]) throws -> [String: LibrarySong] {
-        try database.read { db in
+        var byDirectory: [String: Set<String>] = [:]
+        for uri in uris { byDirectory[LibraryScanner.parentPath(uri), default: []].insert(uri) }
+        return try database.read { db in
             var found: [String: LibrarySong] = [:]
-            for uri in Set(uris) { found[uri] = try song(uri, withTags: true, db) }
+            let find = try db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?")
+            for (directory, wanted) in byDirectory {
+                guard wanted.count > 1 else {
+                    for uri in wanted { found[uri] = try song(uri, withTags: true, db) }
+                    continue
+                }
+                guard let id = try Int64.fetchOne(find, arguments: [directory]) else { continue }
+                for song in try songs(inDirectory: id, path: directory, withTags: true, db) where wanted.contains(song.uri) {
+                    found[song.uri] = song
+                }
+            }
             return found
         }
     }
@@ -82,7 +95,10 @@ struct LibraryReader {
     private func song(_ uri: String, withTags: Bool, _ db: Database) throws -> LibrarySong? {
         let directory = LibraryScanner.parentPath(uri)
         let name = directory.isEmpty ? uri : String(uri.dropFirst(directory.count + 1))
-        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]) else { return nil }
+        // Cached statements: `add` of thousands of songs looks each one up, and compiling a
+        // statement costs more than running it.
+        let find = try db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?")
+        guard let id = try Int64.fetchOne(find, arguments: [directory]) else { return nil }
         return try songs(inDirectory: id, path: directory, withTags: withTags, named: name, db).first
     }
 
@@ -133,16 +149,16 @@ struct LibraryReader {
                        _ db: Database) throws -> [LibrarySong] {
         let filter = name == nil ? "" : " AND name = ?"
         let arguments: StatementArguments = name.map { [id, $0] } ?? [id]
-        let rows = try Row.fetchAll(db, sql: """
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT id, name, mtime, duration, format FROM song
             WHERE directory_id = ? AND failed = 0\(filter) ORDER BY name
-            """, arguments: arguments)
+            """), arguments: arguments)
         var tagsBySong: [Int64: [MediaTags.Entry]] = [:]
         if withTags, !rows.isEmpty {
-            let tagRows = try Row.fetchCursor(db, sql: """
+            let tagRows = try Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
                 WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.seq
-                """, arguments: arguments)
+                """), arguments: arguments)
             while let row = try tagRows.next() {
                 guard let tag = StoredTag.tag(row[1]) else { continue }
                 tagsBySong[row[0], default: []].append(MediaTags.Entry(tag, row[2]))

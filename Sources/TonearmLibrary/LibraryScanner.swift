@@ -112,7 +112,7 @@ struct LibraryScanner {
             // Files new or changed since the last scan, read a batch at a time.
             var toRead: [(name: String, size: Int, mtime: Int, failedBefore: Bool?)] = []
             func readChanged() throws {
-                let read = tags.read(toRead.map { URL(fileURLWithPath: path + "/" + $0.name) })
+                let read = tags.read(toRead.map { URL(fileURLWithPath: path + "/" + $0.name, isDirectory: false) })
                 for (file, tags) in zip(toRead, read) {
                     if tags == nil {
                         outcome.failed += 1

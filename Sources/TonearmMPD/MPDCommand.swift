@@ -57,16 +57,29 @@ struct MPDCommand: Sendable {
         enum Either { case now(Now), later(Later), stream(Stream) }
     }
 
+    /// Consecutive calls of one command in a command list, run as one: a client's "add all"
+    /// sends thousands of `add`s, which become one trip to the library's thread and one queue
+    /// edit (one journal record, one queue event) instead of one of each per song.
+    struct Batch: Sendable {
+        /// Whether this call may join a batch (`add` without a position).
+        let joins: @Sendable (MPDRequest) -> Bool
+        /// Runs the calls in order as one: the answers of those that succeeded, then the error
+        /// that stopped the run at the next one, if any (what running them one by one gives).
+        let run: @Sendable ([MPDCall]) async -> (answers: [ByteBuffer?], failure: MPDError?)
+    }
+
     let name: String
     let permission: MPDPermission
     let arguments: ClosedRange<Int>
     let body: Body
+    let batch: Batch?
 
-    init(_ name: String, _ permission: MPDPermission, _ arguments: ClosedRange<Int>, _ body: Body) {
+    init(_ name: String, _ permission: MPDPermission, _ arguments: ClosedRange<Int>, _ body: Body, batch: Batch? = nil) {
         self.name = name
         self.permission = permission
         self.arguments = arguments
         self.body = body
+        self.batch = batch
     }
 
     /// MPD's checks before a command runs (command_check_request), with its messages.

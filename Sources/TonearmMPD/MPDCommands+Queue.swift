@@ -19,22 +19,20 @@ extension MPDCommands {
                 try settle(error)
             }
             return nil
-        }),
+        }, batch: addBatch(ids: false)),
         MPDCommand("addid", .control, 1...2, .later { call throws(MPDError) in
             let position = try insertPosition(call, argument: 1)
-            let urls = try await call.environment.library.perform { () throws(MPDError) in
-                try call.environment.library.songs(call[0])
+            let songs = try await call.environment.library.perform { () throws(MPDError) in
+                do throws(MPDError) { return try call.environment.library.songsToAdd(call[0]) } catch { throw noSuchSong(error) }
             }
-            guard urls.count == 1, let url = urls.first else { throw MPDError(.noExist, "No such song") }
+            guard songs.urls.count == 1, let url = songs.urls.first else { throw MPDError(.noExist, "No such song") }
             let added: [QueueItem]
-            do throws(PlayerError) { added = try call.player.add([(url, nil)], at: position).items } catch {
+            do throws(PlayerError) { added = try call.player.add([(url, nil)], at: position, known: songs.known).items } catch {
                 try settle(error)
                 return nil
             }
-            var r = MPDResponse()
-            if let item = added.first { r.add("Id", item.id) }
-            return r.buffer
-        }),
+            return added.first.map(idLine)
+        }, batch: addBatch(ids: true)),
         MPDCommand("clear", .control, 0...0, .now { call, _ in _ = call.player.clear() }),
         MPDCommand("delete", .control, 1...1, .now { call, _ throws(MPDError) in
             let queue = call.player.queue

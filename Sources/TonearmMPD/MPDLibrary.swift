@@ -113,7 +113,7 @@ final class MPDLibrary: Sendable {
             let childURI = self.uri(for: URL(fileURLWithPath: child))
             switch childInfo.st_mode & S_IFMT {
             case S_IFDIR: directories.append(.directory(uri: childURI, modified: modified))
-            case S_IFREG where Self.isSong(name): songs.append(.song(uri: childURI, url: URL(fileURLWithPath: child), modified: modified))
+            case S_IFREG where Self.isSong(name): songs.append(.song(uri: childURI, url: URL(fileURLWithPath: child, isDirectory: false), modified: modified))
             case S_IFREG where Self.isPlaylist(name): playlists.append(.playlist(uri: childURI, modified: modified))
             default: break
             }
@@ -243,11 +243,42 @@ final class MPDLibrary: Sendable {
                 for case .song(let song) in entries { found.append(song) }
             }) ?? false
             if held {
-                let urls = found.map { URL(fileURLWithPath: database.root + "/" + $0.uri) }
+                let urls = found.map { URL(fileURLWithPath: database.root + "/" + $0.uri, isDirectory: false) }
                 return (urls, Dictionary(zip(urls, found.map(\.mediaTags))) { first, _ in first })
             }
         }
         return (try songs(uri), [:])
+    }
+
+    /// The songs each URI adds, in order, as `songsToAdd` finds them, up to the first URI that
+    /// fails (`failure`); the songs the database holds are looked up in one read.
+    struct SongsToAdd: Sendable {
+        var songs: [[URL]] = []
+        var known: [URL: MediaTags] = [:]
+        var failure: MPDError?
+    }
+
+    func songsToAdd(_ uris: [String]) -> SongsToAdd {
+        let held = databaseSongs(uris)
+        var found = SongsToAdd()
+        for uri in uris {
+            if let song = held[uri], let database {
+                // A song is a file: saying so spares a stat per song.
+                let url = URL(fileURLWithPath: database.root + "/" + song.uri, isDirectory: false)
+                found.songs.append([url])
+                found.known[url] = song.mediaTags
+                continue
+            }
+            do throws(MPDError) {
+                let one = try songsToAdd(uri)
+                found.songs.append(one.urls)
+                found.known.merge(one.known) { first, _ in first }
+            } catch {
+                found.failure = error
+                break
+            }
+        }
+        return found
     }
 
     /// What the database holds of these URIs (songs of the music directory), by URI; others

@@ -160,8 +160,11 @@ final class MPDSession: RequestSession {
                     send(response)
                     return .answered
                 }
-                let call = MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer,
-                                   binaryLimit: binaryLimit)
+                if ok != nil, let calls = batchCalls(command, batch, from: index) {
+                    runBatch(command, calls: calls, batch: batch, ok: ok, index: index, response: response)
+                    return .waiting
+                }
+                let call = makeCall(request)
                 switch command.body.timing(queueLength: environment.player.queue.items.count, allocator: allocator) {
                 case .now(let body):
                     do throws(MPDError) {
@@ -185,6 +188,40 @@ final class MPDSession: RequestSession {
         response.ok()
         send(response)
         return .answered
+    }
+
+    private func makeCall(_ request: MPDRequest) -> MPDCall {
+        MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer,
+                binaryLimit: binaryLimit)
+    }
+
+    /// The calls of a command list from `index` on that run as one batch of `command`: those
+    /// in a row that join it and pass its checks. Nil when fewer than two would.
+    private func batchCalls(_ command: MPDCommand, _ batch: [Parsed], from index: Int) -> [MPDCall]? {
+        guard let joining = command.batch else { return nil }
+        var calls: [MPDCall] = []
+        for parsed in batch[index...] {
+            guard case .success(let request) = parsed, request.name == command.name, joining.joins(request),
+                  command.check(request, permission: permission) == nil else { break }
+            calls.append(makeCall(request))
+        }
+        return calls.count > 1 ? calls : nil
+    }
+
+    /// Runs a batch in a task; its answers come back to `finished` on the event loop.
+    private func runBatch(_ command: MPDCommand, calls: [MPDCall], batch: [Parsed], ok: Bool?, index: Int,
+                          response: MPDResponse) {
+        guard let run = command.batch?.run else { return }
+        let eventLoop = self.eventLoop
+        let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
+        let name = command.name
+        Task {
+            let (answers, failure) = await run(calls)
+            eventLoop.execute {
+                let (session, response) = bound.value
+                session.finished(answers, failure, command: name, batch: batch, ok: ok, index: index, response: response)
+            }
+        }
     }
 
     /// Runs a command that answers later in a task; its answer comes back to `finished` on the
@@ -238,15 +275,26 @@ final class MPDSession: RequestSession {
     /// connection serves the lines behind it.
     private func finished(_ result: Result<ByteBuffer?, MPDError>, command: String, batch: [Parsed], ok: Bool?, index: Int,
                           response: MPDResponse) {
-        var response = response
         switch result {
-        case .success(let lines):
-            if var lines { response.buffer.writeBuffer(&lines) }
+        case .success(let lines): finished([lines], nil, command: command, batch: batch, ok: ok, index: index, response: response)
+        case .failure(let error): finished([], error, command: command, batch: batch, ok: ok, index: index, response: response)
+        }
+    }
+
+    /// The commands from `index` on that waited have their answers (one per command that
+    /// succeeded, then the error that stopped the next one, if any): as for one command.
+    private func finished(_ answers: [ByteBuffer?], _ failure: MPDError?, command: String, batch: [Parsed], ok: Bool?,
+                          index: Int, response: MPDResponse) {
+        var response = response
+        for answer in answers {
+            if var lines = answer { response.buffer.writeBuffer(&lines) }
             if ok == true { response.listOK() }
-            if run(batch, ok: ok, from: index + 1, response: response) == .waiting { return }
-        case .failure(let error):
-            response.ack(error, index: ok == nil ? 0 : index, command: command)
+        }
+        if let failure {
+            response.ack(failure, index: ok == nil ? 0 : index + answers.count, command: command)
             send(response)
+        } else if run(batch, ok: ok, from: index + answers.count, response: response) == .waiting {
+            return
         }
         connection?.finished()
     }

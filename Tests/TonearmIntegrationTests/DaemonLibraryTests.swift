@@ -111,6 +111,35 @@ extension DaemonTests {
             }
         }
 
+        /// `add`s and `addid`s in a command list (run as one batch) answer and fill the queue as
+        /// MPD's one by one do, up to and including a URI that fails in the middle.
+        @Test func commandListsOfAddsAreMPDs() throws {
+            let lists = [
+                ["add \"Alpha/One/01 First.flac\"", "add Alpha/Two", "add loose.wav", "add \"Béta\""],
+                ["add loose.wav", "add \"Alpha/One/02 Second.flac\"", "add nowhere", "add loose.wav"],
+                ["addid loose.wav", "addid \"Béta/Zwölf/02 Naïve.flac\"", "add Alpha", "addid Alpha", "addid loose.wav"],
+                ["addid loose.wav", "addid \"Alpha/nowhere.flac\"", "addid loose.wav"],
+                ["add loose.wav", "add loose.wav 0", "add \"Alpha/One/01 First.flac\"", "status", "add loose.wav"],
+            ]
+            try Self.beside { ours, theirs in
+                for (index, list) in lists.enumerated() {
+                    for begin in ["command_list_begin", "command_list_ok_begin"] {
+                        let text = ([begin] + list + ["command_list_end"]).joined(separator: "\n")
+                        // Queue ids differ (MPD's start at 1); statuses differ in what plays.
+                        func answer(_ client: MPDTestClient) throws -> [String] {
+                            #expect(try client.command("clear").ok)
+                            let reply = try client.command(text)
+                            let queue = try client.command("playlistinfo")
+                            return reply.lines.map { $0.hasPrefix("Id: ") ? "Id" : $0 }.filter { !$0.contains(": ") || $0.hasPrefix("file: ") }
+                                + [reply.end, "queue:"] + queue.lines.filter { $0.hasPrefix("file: ") || $0.hasPrefix("Title: ") }
+                        }
+                        let reply = try answer(ours), expected = try answer(theirs)
+                        #expect(reply == expected, "list \(index) \(begin):\n\(reply)\nMPD:\n\(expected)")
+                    }
+                }
+            }
+        }
+
         /// Songs added from the library (`add` of a directory, `findadd`) carry the database's
         /// tags into the queue: the listing right after the add shows every title, where reading
         /// 200 files on the tag reader's thread would still be under way.
