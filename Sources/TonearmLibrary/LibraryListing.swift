@@ -62,7 +62,7 @@ struct LibraryReader {
     /// song's URI names; nil when the library has neither.
     func list(_ uri: String, withTags: Bool) throws -> [LibraryEntry]? {
         try database.read { db in
-            if let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [uri]) {
+            if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?"), arguments: [uri]) {
                 return try songs(inDirectory: id, path: uri, withTags: withTags, db).map(LibraryEntry.song)
                     + subdirectories(of: id, db)
             }
@@ -141,7 +141,7 @@ struct LibraryReader {
     }
 
     private func subdirectories(of id: Int64, _ db: Database) throws -> [LibraryEntry] {
-        try Row.fetchAll(db, sql: "SELECT path, mtime FROM directory WHERE parent_id = ? ORDER BY path", arguments: [id])
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT path, mtime FROM directory WHERE parent_id = ? ORDER BY path"), arguments: [id])
             .map { .directory(uri: $0[0], modified: $0[1]) }
     }
 

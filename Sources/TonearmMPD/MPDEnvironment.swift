@@ -153,8 +153,30 @@ final class MPDEnvironment: Sendable {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        let year = Int(parts.tm_year) + 1900
+        guard (0...9999).contains(year) else {
+            return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, Int(parts.tm_mon) + 1,
+                          Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        }
+        // Digit by digit: a listing writes one per song, and String(format:) cost more than
+        // the rest of the song's lines together.
+        var text: [UInt8] = []
+        text.reserveCapacity(20)
+        func append(_ value: Int, digits: Int, then separator: Character) {
+            var divisor = digits == 4 ? 1000 : 10
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+            text.append(separator.asciiValue ?? 0)
+        }
+        append(year, digits: 4, then: "-")
+        append(Int(parts.tm_mon) + 1, digits: 2, then: "-")
+        append(Int(parts.tm_mday), digits: 2, then: "T")
+        append(Int(parts.tm_hour), digits: 2, then: ":")
+        append(Int(parts.tm_min), digits: 2, then: ":")
+        append(Int(parts.tm_sec), digits: 2, then: "Z")
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `audio: rate:bits:channels`, with `f` for floating-point samples, as MPD writes a format.

@@ -61,6 +61,17 @@ struct MPDProtocolTests {
         }
     }
 
+    /// `Last-Modified`, written digit by digit, says what strftime's ISO 8601 form says.
+    @Test(arguments: [0, -1, 59, 951_782_400, 1_000_000_000, 2_147_483_647, 4_102_444_800, 253_402_300_799])
+    func timestampsAreISO8601(seconds: Int) {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        var text = [CChar](repeating: 0, count: 32)
+        strftime(&text, text.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+        #expect(MPDEnvironment.timestamp(seconds) == String(cString: text))
+    }
+
     @Test(arguments: MediaTag.allCases)
     func aTagsLineStartsWithItsName(_ tag: MediaTag) {
         #expect(tag.linePrefix.description == tag.name + ": ")
