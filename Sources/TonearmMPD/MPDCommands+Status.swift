@@ -28,6 +28,7 @@ extension MPDCommands {
                 r.add("songs", stats.songs)
                 r.add("db_playtime", Int(stats.playtime.rounded()))
                 r.add("db_update", stats.updated)
+                if let offline = environment.library.database?.offline { r.add("library_offline", offline) }
                 return r.buffer
             }
         }),
@@ -59,7 +60,8 @@ extension MPDCommands {
         let queue = environment.player.queue
         let source = MPDEnvironment.StatusSource(status: environment.player.status, queueVersion: queue.version,
                                                  options: queue.options, currentID: queue.currentID,
-                                                 updatingJob: environment.library.database?.updatingJob)
+                                                 updatingJob: environment.library.database?.updatingJob,
+                                                 libraryOffline: environment.library.database?.offline)
         var lines = environment.statusLines.bytes(for: source) { source in
             var lines = MPDResponse()
             writeStatusLines(source, queue, into: &lines)
@@ -95,7 +97,11 @@ extension MPDCommands {
             r.add("audio", MPDEnvironment.audioFormat(media))
         }
         if let job = source.updatingJob { r.add("updating_db", job) }
-        if let error = errorText(status) { r.add("error", error) }
+        // MPD has no word for an offline library; clients show `error`, and it says why
+        // songs cannot be found until the music directory is back.
+        if let error = errorText(status) ?? source.libraryOffline.map({ "music directory offline: \($0)" }) {
+            r.add("error", error)
+        }
         if let next = status.next, let position = queue.position(of: next) {
             r.add("nextsong", position)
             r.add("nextsongid", next)

@@ -27,6 +27,8 @@ final class MPDEnvironment: Sendable {
         var currentID: Int?
         /// The library scan running, if any (`updating_db`).
         var updatingJob: Int?
+        /// Why the music directory is offline (the library keeps its entries meanwhile).
+        var libraryOffline: String?
     }
     private let updateJobs = Locked<Int>(0)
     private let started = ContinuousClock.now

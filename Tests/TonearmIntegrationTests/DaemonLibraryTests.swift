@@ -140,6 +140,37 @@ extension DaemonTests {
             }
         }
 
+        /// A music directory that goes away (an unmounted disk) erases nothing: `status` and
+        /// `stats` say it is offline, every song is still found, and a scan once it is back
+        /// clears the state.
+        @Test func anOfflineMusicDirectoryKeepsTheLibrary() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), Self.songs)
+            let daemon = try Self.start(tree.root, directory)
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD()
+                try Self.waitForScan(client)
+                let songs = try client.command("stats")["songs"]
+                func updated() throws -> (status: MPDTestClient.Reply, stats: MPDTestClient.Reply) {
+                    #expect(try client.command("update").ok)
+                    let deadline = Date().addingTimeInterval(10 * Sanitizer.timeScale)
+                    while try client.command("status")["updating_db"] != nil, Date() < deadline { usleep(20_000) }
+                    return (try client.command("status"), try client.command("stats"))
+                }
+                try FileManager.default.moveItem(atPath: tree.root, toPath: directory.path("away"))
+                let away = try updated()
+                #expect(away.status["error"]?.hasPrefix("music directory offline: ") == true, "\(away.status)")
+                #expect(away.stats["library_offline"] != nil && away.stats["songs"] == songs, "\(away.stats)")
+                #expect(try client.command("find artist Alpha").values("file").count == 3)
+
+                try FileManager.default.moveItem(atPath: directory.path("away"), toPath: tree.root)
+                let back = try updated()
+                #expect(back.status["error"] == nil && back.stats["library_offline"] == nil, "\(back.status)\n\(back.stats)")
+                #expect(back.stats["songs"] == songs)
+            }
+        }
+
         /// Songs added from the library (`add` of a directory, `findadd`) carry the database's
         /// tags into the queue: the listing right after the add shows every title, where reading
         /// 200 files on the tag reader's thread would still be under way.
