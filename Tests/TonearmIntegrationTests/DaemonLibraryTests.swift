@@ -45,6 +45,18 @@ extension DaemonTests {
             return try DaemonProcess(arguments: ["--device", "null", "--config", config])
         }
 
+        /// The daemon on a tree of `songs`, its first scan done.
+        static func scanned(_ body: (_ daemon: DaemonProcess, _ tree: MusicTree, _ directory: TemporaryDirectory) throws -> Void) throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), songs)
+            let daemon = try Self.start(tree.root, directory)
+            try withExtendedLifetime(daemon) {
+                try Self.waitForScan(try daemon.connectMPD())
+                try body(daemon, tree, directory)
+            }
+        }
+
         /// The tree served by Debian's MPD and by the daemon, both scanned, one client on each.
         static func beside(_ songs: [MusicTree.Song] = songs, _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
             let directory = try TemporaryDirectory()
@@ -144,13 +156,8 @@ extension DaemonTests {
         /// `stats` say it is offline, every song is still found, and a scan once it is back
         /// clears the state.
         @Test func anOfflineMusicDirectoryKeepsTheLibrary() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), Self.songs)
-            let daemon = try Self.start(tree.root, directory)
-            try withExtendedLifetime(daemon) {
+            try Self.scanned { daemon, tree, directory in
                 let client = try daemon.connectMPD()
-                try Self.waitForScan(client)
                 let songs = try client.command("stats")["songs"]
                 func updated() throws -> (status: MPDTestClient.Reply, stats: MPDTestClient.Reply) {
                     #expect(try client.command("update").ok)
@@ -196,12 +203,7 @@ extension DaemonTests {
         /// JSON-RPC's library methods on the same tree: counts, a directory, searches by words
         /// and by filter, distinct values grouped, a scan, and `add` of a library path.
         @Test func jsonRPCBrowsesSearchesAndLists() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), Self.songs)
-            let daemon = try Self.start(tree.root, directory)
-            try withExtendedLifetime(daemon) {
-                try Self.waitForScan(try daemon.connectMPD())
+            try Self.scanned { daemon, tree, _ in
                 let client = try daemon.connect()
                 let stats = try #require(try client.call("library.stats").result)  // before the fourth song below
                 #expect(stats["songs"] as? Int == 6 && stats["artists"] as? Int == 3 && stats["albums"] as? Int == 3, "\(stats)")
