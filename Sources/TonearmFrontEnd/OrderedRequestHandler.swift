@@ -111,11 +111,22 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         self.context = context
         servedSince = changes?.recorded ?? 0
         scheduleIdleCheck(context: context)
+        // Added to a connection already open (a WebSocket, after its upgrade): no
+        // channelActive will come.
+        if context.channel.isActive { startSession() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        session.start(self)
+        startSession()
         context.fireChannelActive()
+    }
+
+    private var started = false
+
+    private func startSession() {
+        guard !started else { return }
+        started = true
+        session.start(self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

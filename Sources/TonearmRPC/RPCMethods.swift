@@ -42,11 +42,14 @@ struct RPCMethod: Sendable {
 enum RPCMethods {
     static let all: [RPCMethod] = [
         RPCMethod("load", .control, ["url", "play", "start"], .later),
-        // Later also to read a playlist file, which is disk work for no event loop.
+        // Later also to read a playlist file or the library, which is disk work for no event loop.
         RPCMethod("add", .control, ["urls", "position", "play"], .laterWhen { request, _ in
             if request.params.member("play") == .bool(true) { return true }
             guard case .array(let urls)? = request.params.member("urls") else { return false }
-            return urls.contains { if case .string(let text) = $0 { PlaylistFile.kind(forPath: text) != nil } else { false } }
+            // Later too for a song named by its library path: its tags are read from the library.
+            return urls.contains {
+                if case .string(let text) = $0 { PlaylistFile.kind(forPath: text) != nil || RequestRouter.isLibraryPath(text) } else { false }
+            }
         }),
         // Later for a long queue, to encode it off the event loop (`LongReplies`).
         RPCMethod("queue", .read, [], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),

@@ -23,10 +23,7 @@ package struct RPCServer: Sendable {
     /// The control socket at `address`, with the access rules and limits of `security`.
     package func frontEnd(address: ListenAddress, security: ControlSecurity, maxClients: Int, maxLineLength: Int,
                           limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> FrontEnd {
-        let router = RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library)
-        let player = self.player
-        let library = self.library
-        let logger = self.logger
+        let service = service(maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)
         return FrontEnd(
             name: "control", address: address, maxClients: maxClients,
             socketMode: security.socketMode, socketGroup: security.socketGroup, policy: security.policy,
@@ -42,13 +39,32 @@ package struct RPCServer: Sendable {
                 return RPCFraming.line(RPC.response(id: .null, error: failure))
             },
             serve: { channel, access, peer in
-                channel.eventLoop.makeCompletedFuture {
-                    let client = ClientSession(player: player, library: library, channel: channel, logger: logger, access: access, peer: peer)
-                    let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
-                    try channel.pipeline.syncOperations.addRequestPath(
-                        session, maxLineLength: maxLineLength, limits: limits, logger: logger, peer: peer,
-                        changes: player.changes)
-                }
+                channel.eventLoop.makeCompletedFuture { try service.serve(channel, access: access, peer: peer) }
             })
+    }
+
+    /// JSON-RPC for connections that carry its lines: the control socket's, and the web
+    /// remote's WebSockets (each text message a line).
+    package func service(maxLineLength: Int, limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> Service {
+        Service(server: self, router: RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library),
+                maxLineLength: maxLineLength, limits: limits)
+    }
+
+    package struct Service: Sendable {
+        let server: RPCServer
+        let router: RequestRouter
+        package let maxLineLength: Int
+        let limits: ClientLimits
+
+        /// Puts the request path with a JSON-RPC session at the end of `channel`'s pipeline. On
+        /// the channel's event loop.
+        package func serve(_ channel: any Channel, access: AccessPolicy.Level, peer: ClientPeer) throws {
+            let client = ClientSession(player: server.player, library: server.library, channel: channel, logger: server.logger,
+                                       access: access, peer: peer)
+            let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
+            try channel.pipeline.syncOperations.addRequestPath(
+                session, maxLineLength: maxLineLength, limits: limits, logger: server.logger, peer: peer,
+                changes: server.player.changes)
+        }
     }
 }

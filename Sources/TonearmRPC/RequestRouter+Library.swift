@@ -58,7 +58,7 @@ extension RequestRouter {
         case "library.art":
             let path = try Self.libraryPath(try params.requiredString("uri"), key: "uri")
             let (root, sources) = (library.root, self.sources)
-            let art = try await reading { try Self.art(of: path, root: root, sources: sources, for: peer) }
+            let art = try await reading { try LibraryArt.find(path, root: root, sources: sources, for: peer) }
             guard let art else {
                 throw RPC.Failure(.rejected, "no cover for '\(path)': no cover file beside it, no picture in it", data: ["kind": "not_found"])
             }
@@ -71,60 +71,8 @@ extension RequestRouter {
         }
     }
 
-    /// The cover of a song (or of a directory's songs): the cover file beside it, else the
-    /// picture the song carries; nil when there is neither. Each file is opened as any file a
-    /// client names (`ClientFile`). Blocking I/O.
-    private static func art(of path: String, root: String, sources: SourcePolicy, for peer: ClientPeer) throws
-        -> (bytes: [UInt8], type: String?, source: String)? {
-        let target = path.isEmpty ? root : root + "/" + path
-        var info = stat()
-        guard stat(target, &info) == 0 else {
-            throw RPC.Failure(.rejected, "no such directory or song in the music directory: '\(path)'", data: ["kind": "not_found"])
-        }
-        let isDirectory = info.st_mode & S_IFMT == S_IFDIR
-        let directory = isDirectory ? target : (target as NSString).deletingLastPathComponent
-        if let cover = CoverFiles.find(in: directory), let bytes = try read(cover, root: root, sources: sources, for: peer) {
-            return (bytes, mimeType(cover), "file")
-        }
-        guard !isDirectory, try read(target, root: root, sources: sources, for: peer, checkOnly: true) != nil,
-              let picture = Player.readPicture(URL(fileURLWithPath: target)) else { return nil }
-        return (picture.bytes, picture.mimeType, "embedded")
-    }
-
-    /// Larger than any cover: a bigger file is not sent.
-    static let maximumArtBytes = 16 << 20
-
-    /// The bytes of `path` as a client may have them (`checkOnly`: none, the check alone); nil
-    /// when it is not there; a refusal when the client may not.
-    private static func read(_ path: String, root: String, sources: SourcePolicy, for peer: ClientPeer,
-                             checkOnly: Bool = false) throws -> [UInt8]? {
-        let (fd, info): (Int32, stat)
-        do throws(ClientFile.Refusal) { (fd, info) = try ClientFile.open(path, for: peer, sources: sources, served: root) } catch {
-            if error.kind == .missing { return nil }
-            throw RPC.Failure(.rejected, error.message, data: ["kind": error.kind == .denied ? "permission_denied" : "unreadable"])
-        }
-        defer { close(fd) }
-        if checkOnly { return [] }
-        guard info.st_size <= maximumArtBytes else {
-            throw RPC.Failure(.rejected, "\(path) is over \(maximumArtBytes) bytes", data: ["kind": "unreadable"])
-        }
-        return ClientFile.read(fd, count: Int(info.st_size))
-    }
-
-    private static func mimeType(_ path: String) -> String? {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "jpg", "jpeg": "image/jpeg"
-        case "png": "image/png"
-        case "webp": "image/webp"
-        case "gif": "image/gif"
-        case "bmp": "image/bmp"
-        case "tiff": "image/tiff"
-        default: nil
-        }
-    }
-
     /// A database read on the long replies' thread.
-    private func reading<T: Sendable>(_ read: @escaping @Sendable () throws -> T) async throws -> T {
+    func reading<T: Sendable>(_ read: @escaping @Sendable () throws -> T) async throws -> T {
         let outcome: Result<T, any Error> = await longReplies.encode { Result { try read() } }
         do { return try outcome.get() } catch let failure as RPC.Failure {
             throw failure  // a refusal the read itself made

@@ -96,8 +96,8 @@ struct RequestRouter: Sendable {
             return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
                     "current": JSONValue(player.status.current)]
         case "add":
-            let added = try add(params, for: session.peer)
-            // Here to read a playlist off the event loop, or to play what was added.
+            let added = try add(params, for: session.peer, known: await libraryTags(params))
+            // Here to read a playlist or the library off the event loop, or to play what was added.
             guard try params.bool("play") == true, let first = added.items.first, case .object(var answer) = added.answer else {
                 return added.answer
             }
@@ -217,7 +217,23 @@ struct RequestRouter: Sendable {
     }
 
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
-    private func add(_ params: Params, for peer: ClientPeer) throws -> (items: [Int], answer: JSONValue) {
+    /// The tags the library holds for the songs `add` names by library path: they join the
+    /// queue with them (no file is opened for them). A failed read leaves them to the tag reader.
+    private func libraryTags(_ params: Params) async -> [URL: MediaTags] {
+        guard let library, let texts = try? params.stringArray("urls") else { return [:] }
+        let paths = texts.filter(Self.isLibraryPath).compactMap { try? Self.libraryPath($0) }
+        guard !paths.isEmpty, let songs = try? await reading({ try library.songs(at: paths) }) else { return [:] }
+        var known: [URL: MediaTags] = [:]
+        for (path, song) in songs { known[URL(fileURLWithPath: library.root + "/" + path, isDirectory: false)] = song.mediaTags }
+        return known
+    }
+
+    /// A source named by its path in the music directory ("Artist/Album/01.flac").
+    static func isLibraryPath(_ text: String) -> Bool {
+        !text.hasPrefix("/") && SourcePolicy.scheme(of: text) == nil
+    }
+
+    private func add(_ params: Params, for peer: ClientPeer, known: [URL: MediaTags] = [:]) throws -> (items: [Int], answer: JSONValue) {
         _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
@@ -236,7 +252,7 @@ struct RequestRouter: Sendable {
             }
         }
         let position = try params.integer("position")
-        let added = try player.add(entries, at: position)
+        let added = try player.add(entries, at: position, known: known)
         let items: [JSONValue] = added.items.map { ["id": JSONValue($0.id), "url": ProtocolEncoding.url($0.url)] }
         return (added.items.map(\.id), ["items": .array(items), "version": JSONValue(added.version)])
     }
@@ -265,7 +281,7 @@ struct RequestRouter: Sendable {
     /// A source as a client names it: what `mediaURL` takes, or a path relative to the music
     /// directory when there is a library ("Artist/Album/01.flac").
     func sourceURL(_ text: String) throws -> URL {
-        if let library, !text.hasPrefix("/"), SourcePolicy.scheme(of: text) == nil {
+        if let library, Self.isLibraryPath(text) {
             let path = try Self.libraryPath(text)
             guard !path.isEmpty else { throw RPC.Failure(.invalidParams, "invalid params: '\(text)' names the music directory itself") }
             return URL(fileURLWithPath: library.root + "/" + path)

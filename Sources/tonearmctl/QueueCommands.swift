@@ -7,7 +7,7 @@ import TonearmProtocol
 struct Add: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Add files to the queue (and play the first with --play).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Paths or file:// URLs; relative paths are taken from the current directory. .m3u, .m3u8 and .pls playlists add their entries.")
+    @Argument(help: "Paths or file:// URLs; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory. .m3u, .m3u8 and .pls playlists add their entries.")
     var paths: [String]
     @Option(help: "Queue position to insert at: 0 is the top (default: the end).", transform: NumberArgument.index)
     var position: Int?

@@ -68,11 +68,13 @@ func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-/// A path or URL as the daemon wants it: URLs and absolute paths as they are, relative paths
-/// taken from the current directory (the daemon's working directory is not ours).
+/// A path as the daemon should read it: a file in the current directory by its absolute path
+/// (the daemon's working directory is not ours); anything else as given (an absolute path, a
+/// URL, or a path in the daemon's music directory).
 func absolute(_ path: String) -> String {
-    path.contains("://") || path.hasPrefix("/") ? path
-        : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+    guard !path.contains("://"), !path.hasPrefix("/") else { return path }
+    let here = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+    return FileManager.default.fileExists(atPath: here) ? here : path
 }
 
 enum Summary {
@@ -146,7 +148,7 @@ enum Summary {
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Load a media file or stream (and play it with --play).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Path, file:// URL, or http(s):// URL; relative paths are taken from the current directory.") var path: String
+    @Argument(help: "Path, file:// URL, or http(s):// URL; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory.") var path: String
     @Flag(help: "Start playing once loaded.") var play = false
     @Option(help: "Start position in seconds.", transform: NumberArgument.nonNegativeSeconds) var start: Double?
 
