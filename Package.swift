@@ -75,9 +75,17 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // The daemon's server: config, both front-ends on one event loop, systemd.
+        // The web remote: the page, covers, and JSON-RPC on a WebSocket through the request path.
+        .target(name: "TonearmWeb", dependencies: [
+            "TonearmFrontEnd", "TonearmRPC", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmSync",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], exclude: ["Page"]),
+        // The daemon's server: config, the front-ends on one event loop, systemd.
         .target(name: "TonearmServer", dependencies: [
-            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmLibrary",
+            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmLibrary",
             "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -131,6 +139,9 @@ let package = Package(
             "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "TonearmWebTests", dependencies: [
+            "TonearmWeb", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         .testTarget(name: "TonearmServerTests", dependencies: [
             "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",

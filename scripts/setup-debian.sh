@@ -8,14 +8,15 @@
 # snapclient (a real Snapcast system Tonearm plays into), openssl (the TLS tests make their
 # certificates), and what snapserver's MPD plug-in
 # (meta_mpd.py, which drives Tonearm's MPD side in the tests) imports: python3-mpd, python3-dbus,
-# python3-gi, python3-musicbrainzngs.
+# python3-gi, python3-musicbrainzngs; and Chromium, chromedriver and python3-selenium (the web remote's
+# tests open its page in the real, headless browser).
 # With --bench, also ffmpeg (the benchmark's media) and Debian's mpd (the peer the benchmark's
 # control figures are measured beside; its own service is not started).
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
     packages+=(systemd strace util-linux mpc mpd ncmpcpp tmux python3-venv icecast2 ffmpeg snapserver snapclient openssl
-               python3-mpd python3-dbus python3-gi python3-musicbrainzngs)
+               python3-mpd python3-dbus python3-gi python3-musicbrainzngs chromium chromium-driver python3-selenium)
 elif [ "${1:-}" = "--bench" ]; then
     packages+=(ffmpeg mpd)
 fi

@@ -10,6 +10,7 @@ import TonearmPlayer
 import TonearmProtocol
 import TonearmRPC
 import TonearmSync
+import TonearmWeb
 
 /// The control sockets: JSON-RPC 2.0 on a Unix domain socket (`RPCServer`) and, with `mpd`,
 /// MPD's text protocol on its own sockets (`MPDServer`), both serving the one player on one
@@ -36,6 +37,8 @@ public final class ControlServer: Service, Sendable {
     /// MPD clients' stored playlists.
     private let playlists: PlaylistStore?
     private let limits: ClientLimits
+    /// The web remote; nil: off.
+    private let http: WebSettings?
 
     /// - Parameters:
     ///   - ready: called once the socket accepts connections.
@@ -45,7 +48,8 @@ public final class ControlServer: Service, Sendable {
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
                 stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
                 security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
-                playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits()) {
+                playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits(), http: WebSettings? = nil) {
+        self.http = http
         self.security = security
         self.library = library
         self.playlists = playlists
@@ -86,11 +90,26 @@ public final class ControlServer: Service, Sendable {
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.
+        let rpc = RPCServer(player: player, library: library, logger: logger)
         let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [
-            RPCServer(player: player, library: library, logger: logger).frontEnd(
-                address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
-                maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)]
+            rpc.frontEnd(address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
+                         maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)]
         var listeners: [Listener] = []
+        // The web remote is a convenience: when its port is taken, the daemon serves on without it.
+        if let http, http.enabled {
+            let web = WebServer(settings: http, rpc: rpc.service(maxLineLength: maxLineLength, limits: limits, sources: sources,
+                                                                  longReplies: longReplies),
+                                player: player, library: library, sources: sources, longReplies: longReplies, logger: logger)
+            do {
+                let listener = try await Listener.bind(web.frontEnd(), group: group, logger: logger)
+                listeners.append(listener)
+                logger.info("listening", metadata: [
+                    "protocol": "http", "address": "\(listener.channel.localAddress.map { "\($0)" } ?? "\(http.bind)")",
+                    "from": "bound here"])
+            } catch {
+                logger.error("the web remote is not served", metadata: ["address": "\(http.bind)", "error": "\(error)"])
+            }
+        }
         do {
             for frontEnd in frontEnds {
                 listeners.append(try await Listener.bind(frontEnd, group: group, logger: logger))

@@ -6,6 +6,7 @@ import TonearmLibrary
 import TonearmMedia
 import TonearmMPD
 import TonearmPlayer
+import TonearmWeb
 
 /// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,
 /// then flags, each overriding the one before.
@@ -37,6 +38,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var logLevel: Logger.Level = .info
     /// MPD's protocol (`[mpd]`).
     public var mpd = MPDSettings()
+    /// The web remote (`[http]`).
+    public var http = WebSettings()
     /// The music library (`[library]`); its music directory nil: the first of `input.roots`.
     public var library = LibraryConfiguration()
     /// What the daemon should say once it logs: keys that still work but have moved.
@@ -69,7 +72,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         var config = self
         for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
-                                      "library"].contains(key) {
+                                      "library", "http"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -312,6 +315,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 }
             }
         }
+        if let http = table["http"] { try config.applyHTTP(http, source) }
         if let log = table["log"] {
             guard let log = log.table else { throw Invalid("\(source): [log] must be a table") }
             for key in log.keys {
@@ -405,13 +409,13 @@ private func musicDirectory(_ value: any TOMLValueConvertible, _ key: String, _ 
     return path.isEmpty ? nil : path
 }
 
-private func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {
+func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> String {
     guard let text = value.string else { throw DaemonConfiguration.Invalid("\(source): \(key) must be a string") }
     return text
 }
 
 /// `max_output_buffer_size` (KiB, as MPD's) or `connection_timeout` (seconds; 0: never).
-private func clientLimit(_ key: String, _ value: any TOMLValueConvertible, _ section: String, _ source: String,
+func clientLimit(_ key: String, _ value: any TOMLValueConvertible, _ section: String, _ source: String,
                          _ limits: inout ClientLimits) throws {
     if key == "max_output_buffer_size" {
         limits.maxOutputBytes = try integer(value, "\(section).\(key)", source, 64...4_194_304) * 1024
@@ -421,7 +425,7 @@ private func clientLimit(_ key: String, _ value: any TOMLValueConvertible, _ sec
     }
 }
 
-private func integer(_ value: any TOMLValueConvertible, _ key: String, _ source: String, _ range: ClosedRange<Int>) throws -> Int {
+func integer(_ value: any TOMLValueConvertible, _ key: String, _ source: String, _ range: ClosedRange<Int>) throws -> Int {
     guard let number = value.int, range.contains(number) else {
         throw DaemonConfiguration.Invalid("\(source): \(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
     }
@@ -434,7 +438,7 @@ private func number(_ value: any TOMLValueConvertible, _ key: String, _ source: 
     throw DaemonConfiguration.Invalid("\(source): \(key) must be a number")
 }
 
-private func bool(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> Bool {
+func bool(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> Bool {
     guard let flag = value.bool else { throw DaemonConfiguration.Invalid("\(source): \(key) must be true or false") }
     return flag
 }

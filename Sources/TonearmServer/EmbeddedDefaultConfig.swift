@@ -142,6 +142,21 @@ max_clients = 256
 max_output_buffer_size = 8192
 connection_timeout = 60
 
+[http]
+# The web remote: open http://BOX:6680/ on a phone or a laptop to see and control what plays
+# (the page, covers, and the control socket's JSON-RPC on a WebSocket at /rpc). The page is in
+# the daemon's own binary; nothing else to install.
+enabled = true
+# Where it listens. An address other machines can reach (e.g. "0.0.0.0:6680") needs a password:
+# the daemon refuses to start otherwise. When the port is taken, the daemon runs on without the
+# web remote and says why in its log.
+bind = "127.0.0.1:6680"
+# With a password, the page asks for it once and the browser keeps a token (an HttpOnly cookie);
+# each wrong password makes the next try from that address wait longer, and is logged.
+password = ""
+# Connections at once (pages, their WebSockets, covers); one more is answered 503 and closed.
+max_clients = 64
+
 [library]
 # The music library: what MPD clients browse and search (lsinfo, find, list, ...) and relative
 # URIs name. Its database is library.sqlite in the state directory; scans keep it.

@@ -138,7 +138,7 @@ struct Tonearmd: AsyncParsableCommand {
             mpd.inherited = socket.descriptor
             mpd.socket = InheritedSockets.path(of: socket.descriptor) ?? "(socket from systemd, fd \(socket.descriptor))"
         }
-        if let refusal = mpd.refusal(with: settings.security) {
+        if let refusal = mpd.refusal(with: settings.security) ?? settings.http.refusal {
             logger.critical("\(refusal)")
             throw ExitCode.failure
         }
@@ -194,7 +194,7 @@ struct Tonearmd: AsyncParsableCommand {
             stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
             watchdog: watchdog, security: settings.security, mpd: mpd, library: library,
             playlists: PlaylistStore(directory: settings.library.playlistDirectory ?? stateFile.directory + "/playlists"),
-            limits: settings.controlLimits)
+            limits: settings.controlLimits, http: settings.http)
         let statusUpdates = notifier.isActive ? Task {
             for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
         } : nil

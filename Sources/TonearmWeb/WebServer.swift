@@ -1,0 +1,127 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+import TonearmFrontEnd
+import TonearmLibrary
+import TonearmPlayer
+import TonearmProtocol
+import TonearmRPC
+
+/// The web remote: `GET /` serves the page, `GET /rpc` upgrades to a WebSocket that speaks the
+/// control socket's JSON-RPC, `GET /art…` serves covers.
+///
+/// Built on swift-nio's own NIOHTTP1 and NIOWebSocket rather than Hummingbird: the WebSocket is
+/// then one more handler in a NIO pipeline in front of the same request path that serves the
+/// Unix socket (`RPCServer.Service`, `OrderedRequestHandler`): its ordering, back-pressure and
+/// limits hold unchanged, and no other package is linked for a handful of routes.
+package struct WebServer: Sendable {
+    let settings: WebSettings
+    let rpc: RPCServer.Service
+    let player: Player
+    let library: Library?
+    let sources: SourcePolicy
+    let longReplies: LongReplies
+    let logger: Logger
+
+    package init(settings: WebSettings, rpc: RPCServer.Service, player: Player, library: Library?, sources: SourcePolicy,
+                 longReplies: LongReplies, logger: Logger) {
+        self.settings = settings
+        self.rpc = rpc
+        self.player = player
+        self.library = library
+        self.sources = sources
+        self.longReplies = longReplies
+        self.logger = logger
+    }
+
+    package func frontEnd() -> FrontEnd {
+        let access = WebAccess(password: settings.password)
+        let server = self
+        return FrontEnd(
+            name: "http", address: .tcp(host: settings.bind.host, port: settings.bind.port), maxClients: settings.maxClients,
+            socketMode: 0, socketGroup: nil, policy: AccessPolicy(), tcpAccess: .control,
+            refusal: { refusal in
+                let text = switch refusal {
+                case .tooManyClients(let limit): "too many connections: at most \(limit) (http.max_clients)\n"
+                case .notAllowed: "not allowed\n"
+                }
+                var buffer = ByteBuffer()
+                buffer.writeString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(text.utf8.count)\r\n"
+                                   + "Connection: close\r\n\r\n" + text)
+                return buffer
+            },
+            serve: { channel, _, peer in
+                channel.eventLoop.makeCompletedFuture { try server.serve(channel, peer: peer, access: access) }
+            })
+    }
+
+    private func serve(_ channel: any Channel, peer: ClientPeer, access: WebAccess) throws {
+        let handler = WebRequestHandler(.init(page: .shared, access: access, art: { request in await art(request, peer: peer) },
+                                              peer: peer.description, logger: logger))
+        let rpc = self.rpc
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: rpc.maxLineLength,
+            automaticErrorHandling: true,
+            shouldUpgrade: { channel, head in
+                let allowed = WebRequestHandler.split(head.uri).path == "/rpc" && WebAccess.isSameOrigin(head) && access.allows(head)
+                return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    // A message sent in fragments is put together first, within the same bound.
+                    try channel.pipeline.syncOperations.addHandlers(
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                                                    maxAccumulatedFrameSize: rpc.maxLineLength),
+                        WebSocketLines())
+                    try rpc.serve(channel, access: .control, peer: peer)
+                }
+            })
+        // Once upgraded, the page's requests are done with: the WebSocket's handlers take over.
+        let requests = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        // A connection that sends no request for a minute (a page's keep-alive, or a client
+        // that opens and waits) is closed: one timer while it is open, none once it is a WebSocket.
+        let idle = NIOLoopBound(IdleStateHandler(readTimeout: .seconds(60)), eventLoop: channel.eventLoop)
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                context.pipeline.syncOperations.removeHandler(requests.value, promise: nil)
+                context.pipeline.syncOperations.removeHandler(idle.value, promise: nil)
+            }))
+        try channel.pipeline.syncOperations.addHandler(idle.value, position: .first)
+        try channel.pipeline.syncOperations.addHandler(handler)
+    }
+
+    /// A cover for `/art`: a path in the music directory, or a queue item's file when it is in
+    /// the music directory. Found on the long replies' thread.
+    private func art(_ request: ArtRequest, peer: ClientPeer) async -> ArtAnswer {
+        guard let root = library?.root else { return .missing("no music directory, so no covers") }
+        let path: String
+        switch request {
+        case .uri(let uri):
+            do throws(LibraryFilterSyntaxError) { path = try LibraryFilterSyntax.baseDirectory(uri) } catch {
+                return .refused("'\(uri)' is not a path in the music directory")
+            }
+        case .item(let id):
+            guard let item = player.queue.item(id: id) else { return .missing("no queue item \(id)") }
+            let file = item.url.path
+            guard item.url.isFileURL, file.hasPrefix(root + "/") else { return .missing("queue item \(id) is not a file of the music directory") }
+            path = String(file.dropFirst(root.count + 1))
+        }
+        let sources = self.sources
+        let found: Result<(bytes: [UInt8], type: String?, source: String)?, any Error> = await longReplies.encode {
+            Result { try LibraryArt.find(path, root: root, sources: sources, for: peer) }
+        }
+        switch found {
+        case .success(let art?): return .found(bytes: art.bytes, type: art.type)
+        case .success(nil): return .missing("no cover for '\(path)'")
+        case .failure(let failure as RPC.Failure):
+            if case .object(let data)? = failure.data, case .string(let kind)? = data["kind"] {
+                if kind == "not_found" { return .missing(failure.message) }
+                if kind == "permission_denied" { return .refused(failure.message) }
+            }
+            return .failed(failure.message)
+        case .failure(let error): return .failed("\(error)")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+@testable import TonearmWeb
+
+@Suite("The web remote's page and access rules", .timeLimit(.minutes(1)))
+struct WebPageTests {
+    static let pageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/TonearmWeb/Page")
+
+    /// EmbeddedPage.swift is what scripts/embed-web-page.py makes of the page's files now: each
+    /// file's text exactly, and a gzip of that many bytes.
+    @Test func theEmbeddedPageIsThePagesFiles() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.pageDirectory.path).sorted()
+        #expect(embeddedPageFiles.map(\.name) == names, "run scripts/embed-web-page.py")
+        for file in embeddedPageFiles {
+            let disk = try String(contentsOf: Self.pageDirectory.appendingPathComponent(file.name), encoding: .utf8)
+            #expect(file.text == disk, "\(file.name) changed since it was embedded: run scripts/embed-web-page.py")
+            let gzip = try #require(Data(base64Encoded: file.gzip))
+            #expect(gzip.starts(with: [0x1F, 0x8B]))
+            // gzip's trailer ends with the uncompressed length (mod 2^32), little-endian.
+            let size = gzip.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+            #expect(size == file.text.utf8.count, "\(file.name)'s gzip is of other bytes")
+        }
+        let page = WebPage.shared
+        #expect(page.files["/index.html"]?.type == "text/html; charset=utf-8")
+        #expect(page.files.values.reduce(0) { $0 + $1.body.count } <= 150_000, "the page's budget: 150 KB in all")
+    }
+
+    @Test func etagsFollowTheBytes() {
+        #expect(WebPage.etag([1, 2, 3]) == WebPage.etag([1, 2, 3]))
+        #expect(WebPage.etag([1, 2, 3]) != WebPage.etag([1, 2, 4]))
+        #expect(WebPage.etag([]).hasPrefix("\""))
+    }
+
+    private func head(_ headers: [(String, String)]) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: .GET, uri: "/rpc", headers: HTTPHeaders(headers))
+    }
+
+    @Test(arguments: [
+        ([("Host", "127.0.0.1:6680")], true),
+        ([("Host", "127.0.0.1:6680"), ("Origin", "http://127.0.0.1:6680")], true),
+        ([("Host", "box.local:6680"), ("Origin", "http://BOX.local:6680")], true),
+        ([("Host", "box.local"), ("Origin", "http://box.local")], true),
+        ([("Host", "[::1]:6680"), ("Origin", "http://[::1]:6680")], true),
+        ([("Host", "127.0.0.1:6680"), ("Origin", "http://127.0.0.1:6681")], false),
+        ([("Host", "127.0.0.1:6680"), ("Origin", "http://evil.example:6680")], false),
+        ([("Host", "127.0.0.1:6680"), ("Origin", "null")], false),
+        ([("Origin", "http://127.0.0.1:6680")], false),
+    ])
+    func onlyThisServersPagesMayAct(headers: [(String, String)], allowed: Bool) {
+        #expect(WebAccess.isSameOrigin(head(headers)) == allowed)
+    }
+
+    @Test func aWrongPasswordMakesTheNextTryWait() {
+        let access = WebAccess(password: "secret")
+        let start = NIODeadline.now()
+        #expect(access.login("nope", from: "a", now: start) == .refused)
+        #expect(access.login("secret", from: "a", now: start + .milliseconds(500)) == .wait(seconds: 1))
+        #expect(access.login("nope", from: "b", now: start) == .refused, "another address is counted on its own")
+        #expect(access.login("nope", from: "a", now: start + .seconds(2)) == .refused)
+        #expect(access.login("secret", from: "a", now: start + .seconds(3)) == .wait(seconds: 2), "the second wait is longer")
+        guard case .accepted(let cookie) = access.login("secret", from: "a", now: start + .seconds(5)) else {
+            Issue.record("the right password after the wait")
+            return
+        }
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
+        let token = String(cookie.split(separator: ";")[0])
+        #expect(access.allows(head([("Cookie", "theme=dark; " + token)])))
+        #expect(!access.allows(head([("Cookie", "tonearm_token=0000")])))
+        #expect(!access.allows(head([])))
+        #expect(WebAccess(password: nil).allows(head([])), "no password: everyone who reaches it")
+    }
+
+    @Test func queriesAreReadAsBrowsersWriteThem() {
+        #expect(WebRequestHandler.split("/art?uri=a%20b") == ("/art", "uri=a%20b"))
+        #expect(WebRequestHandler.split("/") == ("/", nil))
+        #expect(WebRequestHandler.parameter("uri", in: "x=1&uri=Caf%C3%A9+del%2FMar") == "Café del/Mar")
+        #expect(WebRequestHandler.parameter("uri", in: "uri") == nil)
+        #expect(WebRequestHandler.address("[IPv4]127.0.0.1/127.0.0.1:5555") == "[IPv4]127.0.0.1/127.0.0.1")
+    }
+}
