@@ -74,6 +74,10 @@ enum RPCMethods {
         RPCMethod("library.search", .read, ["query", "filter", "sort", "offset", "limit"], .later),
         RPCMethod("library.list", .read, ["tag", "filter", "query", "group"], .later),
         RPCMethod("library.art", .read, ["uri"], .later),
+        RPCMethod("playlist.list", .read, [], .later),
+        RPCMethod("playlist.load", .control, ["name", "position", "play"], .later),
+        RPCMethod("playlist.save", .control, ["name", "replace"], .later),
+        RPCMethod("playlist.delete", .control, ["name"], .later),
         RPCMethod("ping", .read, [], .now),
         RPCMethod("version", .read, [], .now),
     ]

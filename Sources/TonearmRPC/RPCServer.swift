@@ -12,11 +12,13 @@ import TonearmProtocol
 package struct RPCServer: Sendable {
     let player: Player
     let library: Library?
+    let playlists: PlaylistStore?
     let logger: Logger
 
-    package init(player: Player, library: Library? = nil, logger: Logger) {
+    package init(player: Player, library: Library? = nil, playlists: PlaylistStore? = nil, logger: Logger) {
         self.player = player
         self.library = library
+        self.playlists = playlists
         self.logger = logger
     }
 
@@ -46,7 +48,8 @@ package struct RPCServer: Sendable {
     /// JSON-RPC for connections that carry its lines: the control socket's, and the web
     /// remote's WebSockets (each text message a line).
     package func service(maxLineLength: Int, limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> Service {
-        Service(server: self, router: RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library),
+        Service(server: self, router: RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library,
+                                                    playlists: playlists),
                 maxLineLength: maxLineLength, limits: limits)
     }
 

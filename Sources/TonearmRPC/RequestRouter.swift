@@ -16,6 +16,8 @@ struct RequestRouter: Sendable {
     var longReplies: LongReplies
     /// The music library, if there is one (`library.*`, relative URIs in `add` and `load`).
     var library: Library?
+    /// The stored playlists (`playlist.*`), if there are.
+    var playlists: PlaylistStore?
     /// `status`, encoded once per change of the player's status.
     let statusEncoding = EncodedOnce<PlayerStatus>()
     static let version = "0.1.0"
@@ -96,20 +98,9 @@ struct RequestRouter: Sendable {
             return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
                     "current": JSONValue(player.status.current)]
         case "add":
-            let added = try add(params, for: session.peer, known: await libraryTags(params))
-            // Here to read a playlist or the library off the event loop, or to play what was added.
-            guard try params.bool("play") == true, let first = added.items.first, case .object(var answer) = added.answer else {
-                return added.answer
-            }
-            let played: Result<PlaybackState, PlayerError>
-            do throws(PlayerError) { played = .success(try await player.play(id: first).state) } catch { played = .failure(error) }
-            switch played {
-            case .success(let state): answer["state"] = ProtocolEncoding.state(state)
-            // The items are queued; none of them could play (each got an item_failed event).
-            case .failure(.failed): answer["state"] = ProtocolEncoding.state(player.state)
-            case .failure(let error): throw error
-            }
-            return .object(answer)
+            return try await addAndPlay(params, session: session)
+        case _ where request.method.hasPrefix("playlist."):
+            return try await playlistAnswer(request, session: session)
         case _ where request.method.hasPrefix("library."):
             return try await libraryAnswer(request, for: session.peer)
         case "queue":
@@ -217,6 +208,23 @@ struct RequestRouter: Sendable {
     }
 
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
+    /// `add` off the event loop: to read a playlist file or the library, or to play what was added.
+    func addAndPlay(_ params: Params, session: ClientSession) async throws -> JSONValue {
+        let added = try add(params, for: session.peer, known: await libraryTags(params))
+        guard try params.bool("play") == true, let first = added.items.first, case .object(var answer) = added.answer else {
+            return added.answer
+        }
+        let played: Result<PlaybackState, PlayerError>
+        do throws(PlayerError) { played = .success(try await player.play(id: first).state) } catch { played = .failure(error) }
+        switch played {
+        case .success(let state): answer["state"] = ProtocolEncoding.state(state)
+        // The items are queued; none of them could play (each got an item_failed event).
+        case .failure(.failed): answer["state"] = ProtocolEncoding.state(player.state)
+        case .failure(let error): throw error
+        }
+        return .object(answer)
+    }
+
     /// The tags the library holds for the songs `add` names by library path: they join the
     /// queue with them (no file is opened for them). A failed read leaves them to the tag reader.
     private func libraryTags(_ params: Params) async -> [URL: MediaTags] {

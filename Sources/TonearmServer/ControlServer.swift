@@ -90,7 +90,7 @@ public final class ControlServer: Service, Sendable {
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.
-        let rpc = RPCServer(player: player, library: library, logger: logger)
+        let rpc = RPCServer(player: player, library: library, playlists: playlists, logger: logger)
         let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [
             rpc.frontEnd(address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
                          maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)]

@@ -175,6 +175,21 @@ def main_open(url, control_path, mpd_path, tonearmctl, artifacts):
         wait(driver, lambda d: control.call("status")["state"]["state"] == "playing" and text(d, "title") == "Third",
              "play a search result now")
 
+        # Stored playlists: the queue saved from the page is MPD's too; loading it plays it.
+        driver.find_element(By.CSS_SELECTOR, "#crumbs button[aria-label='Stored playlists']").click()
+        wait(driver, lambda d: "No stored playlists yet." in text(d, "library"), "the page lists no playlists yet")
+        driver.find_element(By.CSS_SELECTOR, "#library input[aria-label='Name of the new playlist']").send_keys("Evening")
+        driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Save the queue as a playlist']").click()
+        wait(driver, lambda d: "Evening" in text(d, "library"), "the page saves the queue as a playlist")
+        listed = tool(["mpc", "lsplaylists"], mpd_env).split()
+        check(listed == ["Evening"], "mpc sees the playlist the page saved", listed)
+        control.call("clear")
+        driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Play the playlist Evening']").click()
+        wait(driver, lambda d: len(control.call("queue")["items"]) == 3 and control.call("status")["state"]["state"] == "playing",
+             "playing a stored playlist from the page")
+        control.call("play", {"id": control.call("queue")["items"][2]["id"]})
+        wait(driver, lambda d: text(d, "title") == "Third", "the page follows")
+
         # The WebSocket speaks the control socket's JSON-RPC.
         replies = driver.execute_async_script("""
             const done = arguments[arguments.length - 1];

@@ -41,6 +41,43 @@ extension DaemonTests {
 
         /// A change is announced to idle clients; the playlists outlive a restart; the music
         /// directory's own .m3u files are listed and loaded, and refused for writing.
+        /// JSON-RPC's `playlist.*` keep the same store: what one protocol saves, the other lists
+        /// and loads, and each refusal says why.
+        @Test func jsonRPCSavesListsLoadsAndDeletesTheSamePlaylists() throws {
+            try DaemonLibraryTests.scanned { daemon, _, _ in
+                let client = try daemon.connect()
+                let mpd = try daemon.connectMPD()
+                _ = try client.call("add", ["urls": ["Alpha/One/01 First.flac", "loose.wav", Fixtures.path("tone.flac")]])
+                let saved = try #require(client.call("playlist.save", ["name": "evening"]).result)
+                #expect(saved["entries"] as? Int == 3)
+                #expect(try mpd.command("listplaylist evening").values("file") == ["Alpha/One/01 First.flac", "loose.wav", Fixtures.path("tone.flac")])
+                let exists = try client.call("playlist.save", ["name": "evening"])
+                #expect(exists.errorData?["kind"] as? String == "exists", "\(exists)")
+                _ = try client.call("remove", ["ids": [2]])
+                #expect(try client.call("playlist.save", ["name": "evening", "replace": true]).result?["entries"] as? Int == 2)
+
+                // An entry this daemon may not play (another program wrote it there) is left out.
+                let file = try #require(FileHandle(forWritingAtPath: daemon.directory.path("state") + "/playlists/evening.m3u"))
+                file.seekToEndOfFile()
+                file.write(Data("gopher://host/x.flac\n".utf8))
+                try file.close()
+                _ = try client.call("clear")
+                let loaded = try #require(client.call("playlist.load", ["name": "evening", "play": true]).result)
+                #expect((loaded["items"] as? [Any])?.count == 2 && loaded["skipped"] as? Int == 1, "\(loaded)")
+                #expect((loaded["state"] as? [String: Any])?["state"] as? String == "playing", "\(loaded)")
+                let titles = try #require(client.call("queue").result?["items"] as? [[String: Any]]).map { $0["title"] as? String }
+                #expect(titles.first == "First", "the library's tags come with the songs: \(titles)")
+
+                let listed = try #require(client.call("playlist.list").result?["playlists"] as? [[String: Any]])
+                #expect(listed.compactMap { $0["name"] as? String } == ["evening"], "\(listed)")
+                #expect(try client.call("playlist.load", ["name": "nothing"]).errorData?["kind"] as? String == "not_found")
+                #expect(try client.call("playlist.save", ["name": "a/b"]).errorCode == -32602)
+                #expect(try client.call("playlist.delete", ["name": "evening"]).result != nil)
+                #expect(try mpd.command("listplaylists").values("playlist").isEmpty)
+                #expect(try client.call("playlist.delete", ["name": "evening"]).errorData?["kind"] as? String == "not_found")
+            }
+        }
+
         @Test func changesAreAnnouncedKeptAndTheMusicDirectorysFilesReadOnly() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }

@@ -263,7 +263,7 @@ function onEvent(event) {
       if (["buffering_ended", "resumed", "device_restored", "first_audio"].includes(event.event)) refreshStatus().catch(() => {});
       break;
     case "library":
-      if (event.event === "scan_finished" && library.loaded) openLibrary(library.path);
+      if (event.event === "scan_finished" && library.loaded && library.path) openLibrary(library.path);
       break;
   }
 }
@@ -387,8 +387,14 @@ async function openLibrary(path) {
   }
 }
 
+// Where every view of the library starts: the artists, or the stored playlists.
+function baseCrumbs() {
+  return [button("Artists", "All artists", () => { $("search").value = ""; openLibrary([]); }),
+    button("Playlists", "Stored playlists", () => { $("search").value = ""; openPlaylists(); })];
+}
+
 function renderCrumbs() {
-  const crumbs = [button("Artists", "All artists", () => openLibrary([]))];
+  const crumbs = baseCrumbs();
   if (library.path.length >= 1) crumbs.push(button(library.path[0] || "(no artist)", `Albums of ${library.path[0]}`, () => openLibrary(library.path.slice(0, 1))));
   if (library.path.length >= 2) crumbs.push(button(library.path[1] || "(no album)", `Songs of ${library.path[1]}`, () => openLibrary(library.path)));
   $("crumbs").replaceChildren(...crumbs);
@@ -440,6 +446,54 @@ async function addSongs(uris, { play = false, next = false }) {
   } catch { /* shown by act */ }
 }
 
+// Stored playlists (the ones MPD clients keep too): load, play, delete; save the queue as one.
+async function openPlaylists() {
+  library.loaded = true;
+  library.path = null;
+  $("crumbs").replaceChildren(...baseCrumbs());
+  const save = document.createElement("form");
+  save.className = "toolbar";
+  const name = document.createElement("input");
+  name.placeholder = "Name";
+  name.required = true;
+  name.setAttribute("aria-label", "Name of the new playlist");
+  const submit = button("Save queue", "Save the queue as a playlist", null);
+  submit.type = "submit";
+  save.append(name, submit);
+  save.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await call("playlist.save", { name: name.value });
+    } catch (error) {
+      if (!(error.data && error.data.kind === "exists" && confirm(`Replace the playlist “${name.value}”?`))) return toast(error.message);
+      try { await call("playlist.save", { name: name.value, replace: true }); } catch (again) { return toast(again.message); }
+    }
+    toast(`Saved “${name.value}”`);
+    openPlaylists();
+  });
+  try {
+    const { playlists } = await call("playlist.list");
+    const rows = playlists.map((playlist) => entryRow(playlist.name, new Date(playlist.modified * 1000).toLocaleString(), null, [
+      button("+", `Add the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, false)),
+      button("▶", `Play the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, true)),
+      button("✕", `Delete the playlist ${playlist.name}`, () => {
+        if (confirm(`Delete the playlist “${playlist.name}”?`)) act("playlist.delete", { name: playlist.name }).then(openPlaylists, () => {});
+      }),
+    ]));
+    $("library").replaceChildren(save, ...(rows.length ? rows : [emptyNote("No stored playlists yet.")]));
+  } catch (error) {
+    $("library").replaceChildren(save, emptyNote(error.message));
+  }
+}
+
+async function loadPlaylist(name, play) {
+  try {
+    const answer = await act("playlist.load", play ? { name, play: true } : { name });
+    const skipped = answer.skipped ? ` (${answer.skipped} left out: not playable here)` : "";
+    toast(`${play ? "Playing" : "Added"} “${name}”${skipped}`);
+  } catch { /* shown by act */ }
+}
+
 let searchTimer = null;
 $("search").addEventListener("input", () => {
   clearTimeout(searchTimer);
@@ -449,10 +503,10 @@ $("search-form").addEventListener("submit", (event) => { event.preventDefault();
 
 async function search() {
   const query = $("search").value.trim();
-  if (!query) return openLibrary(library.path);
+  if (!query) return library.path ? openLibrary(library.path) : openPlaylists();
   try {
     const { songs } = await call("library.search", { query, limit: 200 });
-    $("crumbs").replaceChildren(button("Artists", "All artists", () => { $("search").value = ""; openLibrary([]); }));
+    $("crumbs").replaceChildren(...baseCrumbs());
     fill(songs.map(songRow), `Nothing found for “${query}”.`);
   } catch (error) {
     fill([], error.message);
