@@ -5,7 +5,8 @@ the daemon's own state read over its Unix socket (JSON-RPC), with mpc and tonear
 outside. Prints one line per check; exits non-zero at the first failure, saying what was seen.
 
 Usage: web_remote_browser.py open URL CONTROL_SOCKET MPD_SOCKET TONEARMCTL ARTIFACTS
-       web_remote_browser.py password URL PASSWORD ARTIFACTS"""
+       web_remote_browser.py password URL PASSWORD ARTIFACTS
+       web_remote_browser.py paint URL RUNS   (the benchmark: first contentful paint, ms, per fresh browser)"""
 import json
 import os
 import socket
@@ -252,8 +253,24 @@ def main_password(url, password, artifacts):
         driver.quit()
 
 
+def main_paint(url, runs):
+    """The benchmark's figure: first contentful paint of the page, once per fresh load."""
+    for _ in range(int(runs)):
+        driver = browser(390, 844)
+        try:
+            driver.get(url)
+            wait(driver, lambda d: text(d, "connection") == "connected", "the page connects")
+            paint = driver.execute_script(
+                "const p = performance.getEntriesByType('paint').find(e => e.name === 'first-contentful-paint'); return p ? p.startTime : null;")
+            print(f"paint {paint}", flush=True)
+        finally:
+            driver.quit()
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "open":
+    if sys.argv[1] == "paint":
+        main_paint(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "open":
         main_open(*sys.argv[2:7])
     else:
         main_password(*sys.argv[2:5])
