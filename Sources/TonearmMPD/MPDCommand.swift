@@ -101,7 +101,7 @@ struct MPDCommand: Sendable {
 /// Tonearm reads every tag MPD knows (`MediaTag`), and lists them in MPD's order. `all` is what
 /// MPD shows with its default `metadata_to_use`: every tag but `Comment`, which a client may
 /// still enable for itself.
-struct MPDTags: Sendable, Equatable {
+struct MPDTags: Sendable, Hashable {
     static let all = MPDTags(MediaTag.allCases.filter { $0 != .comment })
     static let none = MPDTags([])
 

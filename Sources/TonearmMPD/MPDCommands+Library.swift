@@ -56,13 +56,21 @@ extension MPDCommands {
         MPDCommand("listallinfo", .read, 0...1, .stream { call, sink throws(MPDError) in
             try await listAll(call, withTags: true, into: sink)
         }),
-        MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: false) }),
-        MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await find(call, fold: true) }),
+        MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
+            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: false) }
+        }),
+        MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
+            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: true) }
+        }),
         MPDCommand("findadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: false) }),
         MPDCommand("searchadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: true) }),
-        MPDCommand("list", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await list(call) }),
-        MPDCommand("count", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await count(call, fold: false) }),
-        MPDCommand("searchcount", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await count(call, fold: true) }),
+        MPDCommand("list", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await MPDReplyCache.cached(call, list) }),
+        MPDCommand("count", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
+            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: false) }
+        }),
+        MPDCommand("searchcount", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
+            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: true) }
+        }),
         MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: false, into: &r) }),
         MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: true, into: &r) }),
     ]

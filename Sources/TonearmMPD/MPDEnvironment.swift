@@ -18,6 +18,8 @@ final class MPDEnvironment: Sendable {
     let hub = MPDIdleHub()
     /// `status`'s lines, encoded once per change of the player's status or queue.
     let statusLines = EncodedOnce<StatusSource>()
+    /// The library queries' replies, kept until the database changes.
+    let replies = MPDReplyCache()
     /// What `status` shows: the player's status and what it says of the queue. Not the queue
     /// itself: kept here, a copy would make the next edit of a long queue copy every item.
     struct StatusSource: Equatable, Sendable {

@@ -112,7 +112,10 @@ final class MPDIdleHub: Sendable {
                 for await item in news {
                     switch item {
                     case .updateStarted, .offline: self?.post(.update)
-                    case .updateFinished(_, let outcome): self?.post(outcome.changedAnything ? [.update, .database] : .update)
+                    case .updateFinished(_, let outcome):
+                        // Kept replies go before clients hear of the change and ask again.
+                        if outcome.changedAnything { environment.replies.databaseChanged() }
+                        self?.post(outcome.changedAnything ? [.update, .database] : .update)
                     }
                 }
             },

@@ -152,6 +152,29 @@ extension DaemonTests {
             }
         }
 
+        /// A reply kept for the next identical question is dropped as soon as a scan changes the
+        /// database: the question asked again sees the new song.
+        @Test func keptRepliesFollowTheDatabase() throws {
+            try Self.scanned { daemon, tree, _ in
+                let client = try daemon.connectMPD()
+                let before = try client.command("list artist").values("Artist")
+                #expect(try client.command("list artist").values("Artist") == before, "the kept reply")
+                #expect(try client.command("count artist Delta")["songs"] == "0")
+                try tree.add(.init("Delta/x.flac", ["artist": "Delta", "title": "X"]))
+                #expect(try client.command("update Delta").ok)
+                let deadline = Date().addingTimeInterval(10 * Sanitizer.timeScale)
+                var after = before
+                while Date() < deadline {
+                    after = try client.command("list artist").values("Artist")
+                    if after.contains("Delta") { break }
+                    usleep(20_000)
+                }
+                #expect(after == (before + ["Delta"]).sorted(), "\(after)")
+                #expect(try client.command("count artist Delta")["songs"] == "1")
+                #expect(try client.command("find artist Delta").values("Title") == ["X"])
+            }
+        }
+
         /// A music directory that goes away (an unmounted disk) erases nothing: `status` and
         /// `stats` say it is offline, every song is still found, and a scan once it is back
         /// clears the state.
