@@ -25,6 +25,9 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", path: "Modulemaps/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(
+            name: "CEBUR128", path: "Modulemaps/CEBUR128", pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]),
         // What glibc has and Swift's Glibc module leaves out (thread names).
         .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
@@ -37,7 +40,7 @@ let package = Package(
         // the output and input settings. No C, no I/O: what the front-ends show and configure.
         .target(name: "TonearmMedia"),
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
-        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CLinux", "TonearmMedia", "TonearmSync"]),
+        .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CEBUR128", "CLinux", "TonearmMedia", "TonearmSync"]),
         // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
         .target(name: "TonearmPlayer", dependencies: [
             "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", .product(name: "Logging", package: "swift-log"),
