@@ -210,7 +210,7 @@ struct RequestRouter: Sendable {
     /// `add {urls, position?, play?}`: playlists (.m3u, .m3u8, .pls) add their entries.
     /// `add` off the event loop: to read a playlist file or the library, or to play what was added.
     func addAndPlay(_ params: Params, session: ClientSession) async throws -> JSONValue {
-        let added = try add(params, for: session.peer, known: await libraryTags(params))
+        let added = try add(params, for: session.peer, library: await librarySongs(params))
         guard try params.bool("play") == true, let first = added.items.first, case .object(var answer) = added.answer else {
             return added.answer
         }
@@ -225,15 +225,35 @@ struct RequestRouter: Sendable {
         return .object(answer)
     }
 
-    /// The tags the library holds for the songs `add` names by library path: they join the
-    /// queue with them (no file is opened for them). A failed read leaves them to the tag reader.
-    private func libraryTags(_ params: Params) async -> [URL: MediaTags] {
-        guard let library, let texts = try? params.stringArray("urls") else { return [:] }
-        let paths = texts.filter(Self.isLibraryPath).compactMap { try? Self.libraryPath($0) }
-        guard !paths.isEmpty, let songs = try? await reading({ try library.songs(at: paths) }) else { return [:] }
+    /// What the library holds under each path `add` names in it: the songs (a directory's, in
+    /// the library's order, as MPD's `add` takes them) with their tags, so they join the queue
+    /// with them (no file is opened for them). A path the library does not hold (yet) is left
+    /// as given; a failed read leaves the songs to the tag reader.
+    struct LibrarySongs {
+        var songs: [String: [URL]] = [:]
         var known: [URL: MediaTags] = [:]
-        for (path, song) in songs { known[URL(fileURLWithPath: library.root + "/" + path, isDirectory: false)] = song.mediaTags }
-        return known
+    }
+
+    private func librarySongs(_ params: Params) async -> LibrarySongs {
+        guard let library, let texts = try? params.stringArray("urls") else { return LibrarySongs() }
+        let paths = texts.filter(Self.isLibraryPath).compactMap { text in (try? Self.libraryPath(text)).map { (text, $0) } }
+        guard !paths.isEmpty else { return LibrarySongs() }
+        let found = try? await reading { () throws -> LibrarySongs in
+            var found = LibrarySongs()
+            for (text, path) in paths where !path.isEmpty && found.songs[text] == nil {
+                var songs: [URL] = []
+                let held = try library.walk(path, withTags: true) { entries in
+                    for case .song(let song) in entries {
+                        let url = URL(fileURLWithPath: library.root + "/" + song.uri, isDirectory: false)
+                        songs.append(url)
+                        found.known[url] = song.mediaTags
+                    }
+                }
+                if held { found.songs[text] = songs }
+            }
+            return found
+        }
+        return found ?? LibrarySongs()
     }
 
     /// A source named by its path in the music directory ("Artist/Album/01.flac").
@@ -241,7 +261,7 @@ struct RequestRouter: Sendable {
         !text.hasPrefix("/") && SourcePolicy.scheme(of: text) == nil
     }
 
-    private func add(_ params: Params, for peer: ClientPeer, known: [URL: MediaTags] = [:]) throws -> (items: [Int], answer: JSONValue) {
+    private func add(_ params: Params, for peer: ClientPeer, library: LibrarySongs = LibrarySongs()) throws -> (items: [Int], answer: JSONValue) {
         _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
@@ -250,7 +270,13 @@ struct RequestRouter: Sendable {
         for text in texts {
             let url = try sourceURL(text)
             try sources.check(url)
-            if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
+            if let songs = library.songs[text] {
+                guard !songs.isEmpty else { throw RPC.Failure(.invalidParams, "invalid params: no songs under '\(text)' in the library") }
+                for song in songs {
+                    try sources.check(song)
+                    entries.append((song, nil))
+                }
+            } else if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
                 for entry in try playlistEntries(url, kind: kind, for: peer) {
                     try sources.check(entry.url)
                     entries.append(entry)
@@ -260,7 +286,7 @@ struct RequestRouter: Sendable {
             }
         }
         let position = try params.integer("position")
-        let added = try player.add(entries, at: position, known: known)
+        let added = try player.add(entries, at: position, known: library.known)
         let items: [JSONValue] = added.items.map { ["id": JSONValue($0.id), "url": ProtocolEncoding.url($0.url)] }
         return (added.items.map(\.id), ["items": .array(items), "version": JSONValue(added.version)])
     }

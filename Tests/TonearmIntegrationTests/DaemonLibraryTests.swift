@@ -276,6 +276,13 @@ extension DaemonTests {
                 #expect(heard == ["scan_started", "scan_finished", "changed"], "\(heard)")
                 let added = try client.call("add", ["urls": ["Alpha/One/01 First.flac"]])
                 #expect((added.result?["items"] as? [[String: Any]])?.count == 1, "\(added)")
+                // A directory of the library: its songs, in the library's order, with their tags.
+                let album = try #require(client.call("add", ["urls": ["Alpha"]]).result?["items"] as? [[String: Any]])
+                #expect(album.compactMap { ($0["url"] as? String)?.split(separator: "/").suffix(3).joined(separator: "/") }
+                        == ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac", "Alpha/Two/01 Third.ogg", "Alpha/Two/02 Fourth.flac"],
+                        "\(album)")
+                let queued = try #require(client.call("queue").result?["items"] as? [[String: Any]])
+                #expect(queued.suffix(4).compactMap { $0["title"] as? String } == ["First", "Second", "Third", "Fourth"], "\(queued)")
                 let escape = try client.call("add", ["urls": ["../outside.flac"]])
                 #expect((escape["error"] as? [String: Any])?["code"] as? Int == -32602, "\(escape)")
 
