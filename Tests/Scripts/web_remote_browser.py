@@ -20,6 +20,7 @@ SCALE = float(os.environ.get("TIME_SCALE", "1"))  # slower under the sanitizers
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -67,12 +68,27 @@ def browser(width, height):
 
 def wait(driver, condition, what, timeout=5.0, poll=0.02):
     try:
-        result = WebDriverWait(driver, timeout * (1 if timeout < 1 else SCALE), poll_frequency=poll).until(lambda d: condition(d))
+        # The page redraws as events come: an element found a moment ago may be gone (stale);
+        # the condition is then asked again, as if it did not hold yet.
+        result = WebDriverWait(driver, timeout * (1 if timeout < 1 else SCALE), poll_frequency=poll,
+                               ignored_exceptions=[StaleElementReferenceException, NoSuchElementException, IndexError]
+                               ).until(lambda d: condition(d))
         print(f"ok: {what}", flush=True)
         return result
     except Exception:
         shown = driver.find_element(By.ID, "app").text[:400] if driver.find_elements(By.ID, "app") else ""
         check(False, what, f"{shown}; console: {driver.get_log('browser')}")
+
+
+def retried(action, attempts=10):
+    """Runs `action`, again if the page redrew the element under it (stale) meanwhile."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except (StaleElementReferenceException, IndexError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
 
 
 def text(driver, element_id):
@@ -147,14 +163,14 @@ def main_open(url, control_path, mpd_path, tonearmctl, artifacts):
         control.call("add", {"urls": ["Beta/Two/01 Third.flac"]})
         wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#queue .row")) == 3, "the queue shows three items")
         before = [item["id"] for item in control.call("queue")["items"]]
-        rows = driver.find_elements(By.CSS_SELECTOR, "#queue .row")
-        handle = rows[2].find_element(By.CSS_SELECTOR, ".handle")
-        ActionChains(driver).click_and_hold(handle).move_by_offset(0, -115).release().perform()
+        retried(lambda: ActionChains(driver).click_and_hold(
+            driver.find_elements(By.CSS_SELECTOR, "#queue .row")[2].find_element(By.CSS_SELECTOR, ".handle"))
+            .move_by_offset(0, -115).release().perform())
         wait(driver, lambda d: [item["id"] for item in control.call("queue")["items"]] == [before[2], before[0], before[1]],
              "dragging an item reorders the queue")
         wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#queue .row .text span")[0].text == "Third",
              "the page shows the new order")
-        driver.find_elements(By.CSS_SELECTOR, "#queue .row button[aria-label^='Remove']")[0].click()
+        retried(lambda: driver.find_elements(By.CSS_SELECTOR, "#queue .row button[aria-label^='Remove']")[0].click())
         wait(driver, lambda d: len(control.call("queue")["items"]) == 2, "remove from the page")
         driver.find_element(By.ID, "clear").click()
         wait(driver, lambda d: len(control.call("queue")["items"]) == 0, "clear from the page")
@@ -163,21 +179,21 @@ def main_open(url, control_path, mpd_path, tonearmctl, artifacts):
         # The library: artist, album, add the album; then a search as you type.
         driver.find_element(By.ID, "tab-library").click()
         wait(driver, lambda d: "Alpha" in text(d, "library"), "the library lists the artists")
-        driver.find_element(By.XPATH, "//*[@id='library']//*[@aria-label='Open Alpha']").click()
+        retried(lambda: driver.find_element(By.XPATH, "//*[@id='library']//*[@aria-label='Open Alpha']").click())
         wait(driver, lambda d: "One" in text(d, "library"), "an artist's albums")
-        driver.find_element(By.XPATH, "//*[@id='library']//*[@aria-label='Open One']").click()
+        retried(lambda: driver.find_element(By.XPATH, "//*[@id='library']//*[@aria-label='Open One']").click())
         wait(driver, lambda d: "Second" in text(d, "library"), "an album's songs")
-        driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Add the album']").click()
+        retried(lambda: driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Add the album']").click())
         wait(driver, lambda d: [item["url"].split("/")[-1] for item in control.call("queue")["items"]] == ["01 First.flac", "02 Second.flac"],
              "add the album from the page")
         driver.find_element(By.ID, "search").send_keys("thi")
         wait(driver, lambda d: "Third" in text(d, "library"), "search as you type finds a title")
-        driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Play Third now']").click()
+        retried(lambda: driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Play Third now']").click())
         wait(driver, lambda d: control.call("status")["state"]["state"] == "playing" and text(d, "title") == "Third",
              "play a search result now")
 
         # Stored playlists: the queue saved from the page is MPD's too; loading it plays it.
-        driver.find_element(By.CSS_SELECTOR, "#crumbs button[aria-label='Stored playlists']").click()
+        retried(lambda: driver.find_element(By.CSS_SELECTOR, "#crumbs button[aria-label='Stored playlists']").click())
         wait(driver, lambda d: "No stored playlists yet." in text(d, "library"), "the page lists no playlists yet")
         driver.find_element(By.CSS_SELECTOR, "#library input[aria-label='Name of the new playlist']").send_keys("Evening")
         driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Save the queue as a playlist']").click()
@@ -185,7 +201,7 @@ def main_open(url, control_path, mpd_path, tonearmctl, artifacts):
         listed = tool(["mpc", "lsplaylists"], mpd_env).split()
         check(listed == ["Evening"], "mpc sees the playlist the page saved", listed)
         control.call("clear")
-        driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Play the playlist Evening']").click()
+        retried(lambda: driver.find_element(By.CSS_SELECTOR, "#library button[aria-label='Play the playlist Evening']").click())
         wait(driver, lambda d: len(control.call("queue")["items"]) == 3 and control.call("status")["state"]["state"] == "playing",
              "playing a stored playlist from the page")
         control.call("play", {"id": control.call("queue")["items"][2]["id"]})
