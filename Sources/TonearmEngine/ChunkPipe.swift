@@ -45,6 +45,8 @@ final class PCMChunk {
     /// The item's ReplayGain tags, and whether `auto` takes its album gain (the output's gain stage).
     var replayGain: ReplayGainInfo?
     var prefersAlbumGain = false
+    /// A live stream's automatic gain when the chunk was filled, dB (nil: none).
+    var liveGainDB: Double?
     /// The item is read over the network: the output prebuffers it, and refills it when it ran dry.
     var isNetwork = false
     /// A stream title that starts with this chunk's first frame (announced when that is heard).
@@ -63,6 +65,7 @@ final class PCMChunk {
     func reset(epoch: Int, itemID: Int, format: PCMFormat, position: Int64, runStart: RunStart?,
                replayGain: ReplayGainInfo?, prefersAlbumGain: Bool, isNetwork: Bool) {
         self.isNetwork = isNetwork
+        liveGainDB = nil
         streamTitle = nil
         self.replayGain = replayGain
         self.prefersAlbumGain = prefersAlbumGain

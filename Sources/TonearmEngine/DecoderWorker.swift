@@ -44,6 +44,10 @@ extension EngineControl {
         /// Frames of the last chunk pushed: an output that has nothing gets the next partial chunk
         /// once it holds twice as many (see `place`).
         var lastPushedFrames = 0
+        /// The target of the open item's automatic gain: set at open for a network item under
+        /// `replay_gain.live = "agc"`, nil otherwise. `live` follows it off the lock.
+        var liveTarget: Double?
+        var live: LiveLeveler?
     }
 
     /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
@@ -210,7 +214,13 @@ extension EngineControl {
             state.discardBefore = startFrame > 0 ? startFrame : nil
             state.pendingPosition = startFrame
             state.mustProduce = startFrame == 0 && target.runStart == .opened
+            state.liveTarget = liveTarget(for: decoder)
         }
+    }
+
+    /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
+    private func liveTarget(for decoder: MediaDecoder) -> Double? {
+        decoder.isNetwork && replayGain.live == .agc ? replayGain.targetLUFS : nil
     }
 
     /// Opens an item's file and prepares conversion; seeks when `startSeconds` > 0. Lock not held.
@@ -319,6 +329,7 @@ extension EngineControl {
             state.discardBefore = nil
             state.pendingPosition = 0
             state.mustProduce = false
+            state.liveTarget = liveTarget(for: decoder)
         }
     }
 
@@ -346,9 +357,14 @@ extension EngineControl {
         let myEpoch = epoch
         let destination = inPlaceDestination(decoder, state)
         lock.unlock()
+        followLiveTarget(item, &state)
         let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext(into: destination)) } catch { result = .failure(error) }
+        if case .success(.frames(let count, _, let inDestination)) = result, state.live != nil,
+           let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
+            state.live?.add(samples, frames: count)
+        }
         lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
             // That read waited for the network: the socket is drained. It fills while what is
@@ -392,6 +408,18 @@ extension EngineControl {
             startReconnect(item, decoder, failure, &state)
         case .failure(let failure):
             fail(item, failure, &state)
+        }
+    }
+
+    /// Makes, keeps or drops the open item's automatic gain as `liveTarget` says. Lock not held
+    /// (a meter is allocated and freed here).
+    private func followLiveTarget(_ item: EngineItem, _ state: inout DecoderState) {
+        guard let target = state.liveTarget else {
+            state.live = nil
+            return
+        }
+        if state.live?.itemID != item.id || state.live?.format != state.format {
+            state.live = LiveLeveler(itemID: item.id, format: state.format, target: target)
         }
     }
 
@@ -532,6 +560,7 @@ extension EngineControl {
             chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: state.pendingPosition,
                         runStart: state.runStart, replayGain: decoder.info.replayGain,
                         prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
+            chunk.liveGainDB = state.live?.itemID == item.id ? state.live?.gain.decibels : nil
             chunk.streamTitle = state.streamTitle
             state.streamTitle = nil
             state.runStart = nil

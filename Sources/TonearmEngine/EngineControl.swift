@@ -14,11 +14,16 @@ public struct EngineItem: Sendable, Equatable {
     /// Under `ReplayGainMode.auto`: whether this item takes its album gain (its queue
     /// neighbour shares its album), as the player judges it.
     public var prefersAlbumGain: Bool
+    /// Its measured loudness, if known (`replay_gain.mode` `auto` and `loudness`). The output
+    /// takes what is known when the item's first frames reach the device and keeps it for the
+    /// whole item: a measurement that lands later never changes the level mid-item.
+    public var loudness: LoudnessMeasurement?
 
-    public init(id: Int, url: URL, prefersAlbumGain: Bool = false) {
+    public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain
+        self.loudness = loudness
     }
 
     var path: String { url.isFileURL ? url.path : url.absoluteString }
@@ -90,7 +95,8 @@ final class EngineControl: @unchecked Sendable {
     /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder
     /// installs a fresh one for each open; callers cancel it on an epoch change.
     var decoderCancellation = CancellationFlag()
-    /// The last items named by callers (loads and nexts), so a rewind can decode one again.
+    /// The last items named by callers (loads and nexts), so a rewind can decode one again, and
+    /// where the output finds an item's loudness. Callers (`setLoudness` updates one in place).
     var knownItems: [EngineItem] = []
 
     // MARK: Written by the decoder thread.
@@ -131,6 +137,11 @@ final class EngineControl: @unchecked Sendable {
 
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
+    /// The loudness the output levels the item it writes with: taken from `knownItems` at the
+    /// item's first write and kept until another item is written.
+    var loudnessInForce: (itemID: Int, measurement: LoudnessMeasurement?)?
+    /// The automatic gain of the live stream chunk written last (nil: none).
+    var liveGainInForce: Double?
     /// The epoch whose first chunk the output has acted on (device prepared, news posted).
     var outputEpoch = -1
     /// The last item whose final chunk was handed to the device (cleared by `beginEpoch`).

@@ -6,6 +6,11 @@ extension Loudness {
     /// filters each rate itself, and nothing is resampled that would change the peaks). Blocking:
     /// for a low-priority thread, never the real-time ones. Nil for silence.
     public static func measure(_ url: URL) throws(EngineFailure) -> Loudness? {
+        try measure(url, shouldStop: { false }) ?? nil
+    }
+
+    /// As above; nil (outer) when `shouldStop` said so before the end, asked between packets.
+    static func measure(_ url: URL, shouldStop: () -> Bool) throws(EngineFailure) -> Loudness?? {
         let decoder = try MediaDecoder(url: url, cancellation: CancellationFlag())
         let source = decoder.sourceFormat
         try decoder.configureOutput(PCMFormat(sampleType: .float, sampleRate: source.sampleRate, channels: source.channels))
@@ -14,7 +19,21 @@ extension Loudness {
         }
         while case .frames(let count, _, _) = try decoder.decodeNext() {
             meter.add(decoder.scratch.assumingMemoryBound(to: Float.self), frames: count)
+            if shouldStop() { return nil }
         }
-        return meter.result()
+        return .some(meter.result())
+    }
+}
+
+extension LoudnessMeasurement {
+    /// Measures a local file (see `Loudness.measure`): a file that cannot be decoded is
+    /// `unmeasurable`. Nil when `shouldStop` said so before the end.
+    public static func measure(_ url: URL, shouldStop: () -> Bool) -> LoudnessMeasurement? {
+        do throws(EngineFailure) {
+            guard let result = try Loudness.measure(url, shouldStop: shouldStop) else { return nil }
+            return result.map { .measured($0) } ?? .silent
+        } catch {
+            return .unmeasurable
+        }
     }
 }

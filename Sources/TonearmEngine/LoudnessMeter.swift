@@ -2,18 +2,28 @@ import CEBUR128
 import Foundation
 import TonearmMedia
 
-/// An EBU R128 meter (libebur128) fed interleaved float PCM: integrated loudness, loudness
-/// range and true peak of everything it was given. One owner, one thread: the meter is a C
-/// state that is not safe to share.
+/// An EBU R128 meter (libebur128) fed interleaved PCM: integrated loudness, loudness range and
+/// true peak of everything it was given (`whole`), or the short-term loudness of its last 3 s
+/// (`shortTerm`). One owner, one thread: the meter is a C state that is not safe to share.
 final class LoudnessMeter {
+    enum Mode {
+        /// Integrated loudness, range and true peak: an item's loudness.
+        case whole
+        /// Short-term loudness only (cheap: no true-peak oversampling): a live stream's level.
+        case shortTerm
+    }
+
     private let state: UnsafeMutablePointer<ebur128_state>
     let channels: Int
 
     /// Nil when libebur128 refuses the format (no channels, a rate it cannot filter).
-    init?(channels: Int, sampleRate: Int) {
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
+    init?(channels: Int, sampleRate: Int, mode: Mode = .whole) {
+        let flags = switch mode {
+        case .whole: EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue
+        case .shortTerm: EBUR128_MODE_S.rawValue
+        }
         guard channels > 0, sampleRate > 0,
-              let state = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return nil }
+              let state = ebur128_init(UInt32(channels), UInt(sampleRate), Int32(flags)) else { return nil }
         self.state = state
         self.channels = channels
     }
@@ -26,6 +36,22 @@ final class LoudnessMeter {
     /// Adds `frames` frames of interleaved float samples.
     func add(_ samples: UnsafePointer<Float>, frames: Int) {
         _ = ebur128_add_frames_float(state, samples, frames)
+    }
+
+    /// Adds `frames` frames of interleaved samples of `type`. No allocation.
+    func add(_ samples: UnsafeRawPointer, type: SampleType, frames: Int) {
+        switch type {
+        case .s16: _ = ebur128_add_frames_short(state, samples.assumingMemoryBound(to: Int16.self), frames)
+        case .s32: _ = ebur128_add_frames_int(state, samples.assumingMemoryBound(to: Int32.self), frames)
+        case .float: _ = ebur128_add_frames_float(state, samples.assumingMemoryBound(to: Float.self), frames)
+        }
+    }
+
+    /// The loudness of the last 3 s, LUFS (−∞ for silence).
+    func shortTerm() -> Double {
+        var loudness = -Double.infinity
+        _ = ebur128_loudness_shortterm(state, &loudness)
+        return loudness
     }
 
     /// What was measured; nil for silence (no block above the gate) or a failure.

@@ -509,7 +509,11 @@ extension EngineControl {
         let format = head.format
         let frames = min(head.remainingFrames, chunkFrames(device, state))
         let pointer = head.bytes + head.written * format.bytesPerFrame
-        let gainTarget = volume * GainStage.factor(decibels: replayGain.gainDB(head.replayGain, prefersAlbum: head.prefersAlbumGain))
+        if loudnessInForce?.itemID != head.itemID { loudnessInForce = (head.itemID, knownItem(head.itemID)?.loudness) }
+        let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
+                                       prefersAlbum: head.prefersAlbumGain)
+        liveGainInForce = head.liveGainDB
+        let gainTarget = volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
         lastWrittenItem = head.itemID
         state.writingNetwork = head.isNetwork
         state.endHandedOn = false

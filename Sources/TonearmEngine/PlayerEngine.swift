@@ -210,6 +210,29 @@ public final class PlayerEngine: Sendable {
         }
     }
 
+    /// Tells the engine an item's loudness, measured after it was named: it levels the item
+    /// if the item's first frames have not reached the device yet, else it changes nothing.
+    /// (Ids increase: an item at or before the one written last has been written.)
+    public func setLoudness(_ measurement: LoudnessMeasurement, for itemID: Int) {
+        control.lock.withLock {
+            if let inForce = control.loudnessInForce, inForce.itemID >= itemID { return }
+            guard let index = control.knownItems.lastIndex(where: { $0.id == itemID }) else { return }
+            control.knownItems[index].loudness = measurement
+        }
+    }
+
+    /// The loudness an item is leveled with: once its first frames were written, what was
+    /// known then (nil: it plays at the preamp level); before, what is known now. And a live
+    /// stream's automatic gain as last written, dB.
+    public func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, liveGainDB: Double?) {
+        control.lock.withLock {
+            if let inForce = control.loudnessInForce, inForce.itemID == itemID {
+                return (inForce.measurement, control.liveGainInForce)
+            }
+            return (control.knownItem(itemID)?.loudness, nil)
+        }
+    }
+
     public func setReplayGain(_ settings: ReplayGainSettings) {
         control.lock.withLock { control.replayGain = settings }
     }

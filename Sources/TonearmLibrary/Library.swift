@@ -10,7 +10,7 @@ import TonearmSync
 public final class Library: Sendable {
     public let configuration: LibraryConfiguration
     public let root: String
-    private let database: LibraryDatabase
+    let database: LibraryDatabase
     private let scanner: LibraryScanner
     private let scans = JobThread(name: "tonearm-scan")
     private let logger: Logger

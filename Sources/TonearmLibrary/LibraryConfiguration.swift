@@ -15,6 +15,9 @@ public struct LibraryConfiguration: Sendable, Equatable {
     /// Seconds between scans of the whole tree when it cannot be watched (the kernel's limit of
     /// watches is reached); 0: none.
     public var rescanIntervalSeconds = 3600.0
+    /// Every song's loudness is measured (EBU R128) in the background after a scan, at idle
+    /// priority, for `replay_gain.mode` `auto` and `loudness`.
+    public var measureLoudness = true
     /// Where clients' stored playlists are kept; nil: `playlists` in the state directory.
     public var playlistDirectory: String?
 

@@ -47,6 +47,23 @@ enum LibrarySchema {
                 );
                 """)
         }
+        migrator.registerMigration("v2 loudness") { db in
+            // Measured loudness (EBU R128), by file identity: a file written again is another
+            // identity and is measured anew. Any file, in the music directory or not (queue items
+            // from elsewhere), by absolute path. integrated NULL: silent (nothing above the
+            // gate); failed 1: could not be decoded.
+            try db.execute(sql: """
+                CREATE TABLE loudness (
+                    path TEXT PRIMARY KEY,
+                    size INTEGER NOT NULL,
+                    mtime INTEGER NOT NULL,
+                    integrated REAL,
+                    range REAL,
+                    true_peak REAL,
+                    failed INTEGER NOT NULL DEFAULT 0
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -22,6 +22,7 @@ extension Player {
             if !added.isEmpty {
                 tags.remember(known)
                 tags.request(added.map(\.url))
+                loudness.request(added.map(\.url))
                 publishQueue(m)
                 refreshNext(&m)
             }

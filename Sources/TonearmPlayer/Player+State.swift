@@ -71,11 +71,17 @@ extension Player {
             m.volume = saved.volume
             engine.setVolume(Self.factor(saved.volume))
             if let replayGain = saved.replayGain {
-                m.replayGain = replayGain
-                engine.setReplayGain(replayGain)
+                // The target and the live gain are the config's; the mode and preamp, the user's.
+                m.replayGain.mode = replayGain.mode
+                m.replayGain.preampDB = replayGain.preampDB
+                engine.setReplayGain(m.replayGain)
             }
             publishQueue(m)
             tags.request(m.queue.items.map(\.url))
+            // Measured in the order they will play, from the current item on.
+            let items = m.queue.items
+            let start = m.queue.currentID.flatMap { m.queue.position(of: $0) } ?? 0
+            loudness.request((items[start...] + items[..<start]).map(\.url))
         }
     }
 

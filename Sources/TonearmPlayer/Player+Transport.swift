@@ -147,8 +147,23 @@ extension Player {
         m.context.intent = engine.open(engineItem(engineID, item, m), startAt: start, playing: cause.play)
     }
 
+    /// The engine item for a queue item, with its loudness if it is known; if not, its
+    /// measurement goes before everything else waiting.
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {
-        EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue))
+        let measured = loudness.known(item.url)
+        if measured == nil { loudness.request([item.url], first: true) }
+        return EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue),
+                          loudness: measured)
+    }
+
+    /// A file's loudness was measured: an item of it that is in play and not heard yet is
+    /// leveled with it (the engine leaves one already heard as it started).
+    func loudnessMeasured(_ url: URL, _ measurement: LoudnessMeasurement) {
+        model.withLock { m in
+            for (engineID, inPlay) in m.inPlay where m.queue.item(id: inPlay.queueID)?.url == url {
+                engine.setLoudness(measurement, for: engineID)
+            }
+        }
     }
 
     /// ReplayGain `auto`: an item takes its album gain when the item before or after it in play

@@ -34,6 +34,8 @@ public final class Player: Sendable {
     let changeObserverBox = Locked<WeakChangeObserver>(WeakChangeObserver())
     /// Tags of queued files (titles for `queue`, albums for ReplayGain's `auto`).
     let tags = TagReader()
+    /// Queued files' measured loudness (`auto` and `loudness` modes), measured ahead.
+    let loudness = LoudnessKeeper()
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
     public let changes = ChangeLog()
@@ -89,7 +91,22 @@ public final class Player: Sendable {
         engine.setReplayGain(replayGain)
         let token = engine.observeEvents { [weak self] _, event in self?.handle(event) }
         tokens.withLock { $0 = [token] }
+        measureLoudness(store: nil, measuresLibrary: false)
     }
+
+    /// Where measured loudness is kept (the library's database; nil: in memory only), and
+    /// whether the library's songs are measured in the background too.
+    public func measureLoudness(store: (any LoudnessStore)?, measuresLibrary: Bool) {
+        loudness.configure(store: store, measuresLibrary: measuresLibrary, logger: logger) { [weak self] url, measurement in
+            self?.loudnessMeasured(url, measurement)
+        }
+    }
+
+    /// The library changed (a scan ended): its songs not measured yet are measured next.
+    public func libraryChanged() { loudness.libraryChanged() }
+
+    /// What is known of a file's loudness (nil: not measured yet).
+    public func loudness(of url: URL) -> LoudnessMeasurement? { loudness.known(url) }
 
     // MARK: Reading
 
@@ -131,18 +148,36 @@ public final class Player: Sendable {
             var position = 0.0
             var buffered = 0.0
             var media: MediaInfo?
+            var loudness: ItemLoudness?
             if let current, state.isActive {
                 let heard = engine.heardAndBuffered
                 media = m.inPlay[current]?.media
                 position = heard.itemID == current ? Self.shown(heard.seconds, duration: media?.duration) : 0
                 buffered = heard.buffered
+                loudness = itemLoudness(current, media: media, m)
             }
             return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                                 output: engine.configuration,
                                 interruption: state == .paused ? m.interruption : nil,
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
-                                queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain)
+                                queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
+                                loudness: loudness)
         }
+    }
+
+    /// The loudness an engine item is leveled with, and its gain under the settings now.
+    private func itemLoudness(_ engineID: Int, media: MediaInfo?, _ m: Model) -> ItemLoudness? {
+        guard let queueID = m.inPlay[engineID]?.queueID, let item = m.queue.item(id: queueID) else { return nil }
+        let (measurement, liveGain) = engine.loudnessInForce(for: engineID)
+        var gain = m.replayGain.gain(tags: media?.replayGain, loudness: measurement,
+                                     prefersAlbum: sharesAlbumWithNeighbour(item, m.queue))
+        // Only local files are measured: a stream's is never pending; it may have a gain of its own.
+        if !item.url.isFileURL && gain.source == .pending { gain.source = .none }
+        if let liveGain {
+            gain.decibels += liveGain
+            gain.source = .live
+        }
+        return ItemLoudness(measured: measurement?.loudness, gain: gain)
     }
 
     public var queue: PlayQueue { model.withLock { $0.queue } }
@@ -186,6 +221,7 @@ public final class Player: Sendable {
         await changeObserver?.playerWillShutDown()
         _ = try? stop()
         tags.shutdown()
+        loudness.shutdown()
         engine.shutdown()
         await engine.waitUntilReleased()
     }

@@ -21,6 +21,20 @@ public struct PlayerStatus: Sendable, Equatable {
     public var queueVersion: Int
     public var volume: Int
     public var replayGain: ReplayGainSettings
+    /// The current item's loudness and the gain it plays with; nil when nothing is current.
+    public var loudness: ItemLoudness?
+}
+
+/// What `status.loudness` shows: the current item's measured loudness (nil: not known, or
+/// silent) and the gain applied to it, and where that gain comes from.
+public struct ItemLoudness: Sendable, Equatable {
+    public var measured: Loudness?
+    public var gain: AppliedGain
+
+    public init(measured: Loudness?, gain: AppliedGain) {
+        self.measured = measured
+        self.gain = gain
+    }
 }
 
 /// Why a new item starts being heard (the `item` event).

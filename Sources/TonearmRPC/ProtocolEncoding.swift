@@ -107,29 +107,56 @@ enum ProtocolEncoding {
         object["queue_version"] = JSONValue(status.queueVersion)
         object["volume"] = JSONValue(status.volume)
         object["replay_gain"] = replayGain(status.replayGain)
+        if let loudness = status.loudness {
+            var shown: [String: JSONValue] = ["source": .string(loudness.gain.source.rawValue),
+                                              "gain_db": .number(rounded(loudness.gain.decibels))]
+            shown["integrated_lufs"] = loudness.measured.map { .number(rounded($0.integrated)) } ?? .null
+            shown["peak_dbtp"] = loudness.measured.flatMap { $0.truePeak.isFinite ? .number(rounded($0.truePeak)) : nil } ?? .null
+            shown["range_lu"] = loudness.measured.map { .number(rounded($0.range)) } ?? .null
+            object["loudness"] = .object(shown)
+        }
         return .object(object)
     }
 
     static func replayGain(_ settings: ReplayGainSettings) -> JSONValue {
-        ["mode": .string(settings.mode.rawValue), "preamp_db": .number(settings.preampDB)]
+        ["mode": .string(settings.mode.rawValue), "preamp_db": .number(settings.preampDB),
+         "target_lufs": .number(settings.targetLUFS), "live": .string(settings.live.rawValue)]
     }
+
+    /// A file's measured loudness, as `library.search` shows it.
+    static func loudness(_ measurement: LoudnessMeasurement) -> JSONValue {
+        switch measurement {
+        case .measured(let loudness):
+            var object: [String: JSONValue] = ["integrated_lufs": .number(rounded(loudness.integrated)),
+                                               "range_lu": .number(rounded(loudness.range))]
+            object["peak_dbtp"] = loudness.truePeak.isFinite ? .number(rounded(loudness.truePeak)) : .null
+            return .object(object)
+        case .silent: return ["silent": true]
+        case .unmeasurable: return ["unmeasurable": true]
+        }
+    }
+
+    /// Decibels to a hundredth: what a meter can tell apart.
+    private static func rounded(_ value: Double) -> Double { (value * 100).rounded() / 100 }
 
     static func url(_ url: URL) -> JSONValue {
         .string(url.isFileURL ? url.path : url.absoluteString)
     }
 
-    static func queueItem(_ item: QueueItem, tags: MediaTags?) -> JSONValue {
+    static func queueItem(_ item: QueueItem, tags: MediaTags?, loudness: LoudnessMeasurement? = nil) -> JSONValue {
         var object: [String: JSONValue] = ["id": JSONValue(item.id), "url": url(item.url)]
         if let duration = tags?.duration { object["duration"] = .number(duration) }
         if let title = item.title ?? tags?.title { object["title"] = .string(title) }
         if let artist = tags?.artist { object["artist"] = .string(artist) }
         if let album = tags?.album { object["album"] = .string(album) }
+        if let loudness { object["loudness"] = Self.loudness(loudness) }
         return .object(object)
     }
 
-    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?) -> JSONValue {
+    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?,
+                      loudness: (URL) -> LoudnessMeasurement? = { _ in nil }) -> JSONValue {
         [
-            "items": .array(queue.items.map { queueItem($0, tags: tags($0.url)) }),
+            "items": .array(queue.items.map { queueItem($0, tags: tags($0.url), loudness: loudness($0.url)) }),
             "current": JSONValue(queue.currentID), "next": JSONValue(next), "version": JSONValue(queue.version),
             "repeat": .bool(queue.options.repeat), "single": .bool(queue.options.single),
             "consume": .bool(queue.options.consume), "random": .bool(queue.options.random),

@@ -65,6 +65,8 @@ enum RPCMethods {
         RPCMethod("options", .control, ["repeat", "single", "consume", "random"], .now),
         RPCMethod("volume", .control, ["level", "delta"], .now),
         RPCMethod("replay_gain", .control, ["mode", "preamp_db"], .now),
+        // What is measured of the queue's items (`LoudnessKeeper`); later for a long queue.
+        RPCMethod("loudness", .read, ["ids"], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("status", .read, [], .now),
         RPCMethod("retry", .control, [], .later),
         RPCMethod("subscribe", .read, ["events", "position_interval"], .now),

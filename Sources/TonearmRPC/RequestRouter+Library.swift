@@ -46,8 +46,11 @@ extension RequestRouter {
             return ["directories": .array(directories), "songs": .array(songs)]
         case "library.search":
             let query = try Self.libraryQuery(params)
-            let songs = try await reading { try library.songs(query) }
-            return ["songs": .array(songs.map(Self.json))]
+            let (songs, measured) = try await reading {
+                let songs = try library.songs(query)
+                return (songs, try library.loudness(of: songs))
+            }
+            return ["songs": .array(songs.map { Self.json($0, loudness: measured[$0.uri]) })]
         case "library.list":
             let tag = try Self.tag(params.requiredString("tag"), "tag")
             let filter = try Self.filter(params)
@@ -134,7 +137,10 @@ extension RequestRouter {
         return LibraryQuery(filter: filter, order: order, window: offset..<offset + limit)
     }
 
-    static func json(_ song: LibrarySong) -> JSONValue {
+    static func json(_ song: LibrarySong) -> JSONValue { json(song, loudness: nil) }
+
+    /// A song, with its measured loudness when there is one.
+    static func json(_ song: LibrarySong, loudness: LoudnessMeasurement?) -> JSONValue {
         var tags: [String: JSONValue] = [:]
         for entry in song.tags {
             if case .array(let values)? = tags[entry.tag.name] {
@@ -146,6 +152,7 @@ extension RequestRouter {
         var object: [String: JSONValue] = ["uri": .string(song.uri), "modified": JSONValue(song.modified), "tags": .object(tags)]
         if let duration = song.duration { object["duration"] = .number(duration) }
         if let format = song.format { object["format"] = .string(format) }
+        if let loudness { object["loudness"] = ProtocolEncoding.loudness(loudness) }
         return .object(object)
     }
 }

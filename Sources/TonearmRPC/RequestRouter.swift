@@ -110,6 +110,13 @@ struct RequestRouter: Sendable {
                 JSONCoding.serialize(queueListing(), into: &bytes)
                 return .encoded(bytes)
             }
+        case "loudness":
+            let ids = params.object["ids"] == nil ? nil : try params.requiredIntegerArray("ids")
+            return await longReplies.encode {
+                var bytes = ByteBuffer()
+                JSONCoding.serialize(loudnessListing(ids), into: &bytes)
+                return .encoded(bytes)
+            }
         default:
             throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
         }
@@ -117,6 +124,15 @@ struct RequestRouter: Sendable {
 
     private func queueListing() -> JSONValue {
         ProtocolEncoding.queue(player.queue, next: player.status.next, tags: player.tags(for:))
+    }
+
+    /// The measured loudness of the queue's items `ids` (all when nil): null while not known.
+    private func loudnessListing(_ ids: [Int]?) -> JSONValue {
+        let wanted = ids.map(Set.init)
+        let items = player.queue.items.filter { wanted?.contains($0.id) ?? true }
+        return ["items": .array(items.map { item in
+            ["id": JSONValue(item.id), "loudness": player.loudness(of: item.url).map(ProtocolEncoding.loudness) ?? .null]
+        })]
     }
 
     private func immediate(_ request: RPC.Request, session: ClientSession) throws -> JSONValue {
@@ -138,6 +154,8 @@ struct RequestRouter: Sendable {
             return try add(params, for: session.peer).answer
         case "queue":
             return queueListing()
+        case "loudness":
+            return loudnessListing(params.object["ids"] == nil ? nil : try params.requiredIntegerArray("ids"))
         case "remove":
             let ids = try params.requiredIntegerArray("ids")
             return ["version": JSONValue(try player.remove(ids: ids))]
@@ -173,7 +191,7 @@ struct RequestRouter: Sendable {
             var mode: ReplayGainMode?
             if let text = try params.string("mode") {
                 guard let parsed = ReplayGainMode(rawValue: text) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'mode' must be off, track, album or auto")
+                    throw RPC.Failure(.invalidParams, "invalid params: 'mode' must be off, track, album, auto or loudness")
                 }
                 mode = parsed
             }

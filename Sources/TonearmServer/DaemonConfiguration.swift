@@ -139,7 +139,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 case "mode":
                     let text = try string(value, "replay_gain.mode", source)
                     guard let mode = ReplayGainMode(rawValue: text) else {
-                        throw Invalid("\(source): replay_gain.mode must be off, track, album or auto, not '\(text)'")
+                        throw Invalid("\(source): replay_gain.mode must be off, track, album, auto or loudness, not '\(text)'")
                     }
                     config.replayGain.mode = mode
                 case "preamp_db":
@@ -148,6 +148,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
                         throw Invalid("\(source): replay_gain.preamp_db must be a number from -15 to 15")
                     }
                     config.replayGain.preampDB = preamp
+                case "target_lufs":
+                    let target = try number(value, "replay_gain.target_lufs", source)
+                    guard target.isFinite, (-40...(-5)).contains(target) else {
+                        throw Invalid("\(source): replay_gain.target_lufs must be a number from -40 to -5")
+                    }
+                    config.replayGain.targetLUFS = target
+                case "live":
+                    let text = try string(value, "replay_gain.live", source)
+                    guard let live = LiveGainMode(rawValue: text) else {
+                        throw Invalid("\(source): replay_gain.live must be off or agc, not '\(text)'")
+                    }
+                    config.replayGain.live = live
                 default: throw Invalid("\(source): unknown key 'replay_gain.\(key)'")
                 }
             }
@@ -263,6 +275,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     let threads = try integer(value, "library.scan_threads", source, 0...64)
                     config.library.scanThreads = threads == 0 ? ProcessInfo.processInfo.activeProcessorCount : threads
                 case "watch": config.library.watch = try bool(value, "library.watch", source)
+                case "measure_loudness": config.library.measureLoudness = try bool(value, "library.measure_loudness", source)
                 case "rescan_interval_s":
                     let seconds = try number(value, "library.rescan_interval_s", source)
                     guard seconds.isFinite, seconds == 0 || (1...604_800).contains(seconds) else {

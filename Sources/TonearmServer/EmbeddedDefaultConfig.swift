@@ -58,12 +58,25 @@ format = "48000:16:2"
 
 [replay_gain]
 # Level items from their ReplayGain tags (REPLAYGAIN_TRACK_GAIN/PEAK, REPLAYGAIN_ALBUM_GAIN/PEAK,
-# or R128_TRACK_GAIN/R128_ALBUM_GAIN in Opus files): off, track, album, or auto (album gain for
-# an item whose neighbour in the queue's play order has the same album tag, else track gain).
-# The peak tag keeps the gain from clipping. Clients change it with the `replay_gain` method.
+# or R128_TRACK_GAIN/R128_ALBUM_GAIN in Opus files), or from their loudness as Tonearm measures
+# it (EBU R128, ahead of playback, kept in the library's database):
+#   off       samples untouched (bit-perfect at volume 100)
+#   track     the tags' track gain; untagged files keep their level
+#   album     the tags' album gain (track gain where there is none)
+#   auto      album gain for an item whose neighbour in the queue's play order has the same
+#             album tag, else track gain; an untagged file is leveled by its measured loudness
+#   loudness  always the measured loudness, tags or not
+# The peak (tag or measured true peak) keeps the gain from clipping. An item whose loudness is
+# not measured yet when it starts plays at the preamp level, and stays there to its end.
+# Clients change the mode and preamp with the `replay_gain` method (MPD: replay_gain_mode).
 mode = "off"
-# Added to the tag's gain, in dB (-15 to 15); files without the tag keep their level.
+# Added to the tag's or the measurement's gain, in dB (-15 to 15).
 preamp_db = 0.0
+# The loudness measured items are brought to, in LUFS (-40 to -5; -18 is ReplayGain 2.0's).
+target_lufs = -18.0
+# Live streams: "off" (their own level, plus the preamp), or "agc": a slow automatic gain from
+# the stream's short-term loudness towards target_lufs, within ±6 dB, at most 1 dB per 5 s.
+live = "off"
 
 [control]
 # Clients connected to the control socket at once. One more is answered with an error and closed,
@@ -169,6 +182,9 @@ scan_on_start = true
 follow_symlinks = true
 # Threads that read files' tags during a scan, at idle priority; 0 is one per CPU core.
 scan_threads = 0
+# Measure every song's loudness (EBU R128) in the background after a scan, at idle priority,
+# for replay_gain.mode "auto" and "loudness". Queue items are measured ahead in any case.
+measure_loudness = true
 # Changes to the music directory (files added, changed, moved, deleted) are in the library within
 # about two seconds, seen through inotify; no scan runs while nothing changes.
 watch = true

@@ -13,4 +13,9 @@ public enum NamedThread {
         thread.name = name
         thread.start()
     }
+
+    /// Lowers the calling thread to idle CPU and I/O priority: it runs only when nothing else
+    /// wants the CPU or the disk. False when the kernel refused.
+    @discardableResult
+    public static func lowerToIdlePriority() -> Bool { tonearm_idle_priority_current_thread() == 0 }
 }

@@ -173,18 +173,21 @@ struct Volume: AsyncParsableCommand {
 }
 
 enum GainMode: String, ExpressibleByArgument, CaseIterable {
-    case off, track, album, auto
+    case off, track, album, auto, loudness
 }
 
 struct ReplayGain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay-gain", abstract: "Show or set ReplayGain (with nothing given: show it).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: ArgumentHelp("The mode; auto takes album gain for an item next to one from the same album in the queue, else track gain.",
+    @Argument(help: ArgumentHelp("""
+        The mode; auto takes album gain for an item next to one from the same album in the queue, else \
+        track gain, and levels untagged files by their measured loudness; loudness always takes the measured loudness.
+        """,
                                  valueName: "mode"))
     var mode: GainMode?
     @Option(name: .customLong("preamp"), parsing: .unconditional,
-            help: ArgumentHelp("Gain added to the ReplayGain value, in dB (-15 to 15).", valueName: "db"),
+            help: ArgumentHelp("Gain added to the ReplayGain or measured gain, in dB (-15 to 15).", valueName: "db"),
             transform: NumberArgument.finite)
     var preamp: Double?
 

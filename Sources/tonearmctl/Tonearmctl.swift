@@ -138,6 +138,17 @@ enum Summary {
         ["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }.joined(separator: " · ")
     }
 
+    /// The current item's gain: how much, from what, and its measured loudness when known.
+    static func loudness(_ value: JSONValue) -> String {
+        let gain = value["gain_db"]?.doubleValue ?? 0
+        var line = "gain \(String(format: "%+.1f", gain)) dB (\(value["source"]?.stringValue ?? "?"))"
+        if let integrated = value["integrated_lufs"]?.doubleValue {
+            line += " · \(String(format: "%.1f", integrated)) LUFS"
+            if let peak = value["peak_dbtp"]?.doubleValue { line += ", peak \(String(format: "%.1f", peak)) dBTP" }
+        }
+        return line
+    }
+
     static func replayGain(_ value: JSONValue?) -> String {
         let mode = value?["mode"]?.stringValue ?? "?"
         guard let preamp = value?["preamp_db"]?.doubleValue else { return "replay gain \(mode)" }
@@ -259,6 +270,7 @@ struct Status: AsyncParsableCommand {
                 queue += " · volume \(Summary.whole(result["volume"])) · \(Summary.replayGain(result["replay_gain"]))"
                 lines.append(queue)
             }
+            if let loudness = result["loudness"] { lines.append(Summary.loudness(loudness)) }
             return lines.joined(separator: "\n")
         }
     }

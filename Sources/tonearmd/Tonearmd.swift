@@ -172,6 +172,18 @@ struct Tonearmd: AsyncParsableCommand {
         let library = openLibrary(settings, stateDirectory: stateFile.directory, logger: logger)
         // A scan in progress ends with its current batch; the next start goes on from there.
         defer { library?.shutdown() }
+        // Measured loudness is kept in the library's database (in memory only without one);
+        // its songs are measured after each scan that changed them.
+        player.measureLoudness(store: library, measuresLibrary: settings.library.measureLoudness)
+        let libraryNews = library.map { library in
+            let stream = library.subscribe()
+            return Task {
+                for await news in stream {
+                    if case .updateFinished(_, let outcome) = news, outcome.changedAnything { player.libraryChanged() }
+                }
+            }
+        }
+        defer { libraryNews?.cancel() }
         if settings.library.scanOnStart { library?.update() }
         if settings.library.watch { library?.startWatching() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)

@@ -54,16 +54,8 @@ struct LoudnessTests {
         let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.3:duration=12:seed=7",
                                                    "-ar", "44100", "-ac", "2", path], timeout: 60)
         try #require(made.status == 0, "\(made.output)")
-        let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-nostats", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"],
-                                 timeout: 60)
-        // The summary's lines: "I:         -20.3 LUFS", "LRA:   0.9 LU", "Peak:   -3.1 dBFS".
-        func summary(_ key: String) -> Double? {
-            let lines = ffmpeg.output.components(separatedBy: "Summary:").last?.split(separator: "\n") ?? []
-            return lines.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(key + ":") }
-                .flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Double($0) } }
-        }
-        let reference = try #require(summary("I"), "\(ffmpeg.output)")
-        let peak = try #require(summary("Peak"), "\(ffmpeg.output)")
+        let ffmpeg = try FFmpegLoudness(file: path)
+        let (reference, peak) = (ffmpeg.integrated, ffmpeg.truePeak)
         let loudness = try #require(try Loudness.measure(URL(fileURLWithPath: path)))
         #expect(abs(loudness.integrated - reference) <= 0.1, "ours \(loudness), FFmpeg's I \(reference)")
         #expect(abs(loudness.truePeak - peak) <= 0.5, "ours \(loudness), FFmpeg's true peak \(peak)")

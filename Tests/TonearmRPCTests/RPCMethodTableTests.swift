@@ -21,7 +21,7 @@ struct RPCMethodTableTests {
     }
 
     @Test func readOnlyClientsMayCallExactlyTheReadMethods() {
-        #expect(RPCMethods.readNames == ["status", "queue", "subscribe", "ping", "version", "library.stats", "library.browse",
+        #expect(RPCMethods.readNames == ["status", "queue", "loudness", "subscribe", "ping", "version", "library.stats", "library.browse",
                                          "library.search", "library.list", "library.art", "playlist.list"])
     }
 }

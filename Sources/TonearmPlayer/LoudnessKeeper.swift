@@ -1,0 +1,237 @@
+import Foundation
+import Logging
+import TonearmEngine
+import TonearmMedia
+import TonearmSync
+
+/// Measures files' loudness (EBU R128) before they are heard, on one thread of its own at idle
+/// CPU and I/O priority (`tonearm-loudness`), decoding each file itself (never through the
+/// real-time pipe): queue items first, in the order asked (the item about to play before the
+/// rest), then the library's songs not yet measured. What it finds is kept in memory by URL
+/// and in the store (the library's database) by file identity, so nothing is measured twice.
+/// The thread sleeps on a condition while there is nothing to measure, and ends at `shutdown`.
+final class LoudnessKeeper: Sendable {
+    private let work = Work()
+
+    init() {
+        let work = self.work
+        NamedThread.start("tonearm-loudness") {
+            NamedThread.lowerToIdlePriority()
+            while work.step() {}
+        }
+    }
+
+    deinit { work.shutdown() }
+
+    /// Where measurements are kept, whether the library's songs are measured too, and who is
+    /// told of each result (on the keeper's thread).
+    func configure(store: (any LoudnessStore)?, measuresLibrary: Bool, logger: Logger?,
+                   measured: @escaping @Sendable (URL, LoudnessMeasurement) -> Void) {
+        work.configure(Work.Settings(store: store, measuresLibrary: measuresLibrary, logger: logger, measured: measured))
+    }
+
+    /// What is known of a file's loudness; nil: not measured yet (or not a local file).
+    func known(_ url: URL) -> LoudnessMeasurement? { work.cache.withLock { $0[url] } }
+
+    /// Queues local files whose loudness is not known yet; `first`: before everything queued.
+    func request(_ urls: [URL], first: Bool = false) { work.request(urls, first: first) }
+
+    /// The library's songs changed (a scan ended): those not measured yet are measured next,
+    /// after the queue's items.
+    func libraryChanged() { work.libraryChanged() }
+
+    func shutdown() { work.shutdown() }
+
+    /// What the keeper's thread and its callers share. `@unchecked Sendable`: every `var` is
+    /// guarded by `condition`; `cache` is a `Locked`.
+    private final class Work: @unchecked Sendable {
+        struct Settings {
+            var store: (any LoudnessStore)?
+            var measuresLibrary = false
+            var logger: Logger?
+            var measured: (@Sendable (URL, LoudnessMeasurement) -> Void)?
+        }
+
+        let condition = NSCondition()
+        var settings = Settings()
+        /// Queue items to measure: `urgent` first, then `pending` from `pendingHead` on.
+        var urgent: [URL] = []
+        var pending: [URL] = []
+        var pendingHead = 0
+        /// The library's songs to measure: wanted since its last change, read in batches by
+        /// song id from `libraryCursor`.
+        var libraryWanted = false
+        var libraryCursor = 0
+        var libraryBatch: [FileIdentity] = []
+        var shuttingDown = false
+        let cache = Locked<[URL: LoudnessMeasurement]>([:])
+
+        var hasQueueWork: Bool { !urgent.isEmpty || pendingHead < pending.count }
+
+        func configure(_ settings: Settings) {
+            condition.lock()
+            self.settings = settings
+            if settings.measuresLibrary && settings.store != nil { libraryWanted = true }
+            condition.signal()
+            condition.unlock()
+        }
+
+        func request(_ urls: [URL], first: Bool) {
+            let wanted = cache.withLock { cache in urls.filter { $0.isFileURL && cache[$0] == nil } }
+            guard !wanted.isEmpty else { return }
+            condition.lock()
+            if first { urgent.insert(contentsOf: wanted, at: 0) } else { pending.append(contentsOf: wanted) }
+            condition.signal()
+            condition.unlock()
+        }
+
+        func libraryChanged() {
+            condition.lock()
+            if settings.measuresLibrary && settings.store != nil {
+                libraryWanted = true
+                libraryCursor = 0
+                libraryBatch = []
+                condition.signal()
+            }
+            condition.unlock()
+        }
+
+        func shutdown() {
+            condition.lock()
+            shuttingDown = true
+            urgent = []
+            pending = []
+            pendingHead = 0
+            condition.signal()
+            condition.unlock()
+        }
+
+        /// Does one thing, sleeping until there is one: looks up or measures a queue item, or
+        /// reads the library's next batch, or measures one of its songs. False once shut down.
+        func step() -> Bool {
+            condition.lock()
+            while !hasQueueWork && !libraryWanted && !shuttingDown { condition.wait() }
+            if shuttingDown {
+                condition.unlock()
+                return false
+            }
+            let settings = self.settings
+            if let url = takeQueueItem() {
+                condition.unlock()
+                if cache.withLock({ $0[url] }) == nil, let file = Self.identity(url.path) {
+                    measure(url, file, settings, interruptible: false)
+                }
+                return true
+            }
+            if libraryBatch.isEmpty {
+                let cursor = libraryCursor
+                condition.unlock()
+                let next = readLibrary(after: cursor, settings)
+                condition.lock()
+                // A change meanwhile started the library over: this batch is not the one wanted.
+                if libraryCursor == cursor {
+                    if let next, next.cursor != cursor {
+                        libraryCursor = next.cursor
+                        libraryBatch = next.files
+                    } else {
+                        libraryWanted = false
+                    }
+                }
+                condition.unlock()
+                return true
+            }
+            let song = libraryBatch.removeFirst()
+            condition.unlock()
+            let url = URL(fileURLWithPath: song.path, isDirectory: false)
+            if let file = Self.identity(song.path), !measure(url, file, settings, interruptible: true) {
+                // A queue item came first: this song waits for the next turn.
+                condition.lock()
+                libraryBatch.insert(song, at: 0)
+                condition.unlock()
+            }
+            return true
+        }
+
+        private func takeQueueItem() -> URL? {
+            if !urgent.isEmpty { return urgent.removeFirst() }
+            guard pendingHead < pending.count else { return nil }
+            let url = pending[pendingHead]
+            pendingHead += 1
+            if pendingHead == pending.count {
+                pending.removeAll(keepingCapacity: pending.count <= 1024)
+                pendingHead = 0
+            } else if pendingHead >= 4096 && pendingHead * 2 >= pending.count {
+                pending.removeFirst(pendingHead)
+                pendingHead = 0
+            }
+            return url
+        }
+
+        private func readLibrary(after cursor: Int, _ settings: Settings) -> (files: [FileIdentity], cursor: Int)? {
+            do {
+                return try settings.store?.unmeasured(after: cursor, limit: 256)
+            } catch {
+                settings.logger?.error("cannot read which songs' loudness is still to measure",
+                                       metadata: ["error": "\(error)"])
+                return nil
+            }
+        }
+
+        /// Takes a file's measurement from the store, or measures it and stores what it found.
+        /// False when it stopped for a queue item (`interruptible`) or the shutdown.
+        @discardableResult
+        private func measure(_ url: URL, _ file: FileIdentity, _ settings: Settings, interruptible: Bool) -> Bool {
+            do {
+                if let stored = try settings.store?.measurements(of: [file])[file] {
+                    remember(url, stored, settings)
+                    return true
+                }
+            } catch {
+                settings.logger?.warning("cannot read a stored loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
+            }
+            let started = DispatchTime.now().uptimeNanoseconds
+            let result = LoudnessMeasurement.measure(url) { [self] in
+                condition.lock()
+                defer { condition.unlock() }
+                return shuttingDown || (interruptible && hasQueueWork)
+            }
+            guard let result else { return false }
+            do {
+                try settings.store?.store([(file, result)])
+            } catch {
+                settings.logger?.warning("cannot keep a measured loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
+            }
+            settings.logger?.debug("measured loudness", metadata: [
+                "file": "\(file.path)", "result": "\(Self.describe(result))",
+                "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
+            ])
+            remember(url, result, settings)
+            return true
+        }
+
+        private func remember(_ url: URL, _ measurement: LoudnessMeasurement, _ settings: Settings) {
+            cache.withLock { cache in
+                // Bounded memory: a daemon that saw very many files forgets what it measured
+                // (the store still has it).
+                if cache.count >= 20_000 { cache.removeAll(keepingCapacity: true) }
+                cache[url] = measurement
+            }
+            settings.measured?(url, measurement)
+        }
+
+        static func identity(_ path: String) -> FileIdentity? {
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+            return FileIdentity(path: path, size: Int(info.st_size), mtime: Int(info.st_mtim.tv_sec))
+        }
+
+        static func describe(_ measurement: LoudnessMeasurement) -> String {
+            switch measurement {
+            case .measured(let loudness):
+                String(format: "%.1f LUFS, %.1f dBTP", loudness.integrated, loudness.truePeak)
+            case .silent: "silent"
+            case .unmeasurable: "cannot be decoded"
+            }
+        }
+    }
+}

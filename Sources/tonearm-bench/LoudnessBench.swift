@@ -1,0 +1,66 @@
+import Foundation
+import TonearmTestSupport
+
+extension Runner {
+    /// Loudness measurement's budgets (#28): measuring a file on `tonearm-loudness` against the
+    /// C floor's plain decode of it, and the real-time threads' CPU while measurements run
+    /// beside playback.
+    func loudness() throws {
+        for format in ["flac", "mp3", "ogg"] {
+            var perMinute: [Double] = []
+            var ratios: [Double] = []
+            for _ in 0..<repeats {
+                let measuring = try measuringCPU(file(600, format))
+                let floorCPU = try Child.spawn(floor, [file(600, format)]).wait()
+                perMinute.append(measuring * 60 / 600 * 1000)
+                ratios.append(measuring / floorCPU)
+            }
+            report.add("loudness \(format): measuring CPU per minute of audio", "ms", perMinute)
+            report.add("loudness \(format): measuring / decode floor", "ratio", ratios, budget: .atMost(1.15))
+        }
+
+        // Playing paced at 1×, first alone, then while three 10-minute files are measured.
+        let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+        defer { _ = running.stop() }
+        let control = try running.client()
+        _ = try control.call("load", ["url": file(600, "flac"), "play": true])
+        sleep(seconds: 1)
+        let alone = realTimeThreadsCPU(running)
+        _ = try control.call("add", ["urls": ["mp3", "ogg", "opus"].map { file(600, $0) }])
+        sleep(seconds: 0.2)
+        let measuringBeside = realTimeThreadsCPU(running)
+        let stillMeasuring = try control.call("loudness")["result"] as? [String: Any]
+        let pending = (stillMeasuring?["items"] as? [[String: Any]])?.filter { $0["loudness"] is NSNull }.count ?? 0
+        guard pending > 0 else { throw BenchError("the measurements ended within the window: lengthen the files") }
+        report.add("loudness: decoder + output threads' CPU while playing", "% of a core", [alone])
+        report.add("loudness: the same while three files are measured", "% of a core", [measuringBeside])
+        report.add("loudness: real-time threads' CPU measuring / alone", "ratio", [measuringBeside / alone], budget: .atMost(1.10))
+    }
+
+    /// CPU seconds `tonearm-loudness` spends measuring `path`, queued and not played.
+    private func measuringCPU(_ path: String) throws -> Double {
+        let running = try RunningDaemon(daemon, ["--device", "null"])
+        defer { _ = running.stop() }
+        let control = try running.client()
+        let thread = "tonearm-loudnes"  // the kernel keeps 15 characters of a thread's name
+        let before = running.sample.cpuByThreadName[thread] ?? 0
+        guard try control.call("add", ["urls": [path]])["result"] != nil else { throw BenchError("add \(path) failed") }
+        let deadline = monotonic() + 120
+        while monotonic() < deadline {
+            let items = (try control.call("loudness")["result"] as? [String: Any])?["items"] as? [[String: Any]]
+            if items?.first?["loudness"] is [String: Any] { return ((running.sample.cpuByThreadName[thread] ?? 0) - before) / 1e9 }
+            sleep(seconds: 0.05)
+        }
+        throw BenchError("\(path) was not measured within 120 s")
+    }
+
+    /// The decoder's and the output's CPU over a window, % of a core.
+    private func realTimeThreadsCPU(_ running: RunningDaemon) -> Double {
+        let threads = ["tonearm-decoder", "tonearm-output"]
+        let (before, start) = (running.sample, monotonic())
+        sleep(seconds: window)
+        let (after, end) = (running.sample, monotonic())
+        let spent = threads.reduce(0.0) { $0 + (after.cpuByThreadName[$1] ?? 0) - (before.cpuByThreadName[$1] ?? 0) }
+        return spent / 1e9 / (end - start) * 100
+    }
+}
