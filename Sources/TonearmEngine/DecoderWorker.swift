@@ -48,6 +48,10 @@ extension EngineControl {
         /// `replay_gain.live = "agc"`, nil otherwise. `live` follows it off the lock.
         var liveTarget: Double?
         var live: LiveLeveler?
+        /// The item measured on the way (`EngineItem.measuresOnTheWay`), from its first frame to
+        /// its end; `wholeMeter` follows it off the lock. A seek or another target gives it up.
+        var wholeItem: EngineItem?
+        var wholeMeter: LoudnessMeter?
     }
 
     /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
@@ -163,6 +167,7 @@ extension EngineControl {
         decoderEpoch = epoch
         let myEpoch = epoch
         dropWork(&state)
+        giveUpWholeMeasurement(&state)
         state.finished = false
         state.failedNextID = nil
         decoderFailedNextID = nil
@@ -215,7 +220,22 @@ extension EngineControl {
             state.pendingPosition = startFrame
             state.mustProduce = startFrame == 0 && target.runStart == .opened
             state.liveTarget = liveTarget(for: decoder)
+            if reuse == nil, startFrame == 0, target.runStart == .opened { measureOnTheWay(target.item, decoder, &state) }
         }
+    }
+
+    /// Measures an item from the frames it decodes, if it asked for that and is still not
+    /// measured. Lock held.
+    private func measureOnTheWay(_ item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
+        guard item.measuresOnTheWay, !decoder.isNetwork, knownItem(item.id)?.loudness == nil else { return }
+        state.wholeItem = item
+    }
+
+    /// Posts that the measurement on the way was given up, if one was wanted. Lock held.
+    private func giveUpWholeMeasurement(_ state: inout DecoderState) {
+        guard let item = state.wholeItem else { return }
+        state.wholeItem = nil
+        post(.loudnessMeasured(itemID: item.id, url: item.url, nil))
     }
 
     /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
@@ -330,6 +350,8 @@ extension EngineControl {
             state.pendingPosition = 0
             state.mustProduce = false
             state.liveTarget = liveTarget(for: decoder)
+            giveUpWholeMeasurement(&state)
+            measureOnTheWay(item, decoder, &state)
         }
     }
 
@@ -337,6 +359,7 @@ extension EngineControl {
     private func leaveAbandoned(_ state: inout DecoderState) {
         assertOn(.decoder)
         dropWork(&state)
+        giveUpWholeMeasurement(&state)
         let closing = state.decoder
         state.decoder = nil
         state.item = state.previous
@@ -358,12 +381,21 @@ extension EngineControl {
         let destination = inPlaceDestination(decoder, state)
         lock.unlock()
         followLiveTarget(item, &state)
+        followWholeItem(item, &state)
         let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext(into: destination)) } catch { result = .failure(error) }
-        if case .success(.frames(let count, _, let inDestination)) = result, state.live != nil,
-           let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
-            state.live?.add(samples, frames: count)
+        var measured: LoudnessMeasurement?
+        switch result {
+        case .success(.frames(let count, _, let inDestination)):
+            if state.live != nil || state.wholeMeter != nil,
+               let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
+                state.live?.add(samples, frames: count)
+                state.wholeMeter?.add(samples, type: state.format.sampleType, frames: count)
+            }
+        case .success(.endOfStream):
+            if let meter = state.wholeMeter { measured = meter.result().map { .measured($0) } ?? .silent }
+        case .failure: break
         }
         lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
@@ -404,10 +436,27 @@ extension EngineControl {
             }
             state.finished = true
             state.endPending = true
+            if let whole = state.wholeItem, whole.id == item.id {
+                // nil: no meter could be made for its format.
+                state.wholeItem = nil
+                post(.loudnessMeasured(itemID: item.id, url: item.url, measured))
+            }
         case .failure(let failure) where failure.kind == .network && decoder.isNetwork:
             startReconnect(item, decoder, failure, &state)
         case .failure(let failure):
             fail(item, failure, &state)
+        }
+    }
+
+    /// Makes or drops the meter of the item measured on the way as `wholeItem` says. Lock not
+    /// held (a meter is allocated and freed here).
+    private func followWholeItem(_ item: EngineItem, _ state: inout DecoderState) {
+        guard state.wholeItem?.id == item.id else {
+            state.wholeMeter = nil
+            return
+        }
+        if state.wholeMeter == nil {
+            state.wholeMeter = LoudnessMeter(channels: state.format.channels, sampleRate: state.format.sampleRate)
         }
     }
 
@@ -526,6 +575,7 @@ extension EngineControl {
     private func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
         assertOn(.decoder)
         dropWork(&state)
+        giveUpWholeMeasurement(&state)
         state.decoder = nil
         state.item = nil
         decoderItemID = nil

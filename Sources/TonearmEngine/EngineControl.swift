@@ -18,12 +18,17 @@ public struct EngineItem: Sendable, Equatable {
     /// takes what is known when the item's first frames reach the device and keeps it for the
     /// whole item: a measurement that lands later never changes the level mid-item.
     public var loudness: LoudnessMeasurement?
+    /// Not measured yet: if it is still not when the decoder opens it from its start, the
+    /// decoder measures it from the frames it decodes anyway (`loudnessMeasured` news).
+    public var measuresOnTheWay: Bool
 
-    public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil) {
+    public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
+                measuresOnTheWay: Bool = false) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain
         self.loudness = loudness
+        self.measuresOnTheWay = measuresOnTheWay
     }
 
     var path: String { url.isFileURL ? url.path : url.absoluteString }

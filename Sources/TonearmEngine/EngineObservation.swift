@@ -62,13 +62,17 @@ public enum EngineEvent: Sendable, Equatable {
     case streamTitle(itemID: Int, StreamTitle)
     /// The output started or stopped consuming audio, or waits for it (`timeControlStatus`).
     case timeControlChanged(itemID: Int, TimeControlStatus)
+    /// An item opened with `measuresOnTheWay` was measured from the frames decoded for it, to
+    /// its end; nil: the measurement was given up (a seek, a stop, another item, a failure).
+    case loudnessMeasured(itemID: Int, url: URL, LoudnessMeasurement?)
 
     public var itemID: Int {
         switch self {
         case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
              .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
              .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
-             .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _):
+             .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _),
+             .loudnessMeasured(let id, _, _):
             id
         }
     }

@@ -35,7 +35,8 @@ public enum EngineEventAdapter {
     public static func actions(for event: EngineEvent, context: inout AdapterContext) -> [PlaybackAction] {
         let isCurrent = event.itemID == context.currentItem
         switch event {
-        case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged:
+        case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged,
+             .loudnessMeasured:
             return []
         case .ready:
             return isCurrent ? [.didBecomeReady] : []

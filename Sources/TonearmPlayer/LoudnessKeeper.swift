@@ -36,6 +36,16 @@ final class LoudnessKeeper: Sendable {
     /// Queues local files whose loudness is not known yet; `first`: before everything queued.
     func request(_ urls: [URL], first: Bool = false) { work.request(urls, first: first) }
 
+    /// A file the decoder measures on the way: not measured here meanwhile (no second decode),
+    /// until `record` or `resume`.
+    func deferMeasuring(_ url: URL) { work.deferMeasuring(url) }
+
+    /// What the decoder measured on the way: kept (stored, cached, told) as if measured here.
+    func record(_ measurement: LoudnessMeasurement, for url: URL) { work.record(measurement, for: url) }
+
+    /// The decoder gave its measurement up: the file is measured here after all.
+    func resume(_ url: URL) { work.resume(url) }
+
     /// The library's songs changed (a scan ended): those not measured yet are measured next,
     /// after the queue's items.
     func libraryChanged() { work.libraryChanged() }
@@ -63,10 +73,13 @@ final class LoudnessKeeper: Sendable {
         var libraryWanted = false
         var libraryCursor = 0
         var libraryBatch: [FileIdentity] = []
+        /// Files the decoder measures on the way, and what it measured, still to keep.
+        var deferred: Set<URL> = []
+        var recorded: [(URL, LoudnessMeasurement)] = []
         var shuttingDown = false
         let cache = Locked<[URL: LoudnessMeasurement]>([:])
 
-        var hasQueueWork: Bool { !urgent.isEmpty || pendingHead < pending.count }
+        var hasQueueWork: Bool { !recorded.isEmpty || !urgent.isEmpty || pendingHead < pending.count }
 
         func configure(_ settings: Settings) {
             condition.lock()
@@ -77,12 +90,39 @@ final class LoudnessKeeper: Sendable {
         }
 
         func request(_ urls: [URL], first: Bool) {
-            let wanted = cache.withLock { cache in urls.filter { $0.isFileURL && cache[$0] == nil } }
+            var wanted = cache.withLock { cache in urls.filter { $0.isFileURL && cache[$0] == nil } }
             guard !wanted.isEmpty else { return }
             condition.lock()
+            if !deferred.isEmpty { wanted.removeAll { deferred.contains($0) } }
             if first { urgent.insert(contentsOf: wanted, at: 0) } else { pending.append(contentsOf: wanted) }
             condition.signal()
             condition.unlock()
+        }
+
+        func deferMeasuring(_ url: URL) {
+            condition.lock()
+            deferred.insert(url)
+            urgent.removeAll { $0 == url }
+            if pendingHead < pending.count, pending[pendingHead...].contains(url) {
+                pending = pending[pendingHead...].filter { $0 != url }
+                pendingHead = 0
+            }
+            condition.unlock()
+        }
+
+        func record(_ measurement: LoudnessMeasurement, for url: URL) {
+            condition.lock()
+            deferred.remove(url)
+            recorded.append((url, measurement))
+            condition.signal()
+            condition.unlock()
+        }
+
+        func resume(_ url: URL) {
+            condition.lock()
+            let wasDeferred = deferred.remove(url) != nil
+            condition.unlock()
+            if wasDeferred { request([url], first: false) }
         }
 
         func libraryChanged() {
@@ -99,6 +139,8 @@ final class LoudnessKeeper: Sendable {
         func shutdown() {
             condition.lock()
             shuttingDown = true
+            recorded = []
+            deferred = []
             urgent = []
             pending = []
             pendingHead = 0
@@ -116,6 +158,12 @@ final class LoudnessKeeper: Sendable {
                 return false
             }
             let settings = self.settings
+            if !recorded.isEmpty {
+                let (url, measurement) = recorded.removeFirst()
+                condition.unlock()
+                if let file = Self.identity(url.path) { keep(measurement, of: url, file, settings) }
+                return true
+            }
             if let url = takeQueueItem() {
                 condition.unlock()
                 if cache.withLock({ $0[url] }) == nil, let file = Self.identity(url.path) {
@@ -178,7 +226,8 @@ final class LoudnessKeeper: Sendable {
         }
 
         /// Takes a file's measurement from the store, or measures it and stores what it found.
-        /// False when it stopped for a queue item (`interruptible`) or the shutdown.
+        /// False when it stopped for a queue item (`interruptible`), for the decoder (the file
+        /// is deferred to it) or the shutdown.
         @discardableResult
         private func measure(_ url: URL, _ file: FileIdentity, _ settings: Settings, interruptible: Bool) -> Bool {
             do {
@@ -190,23 +239,29 @@ final class LoudnessKeeper: Sendable {
                 settings.logger?.warning("cannot read a stored loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
             }
             let started = DispatchTime.now().uptimeNanoseconds
+            // A file the decoder took over meanwhile (it started playing) is left to it.
             let result = LoudnessMeasurement.measure(url) { [self] in
                 condition.lock()
                 defer { condition.unlock() }
-                return shuttingDown || (interruptible && hasQueueWork)
+                return shuttingDown || (interruptible && hasQueueWork) || (!deferred.isEmpty && deferred.contains(url))
             }
             guard let result else { return false }
-            do {
-                try settings.store?.store([(file, result)])
-            } catch {
-                settings.logger?.warning("cannot keep a measured loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
-            }
             settings.logger?.debug("measured loudness", metadata: [
                 "file": "\(file.path)", "result": "\(Self.describe(result))",
                 "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
             ])
-            remember(url, result, settings)
+            keep(result, of: url, file, settings)
             return true
+        }
+
+        /// Stores a measurement, caches it and tells of it.
+        private func keep(_ measurement: LoudnessMeasurement, of url: URL, _ file: FileIdentity, _ settings: Settings) {
+            do {
+                try settings.store?.store([(file, measurement)])
+            } catch {
+                settings.logger?.warning("cannot keep a measured loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
+            }
+            remember(url, measurement, settings)
         }
 
         private func remember(_ url: URL, _ measurement: LoudnessMeasurement, _ settings: Settings) {

@@ -68,6 +68,9 @@ extension Player {
                 if let queueID = m.inPlay[id]?.queueID {
                     queueEvents.yield(.metadata(id: queueID, title: title.title, artist: title.artist))
                 }
+            case .loudnessMeasured(_, let url, let measurement):
+                // Kept as a measurement ahead would be; given up, it is measured ahead after all.
+                if let measurement { loudness.record(measurement, for: url) } else { loudness.resume(url) }
             case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting, .timeControlChanged:
                 break
             }

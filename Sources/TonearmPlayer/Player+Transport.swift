@@ -144,16 +144,21 @@ extension Player {
         try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
-        m.context.intent = engine.open(engineItem(engineID, item, m), startAt: start, playing: cause.play)
+        m.context.intent = engine.open(engineItem(engineID, item, m, opensAt: start), startAt: start, playing: cause.play)
     }
 
-    /// The engine item for a queue item, with its loudness if it is known; if not, its
-    /// measurement goes before everything else waiting.
-    func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model) -> EngineItem {
+    /// The engine item for a queue item, with its loudness if it is known. If not, a local file
+    /// is measured on the way by the decoder (when it is decoded from its start): one opened now
+    /// (`opensAt`) is left to that; one named next is also measured ahead first of all, so that
+    /// it is known before it starts.
+    func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model, opensAt start: Double? = nil) -> EngineItem {
         let measured = loudness.known(item.url)
-        if measured == nil { loudness.request([item.url], first: true) }
+        let onTheWay = measured == nil && item.url.isFileURL && (start ?? 0) == 0
+        if measured == nil {
+            if onTheWay && start != nil { loudness.deferMeasuring(item.url) } else { loudness.request([item.url], first: true) }
+        }
         return EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue),
-                          loudness: measured)
+                          loudness: measured, measuresOnTheWay: onTheWay)
     }
 
     /// A file's loudness was measured: an item of it that is in play and not heard yet is

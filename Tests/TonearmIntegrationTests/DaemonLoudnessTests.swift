@@ -106,14 +106,16 @@ extension DaemonTests {
             #expect(abs(second + 18) <= 0.5, "the untagged file at the target: \(second) LUFS")
         }
 
-        /// An item started before its measurement ended plays at the preamp level to its end,
-        /// sample for sample, although its measurement lands while it plays.
-        @Test func anItemStartedBeforeItsMeasurementKeepsThePreampLevel() throws {
+        /// An item started before it was measured plays at the preamp level to its end, sample
+        /// for sample; the decoder measures it on the way from the frames it decodes anyway (no
+        /// second decode: the measuring thread leaves it alone), and it is leveled when it
+        /// starts again.
+        @Test func anItemStartedUnmeasuredKeepsThePreampLevelAndIsMeasuredOnTheWay() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let long = capture.dir.path("long.wav")
-            try Self.make(long, "anoisesrc=color=pink:amplitude=0.5:seed=5", seconds: 240)
-            let (daemon, client, _) = try start(capture)
+            try Self.make(long, "anoisesrc=color=pink:amplitude=0.5:seed=5", seconds: 40)
+            let (daemon, client, watcher) = try start(capture, ["--log-level", "debug"])
             defer { withExtendedLifetime(daemon) {} }
             _ = try client.call("replay_gain", ["mode": "loudness"])
             let added = try client.call("add", ["urls": [long], "play": true])
@@ -124,19 +126,37 @@ extension DaemonTests {
             let integrated = try #require((measured[0]["loudness"] as? [String: Any])?["integrated_lufs"] as? Double)
             #expect(abs(integrated - (try FFmpegLoudness(file: long).integrated)) <= 0.1)
             // Heard on after the measurement landed: still the preamp level.
-            let position = try #require(try client.call("status").result?["position"] as? Double)
-            _ = try waitForStatus(client, timeout: 20 * Sanitizer.timeScale) { ($0["position"] as? Double ?? 0) > position + 2 }
             let late = Self.gain(try client.call("status").result)
             #expect(late.source == "pending" && late.decibels == 0, "\(late)")
-            _ = try client.call("stop")
+            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
             let pcm = capture.settled()
-            let original = try Self.pcm(ofWAV: long)
-            try #require(pcm.count > Int((position + 2) * Double(Self.rate)) * 4, "\(pcm.count) bytes captured")
-            #expect(pcm == original.prefix(pcm.count), "untouched samples throughout")
-            // Played again, the item starts with what was measured.
-            _ = try client.call("play")
+            #expect(pcm == (try Self.pcm(ofWAV: long)), "the whole file, untouched: \(pcm.count) bytes")
+            #expect(!daemon.log.contains("measured loudness"), "measured on the way only: \(daemon.log)")
+            // Played again (opened anew: playing on after the end is the same item going on),
+            // the item starts with what was measured.
+            let id = try #require(measured[0]["id"] as? Int)
+            #expect(try client.call("play", ["id": id]).stateName == "playing")
             let again = Self.gain(try client.call("status").result)
             #expect(again.source == "measured" && abs((again.decibels ?? 0) - (-18 - integrated)) < 0.02, "\(again)")
+        }
+
+        /// A seek gives the measurement on the way up: the measuring thread measures the file.
+        @Test func aSeekLeavesTheMeasurementToTheMeasuringThread() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let long = capture.dir.path("long.wav")
+            try Self.make(long, "anoisesrc=color=pink:amplitude=0.5:seed=6", seconds: 240)
+            let (daemon, client, _) = try start(capture, ["--log-level", "debug"])
+            defer { withExtendedLifetime(daemon) {} }
+            _ = try client.call("replay_gain", ["mode": "loudness"])
+            #expect(try client.call("add", ["urls": [long], "play": true]).stateName == "playing")
+            #expect(try client.call("seek", ["position": 120]).result != nil)
+            let measured = try waitUntilMeasured(client, count: 1)
+            let integrated = try #require((measured[0]["loudness"] as? [String: Any])?["integrated_lufs"] as? Double)
+            #expect(abs(integrated - (try FFmpegLoudness(file: long).integrated)) <= 0.1)
+            let position = try #require(try client.call("status").result?["position"] as? Double)
+            #expect(position < 200, "measured ahead, long before the end: at \(position) s")
+            #expect(daemon.log.contains("measured loudness"), "\(daemon.log)")
         }
 
         /// The library's songs are measured in the background after the scan, shown by

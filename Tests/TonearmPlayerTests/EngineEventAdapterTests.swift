@@ -54,6 +54,12 @@ struct EngineEventAdapterTests {
             // play state is news for observers (the performance observer).
             Row(name: "timeControlChanged playing", event: .timeControlChanged(itemID: current, .playing), actions: []),
             Row(name: "timeControlChanged paused", event: .timeControlChanged(itemID: current, .paused), actions: []),
+            // A measurement on the way is kept by the player; the state is not the machine's concern.
+            Row(name: "loudnessMeasured", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"),
+                                                                  .measured(Loudness(integrated: -20, range: 3, truePeak: -1))),
+                actions: []),
+            Row(name: "loudnessMeasured, given up", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"), nil),
+                actions: []),
             Row(name: "ready current", event: .ready(itemID: current), actions: [.didBecomeReady]),
             Row(name: "ready of a replaced item", event: .ready(itemID: other), actions: []),
             Row(name: "started: the item named next", event: .started(itemID: next), actions: [.didAdvance], after: advanced),
@@ -110,7 +116,7 @@ struct EngineEventAdapterTests {
     enum EventKind: CaseIterable {
         case loadStarted, opened, ready, started, didPlayToEnd, failed, seekCompleted, bufferingStarted
         case bufferingEnded, firstAudioWritten, underrun, deviceLost, deviceRestored, reconnecting, streamTitle
-        case timeControlChanged
+        case timeControlChanged, loudnessMeasured
 
         init(_ event: EngineEvent) {
             switch event {
@@ -130,6 +136,7 @@ struct EngineEventAdapterTests {
             case .reconnecting: self = .reconnecting
             case .streamTitle: self = .streamTitle
             case .timeControlChanged: self = .timeControlChanged
+            case .loudnessMeasured: self = .loudnessMeasured
             }
         }
     }
