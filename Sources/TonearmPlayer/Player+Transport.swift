@@ -147,13 +147,15 @@ extension Player {
         m.context.intent = engine.open(engineItem(engineID, item, m, opensAt: start), startAt: start, playing: cause.play)
     }
 
-    /// The engine item for a queue item, with its loudness if it is known. If not, a local file
-    /// is measured on the way by the decoder (when it is decoded from its start): one opened now
-    /// (`opensAt`) is left to that; one named next is also measured ahead first of all, so that
-    /// it is known before it starts.
+    /// The engine item for a queue item, with its loudness if it is known. If not, and a mode
+    /// that levels by loudness is on, a local file is measured on the way by the decoder (when
+    /// it is decoded from its start): one opened now (`opensAt`) is left to that; one named next
+    /// is also measured ahead first of all, so that it is known before it starts. Otherwise the
+    /// measuring thread measures it first of all (its cost stays off the real-time threads).
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model, opensAt start: Double? = nil) -> EngineItem {
         let measured = loudness.known(item.url)
-        let onTheWay = measured == nil && item.url.isFileURL && (start ?? 0) == 0
+        let usesLoudness = m.replayGain.mode == .auto || m.replayGain.mode == .loudness
+        let onTheWay = measured == nil && usesLoudness && item.url.isFileURL && (start ?? 0) == 0
         if measured == nil {
             if onTheWay && start != nil { loudness.deferMeasuring(item.url) } else { loudness.request([item.url], first: true) }
         }
