@@ -20,7 +20,7 @@ struct RequestRouter: Sendable {
     var playlists: PlaylistStore?
     /// `status`, encoded once per change of the player's status.
     let statusEncoding = EncodedOnce<PlayerStatus>()
-    static let version = "0.1.0"
+    static let version = TonearmVersion.string
 
     /// Answers a request that needs no waiting, on the caller's thread (the connection's event
     /// loop): what the method table says of it (known, allowed to this client, its params), then

@@ -8,6 +8,7 @@ struct Tonearmctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tonearmctl",
         abstract: "Control a running tonearmd.",
+        version: TonearmVersion.string,
         subcommands: [Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
                       ReplayGain.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self, Ping.self,

@@ -17,7 +17,8 @@ struct Tonearmd: AsyncParsableCommand {
         discussion: """
         Settings come from the built-in default (config/tonearmd.toml), then --config, then TONEARM_* \
         environment variables, then these flags.
-        """)
+        """,
+        version: TonearmVersion.string)
 
     @Option(help: "TOML config file (default: the built-in config).")
     var config: String?
