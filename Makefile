@@ -1,10 +1,15 @@
 # Convenience targets. The README's two commands do not need make.
 FFMPEG_LIBS := libavformat libavcodec libswresample libavutil
 
-.PHONY: test bench bench-build floor fault-device
+.PHONY: test bench bench-build floor fault-device deb
 
 test:
 	scripts/setup-debian.sh --tests && swift test
+
+# The Debian package, .build/deb/tonearm_VERSION_ARCH.deb, checked by lintian (scripts/make-deb.sh).
+deb:
+	scripts/setup-debian.sh --deb
+	scripts/make-deb.sh
 
 # Builds release, the C floor and the media, then runs the benchmark (docs/performance.md).
 bench: bench-build

@@ -12,6 +12,8 @@
 # tests open its page in the real, headless browser).
 # With --bench, also ffmpeg (the benchmark's media) and Debian's mpd (the peer the benchmark's
 # control figures are measured beside; its own service is not started).
+# With --deb, also what makes and checks the package: dpkg-dev (dpkg-shlibdeps), lintian, and
+# binutils (strip).
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev libebur128-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
@@ -19,6 +21,8 @@ if [ "${1:-}" = "--tests" ]; then
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs chromium chromium-driver python3-selenium)
 elif [ "${1:-}" = "--bench" ]; then
     packages+=(ffmpeg mpd)
+elif [ "${1:-}" = "--deb" ]; then
+    packages+=(dpkg-dev lintian binutils)
 fi
 missing=()
 for p in "${packages[@]}"; do
