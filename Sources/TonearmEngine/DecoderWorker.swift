@@ -224,25 +224,6 @@ extension EngineControl {
         }
     }
 
-    /// Measures an item from the frames it decodes, if it asked for that and is still not
-    /// measured. Lock held.
-    private func measureOnTheWay(_ item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
-        guard item.measuresOnTheWay, !decoder.isNetwork, knownItem(item.id)?.loudness == nil else { return }
-        state.wholeItem = item
-    }
-
-    /// Posts that the measurement on the way was given up, if one was wanted. Lock held.
-    private func giveUpWholeMeasurement(_ state: inout DecoderState) {
-        guard let item = state.wholeItem else { return }
-        state.wholeItem = nil
-        post(.loudnessMeasured(itemID: item.id, url: item.url, nil))
-    }
-
-    /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
-    private func liveTarget(for decoder: MediaDecoder) -> Double? {
-        decoder.isNetwork && replayGain.live == .agc ? replayGain.targetLUFS : nil
-    }
-
     /// Opens an item's file and prepares conversion; seeks when `startSeconds` > 0. Lock not held.
     private func openDecoder(_ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
                              format: inout PCMFormat?) -> Result<(MediaDecoder, Int64), EngineFailure> {
@@ -385,18 +366,7 @@ extension EngineControl {
         let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext(into: destination)) } catch { result = .failure(error) }
-        var measured: LoudnessMeasurement?
-        switch result {
-        case .success(.frames(let count, _, let inDestination)):
-            if state.live != nil || state.wholeMeter != nil,
-               let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
-                state.live?.add(samples, frames: count)
-                state.wholeMeter?.add(samples, type: state.format.sampleType, frames: count)
-            }
-        case .success(.endOfStream):
-            if let meter = state.wholeMeter { measured = meter.result().map { .measured($0) } ?? .silent }
-        case .failure: break
-        }
+        let measured = feedMeters(result, destination, decoder, &state)
         lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
             // That read waited for the network: the socket is drained. It fills while what is
@@ -445,30 +415,6 @@ extension EngineControl {
             startReconnect(item, decoder, failure, &state)
         case .failure(let failure):
             fail(item, failure, &state)
-        }
-    }
-
-    /// Makes or drops the meter of the item measured on the way as `wholeItem` says. Lock not
-    /// held (a meter is allocated and freed here).
-    private func followWholeItem(_ item: EngineItem, _ state: inout DecoderState) {
-        guard state.wholeItem?.id == item.id else {
-            state.wholeMeter = nil
-            return
-        }
-        if state.wholeMeter == nil {
-            state.wholeMeter = LoudnessMeter(channels: state.format.channels, sampleRate: state.format.sampleRate)
-        }
-    }
-
-    /// Makes, keeps or drops the open item's automatic gain as `liveTarget` says. Lock not held
-    /// (a meter is allocated and freed here).
-    private func followLiveTarget(_ item: EngineItem, _ state: inout DecoderState) {
-        guard let target = state.liveTarget else {
-            state.live = nil
-            return
-        }
-        if state.live?.itemID != item.id || state.live?.format != state.format {
-            state.live = LiveLeveler(itemID: item.id, format: state.format, target: target)
         }
     }
 

@@ -143,9 +143,9 @@ final class EngineControl: @unchecked Sendable {
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
     /// The loudness the output levels the item it writes with: taken from `knownItems` at the
-    /// item's first write and kept until another item is written.
+    /// item's first write and kept until another item is written. Output thread (`write`).
     var loudnessInForce: (itemID: Int, measurement: LoudnessMeasurement?)?
-    /// The automatic gain of the live stream chunk written last (nil: none).
+    /// The automatic gain of the live stream chunk written last (nil: none). Output thread.
     var liveGainInForce: Double?
     /// The epoch whose first chunk the output has acted on (device prepared, news posted).
     var outputEpoch = -1

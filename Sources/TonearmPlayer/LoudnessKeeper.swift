@@ -4,20 +4,22 @@ import TonearmEngine
 import TonearmMedia
 import TonearmSync
 
-/// Measures files' loudness (EBU R128) before they are heard, on one thread of its own at idle
-/// CPU and I/O priority (`tonearm-loudness`), decoding each file itself (never through the
-/// real-time pipe): queue items first, in the order asked (the item about to play before the
-/// rest), then the library's songs not yet measured. What it finds is kept in memory by URL
-/// and in the store (the library's database) by file identity, so nothing is measured twice.
-/// The thread sleeps on a condition while there is nothing to measure, and ends at `shutdown`.
+/// Measures files' loudness (EBU R128) before they are heard, decoding each file itself (never
+/// through the real-time pipe): queue items first, in the order asked (the item about to play
+/// before the rest), then the library's songs not yet measured. What it finds is kept in memory
+/// by URL and in the store (the library's database) by file identity, so nothing is measured
+/// twice. Its own thread (`tonearm-loudness`) keeps the books at normal priority, so a lock it
+/// shares with the player is never held by a thread that may not run; the decoding and metering
+/// run at idle priority on `tonearm-measure` (`IdleMeasurer`). Both sleep while there is nothing
+/// to measure, and end at `shutdown`.
 final class LoudnessKeeper: Sendable {
     private let work = Work()
 
     init() {
         let work = self.work
         NamedThread.start("tonearm-loudness") {
-            NamedThread.lowerToIdlePriority()
             while work.step() {}
+            work.measurer.finish()
         }
     }
 
@@ -63,7 +65,11 @@ final class LoudnessKeeper: Sendable {
         }
 
         let condition = NSCondition()
+        let measurer = IdleMeasurer()
         var settings = Settings()
+        /// The file being measured now, and whether a queue item may interrupt it (a library
+        /// song): who changes what is wanted stops it through `measurer.stop`.
+        var measuring: (url: URL, interruptible: Bool)?
         /// Queue items to measure: `urgent` first, then `pending` from `pendingHead` on.
         var urgent: [URL] = []
         var pending: [URL] = []
@@ -95,6 +101,7 @@ final class LoudnessKeeper: Sendable {
             condition.lock()
             if !deferred.isEmpty { wanted.removeAll { deferred.contains($0) } }
             if first { urgent.insert(contentsOf: wanted, at: 0) } else { pending.append(contentsOf: wanted) }
+            if measuring?.interruptible == true { measurer.stop.store(true, ordering: .relaxed) }
             condition.signal()
             condition.unlock()
         }
@@ -102,6 +109,8 @@ final class LoudnessKeeper: Sendable {
         func deferMeasuring(_ url: URL) {
             condition.lock()
             deferred.insert(url)
+            // The decoder measures it from here: a measurement of it here stops.
+            if measuring?.url == url { measurer.stop.store(true, ordering: .relaxed) }
             urgent.removeAll { $0 == url }
             if pendingHead < pending.count, pending[pendingHead...].contains(url) {
                 pending = pending[pendingHead...].filter { $0 != url }
@@ -114,6 +123,7 @@ final class LoudnessKeeper: Sendable {
             condition.lock()
             deferred.remove(url)
             recorded.append((url, measurement))
+            if measuring?.interruptible == true { measurer.stop.store(true, ordering: .relaxed) }
             condition.signal()
             condition.unlock()
         }
@@ -139,6 +149,7 @@ final class LoudnessKeeper: Sendable {
         func shutdown() {
             condition.lock()
             shuttingDown = true
+            measurer.stop.store(true, ordering: .relaxed)
             recorded = []
             deferred = []
             urgent = []
@@ -239,12 +250,20 @@ final class LoudnessKeeper: Sendable {
                 settings.logger?.warning("cannot read a stored loudness", metadata: ["file": "\(file.path)", "error": "\(error)"])
             }
             let started = DispatchTime.now().uptimeNanoseconds
-            // A file the decoder took over meanwhile (it started playing) is left to it.
-            let result = LoudnessMeasurement.measure(url) { [self] in
-                condition.lock()
-                defer { condition.unlock() }
-                return shuttingDown || (interruptible && hasQueueWork) || (!deferred.isEmpty && deferred.contains(url))
+            // Stopped (see `measuring`) for a queue item, for the decoder that took the file over
+            // (it started playing) or for the shutdown.
+            condition.lock()
+            let stopped = shuttingDown || (interruptible && hasQueueWork) || deferred.contains(url)
+            if !stopped {
+                measurer.stop.store(false, ordering: .relaxed)
+                measuring = (url, interruptible)
             }
+            condition.unlock()
+            guard !stopped else { return false }
+            let result = measurer.measure(url)
+            condition.lock()
+            measuring = nil
+            condition.unlock()
             guard let result else { return false }
             settings.logger?.debug("measured loudness", metadata: [
                 "file": "\(file.path)", "result": "\(Self.describe(result))",

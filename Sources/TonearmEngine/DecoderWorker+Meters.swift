@@ -1,0 +1,68 @@
+import TonearmMedia
+
+/// The decoder thread's meters: the whole loudness of an item measured on the way (it started
+/// unmeasured, from its beginning) and a live stream's automatic gain. Both are made, fed and
+/// freed on the decoder thread, off the engine lock, from the frames it decodes anyway.
+extension EngineControl {
+    /// Measures an item from the frames it decodes, if it asked for that and is still not
+    /// measured. Lock held.
+    func measureOnTheWay(_ item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
+        guard item.measuresOnTheWay, !decoder.isNetwork, knownItem(item.id)?.loudness == nil else { return }
+        state.wholeItem = item
+    }
+
+    /// Posts that the measurement on the way was given up, if one was wanted. Lock held.
+    func giveUpWholeMeasurement(_ state: inout DecoderState) {
+        guard let item = state.wholeItem else { return }
+        state.wholeItem = nil
+        post(.loudnessMeasured(itemID: item.id, url: item.url, nil))
+    }
+
+    /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
+    func liveTarget(for decoder: MediaDecoder) -> Double? {
+        decoder.isNetwork && replayGain.live == .agc ? replayGain.targetLUFS : nil
+    }
+
+    /// Makes or drops the meter of the item measured on the way as `wholeItem` says. Lock not
+    /// held (a meter is allocated and freed here).
+    func followWholeItem(_ item: EngineItem, _ state: inout DecoderState) {
+        guard state.wholeItem?.id == item.id else {
+            state.wholeMeter = nil
+            return
+        }
+        if state.wholeMeter == nil {
+            state.wholeMeter = LoudnessMeter(channels: state.format.channels, sampleRate: state.format.sampleRate)
+        }
+    }
+
+    /// Makes, keeps or drops the open item's automatic gain as `liveTarget` says. Lock not held
+    /// (a meter is allocated and freed here).
+    func followLiveTarget(_ item: EngineItem, _ state: inout DecoderState) {
+        guard let target = state.liveTarget else {
+            state.live = nil
+            return
+        }
+        if state.live?.itemID != item.id || state.live?.format != state.format {
+            state.live = LiveLeveler(itemID: item.id, format: state.format, target: target)
+        }
+    }
+
+    /// Feeds the meters the frames just decoded (in the chunk, or in `scratch`); at the end of
+    /// the item, its measurement on the way. Lock not held.
+    func feedMeters(_ result: Result<MediaDecoder.Chunk, EngineFailure>, _ destination: MediaDecoder.Destination?,
+                    _ decoder: MediaDecoder, _ state: inout DecoderState) -> LoudnessMeasurement? {
+        switch result {
+        case .success(.frames(let count, _, let inDestination)):
+            if state.live != nil || state.wholeMeter != nil,
+               let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
+                state.live?.add(samples, frames: count)
+                state.wholeMeter?.add(samples, type: state.format.sampleType, frames: count)
+            }
+            return nil
+        case .success(.endOfStream):
+            return state.wholeMeter.map { meter in meter.result().map { .measured($0) } ?? .silent }
+        case .failure:
+            return nil
+        }
+    }
+}
