@@ -2,9 +2,9 @@ import Foundation
 import TonearmTestSupport
 
 extension Runner {
-    /// Loudness measurement's budgets (#28): measuring a file on `tonearm-loudness` against the
-    /// C floor's plain decode of it, and the real-time threads' CPU while measurements run
-    /// beside playback.
+    /// Loudness measurement's budgets (#28): measuring a file (`tonearm-loudness` and
+    /// `tonearm-measure`) against the C floor's plain decode of it, and the real-time threads'
+    /// CPU while measurements run beside playback.
     func loudness() throws {
         for format in ["flac", "mp3", "ogg"] {
             var perMinute: [Double] = []
@@ -68,16 +68,18 @@ extension Runner {
         throw BenchError("not measured within 120 s")
     }
 
-    /// CPU seconds `tonearm-loudness` spends measuring `path`, queued and not played.
+    /// CPU seconds the measuring threads spend on `path`, queued and not played: the keeper's
+    /// books and the decoding and metering (the kernel keeps 15 characters of a thread's name).
     private func measuringCPU(_ path: String) throws -> Double {
         let running = try RunningDaemon(daemon, ["--device", "null"])
         defer { _ = running.stop() }
         let control = try running.client()
-        let thread = "tonearm-loudnes"  // the kernel keeps 15 characters of a thread's name
-        let before = running.sample.cpuByThreadName[thread] ?? 0
+        let threads = ["tonearm-loudnes", "tonearm-measure"]
+        func spent(_ sample: ProcessSample) -> Double { threads.reduce(0) { $0 + (sample.cpuByThreadName[$1] ?? 0) } }
+        let before = spent(running.sample)
         guard try control.call("add", ["urls": [path]])["result"] != nil else { throw BenchError("add \(path) failed") }
         try waitUntilMeasured(control)
-        return ((running.sample.cpuByThreadName[thread] ?? 0) - before) / 1e9
+        return (spent(running.sample) - before) / 1e9
     }
 
     /// The decoder's and the output's CPU over a window, % of a core.

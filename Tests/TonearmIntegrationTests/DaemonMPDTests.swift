@@ -209,6 +209,8 @@ extension DaemonTests {
             let (daemon, music) = try Self.daemon(music: ["Bach: Suite.flac": "tone.flac", "Live: 2020/a.flac": "tone.flac"])
             defer { music.remove() }
             let mpd = try daemon.connectMPD()
+            // Listings come from the database: the scan at start must have reached the subdirectory.
+            try DaemonLibraryTests.waitForScan(mpd)
             #expect(Set(try mpd.command("lsinfo").values("file")) == ["Bach: Suite.flac"])
             #expect(try mpd.command(#"add "Bach: Suite.flac""#).ok)
             #expect(try mpd.command(#"lsinfo "Live: 2020""#).values("file") == ["Live: 2020/a.flac"])
