@@ -66,12 +66,6 @@ public struct ReplayGainSettings: Sendable, Equatable {
         self.live = live
     }
 
-    /// The gain in dB for an item with these tags: the chosen gain plus preamp, lowered so that
-    /// the peak never clips. 0 when off or when the file has no such tag.
-    public func gainDB(_ tags: ReplayGainInfo?, prefersAlbum: Bool) -> Double {
-        gain(tags: tags, loudness: nil, prefersAlbum: prefersAlbum).decibels
-    }
-
     /// The gain for an item with these tags and this measurement (`.pending`: not known yet).
     /// Tags rule in `track`, `album` and `auto`; `auto` falls back to the measurement for a file
     /// without them, and `loudness` always takes it. A measured gain is the distance to the

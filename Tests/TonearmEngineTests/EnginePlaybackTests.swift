@@ -184,9 +184,9 @@ struct EngineGainTests {
         let tags = ReplayGainInfo(trackGain: -3, trackPeak: 0.9)
         let settings = ReplayGainSettings(mode: .track, preampDB: 10)
         // −3 + 10 = +7 dB would take a 0.9 peak past full scale; the gain stops at −20·log10(0.9).
-        #expect(abs(settings.gainDB(tags, prefersAlbum: false) - (-20 * log10(0.9))) < 1e-9)
-        #expect(ReplayGainSettings(mode: .off).gainDB(tags, prefersAlbum: true) == 0)
-        #expect(ReplayGainSettings(mode: .auto).gainDB(ReplayGainInfo(trackGain: -1, albumGain: -2), prefersAlbum: true) == -2)
-        #expect(ReplayGainSettings(mode: .auto).gainDB(ReplayGainInfo(trackGain: -1, albumGain: -2), prefersAlbum: false) == -1)
+        #expect(abs(settings.gain(tags: tags, loudness: nil, prefersAlbum: false).decibels - (-20 * log10(0.9))) < 1e-9)
+        #expect(ReplayGainSettings(mode: .off).gain(tags: tags, loudness: nil, prefersAlbum: true).decibels == 0)
+        #expect(ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: true).decibels == -2)
+        #expect(ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: false).decibels == -1)
     }
 }
