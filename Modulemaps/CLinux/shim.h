@@ -7,6 +7,7 @@
 #include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <errno.h>
 
 /* A GNU extension: the Glibc module is built without _GNU_SOURCE, so declare it here. */
 extern int pthread_setname_np(pthread_t thread, const char *name);
@@ -27,6 +28,18 @@ static inline int tonearm_idle_priority_current_thread(void) {
     struct sched_param param = { .sched_priority = 0 };
     if (sched_setscheduler(0, 5 /* SCHED_IDLE */, &param) != 0) return -1;
     return (int)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE, level 0 */);
+}
+
+/// A file descriptor that becomes readable when process `pid` exits (Linux 5.3+), so a parent
+/// can wait for a child with a timeout in poll(2) instead of polling waitpid. -1 with errno
+/// where the kernel has none.
+static inline int tonearm_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 #endif

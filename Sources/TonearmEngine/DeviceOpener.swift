@@ -21,6 +21,38 @@ final class DeviceOpenAttempt: @unchecked Sendable {
 
 extension EngineControl {
     var openTimeout: Double { Double(max(configuration.openTimeoutMilliseconds, 100)) / 1000 }
+    var hookTimeout: Double { Double(max(configuration.hookTimeoutMilliseconds, 10)) / 1000 }
+
+    /// Runs a hook and posts how it went. Any thread but the output thread (it may take up to
+    /// `hookTimeout`); lock not held.
+    func runHook(_ moment: OutputHookRun.Moment, _ command: [String]) {
+        let run = OutputHookRunner.run(moment, command, timeout: hookTimeout)
+        lock.withLock { post(.outputHookRan(itemID: heardItemID ?? 0, run)) }
+    }
+
+    /// At shutdown: waits until the hooks queued on the opener thread have run (a closing hook of
+    /// a release a moment before), so none is left running, orphaned, once the daemon exits. A
+    /// hook is killed at its timeout; an open stuck for good is not waited for past that.
+    /// Output thread, lock held (released while waiting).
+    func finishQueuedHooks() {
+        assertOn(.output)
+        let done = DispatchSemaphore(value: 0)
+        deviceOpener.async { done.signal() }
+        lock.unlock()
+        _ = done.wait(timeout: .now() + hookTimeout + 1)
+        lock.lock()
+    }
+
+    /// The device was released: `output.on_close` runs on the opener thread, after the close
+    /// and before any later open's `on_open` (one thread, in order). Output thread, lock held.
+    func releaseHooks() {
+        assertOn(.output)
+        guard hooksOpened else { return }
+        hooksOpened = false
+        let command = configuration.onClose
+        guard !command.isEmpty else { return }
+        deviceOpener.async { [self] in runHook(.onClose, command) }
+    }
 
     /// Opens the device for `requested` on the opener thread and waits for it, at most the open
     /// timeout, and no longer once the engine shuts down. Output thread, lock held (released
@@ -36,7 +68,11 @@ extension EngineControl {
         let attempt = DeviceOpenAttempt()
         let bufferMilliseconds = configuration.bufferMilliseconds
         let sink = configuration.sink
+        // The first open after a release (or ever) wakes what the device feeds first.
+        let openHook = hooksOpened ? [] : configuration.onOpen
+        hooksOpened = true
         deviceOpener.async { [self] in
+            if !openHook.isEmpty { runHook(.onOpen, openHook) }
             let result: Result<any OutputDevice, EngineFailure>
             do throws(EngineFailure) {
                 switch sink {
@@ -61,7 +97,7 @@ extension EngineControl {
             // Nobody waits for this handle any more: it is closed here, where it was opened.
             if case .success(let output) = result { output.close() }
         }
-        let deadline = EngineLock.now() + openTimeout
+        let deadline = EngineLock.now() + openTimeout + (openHook.isEmpty ? 0 : hookTimeout)
         while attempt.result == nil, !shuttingDown, EngineLock.now() < deadline {
             lock.waitOutput(untilMonotonic: deadline)
         }

@@ -161,6 +161,11 @@ final class EngineControl: @unchecked Sendable {
     /// The device's format while it is open (or lost and being reopened); nil when closed.
     var deviceFormat: PCMFormat?
     var deviceOpen = false
+    /// `output.on_open` ran (or there is none) and the device has not been released since: the
+    /// next open needs no hook, and a release runs `output.on_close`. Output thread.
+    var hooksOpened = false
+    /// The output thread has closed the device, run its closing hook and left (shutdown).
+    var outputFinished = false
     /// What the device granted when asked for a format it could not play as is; the decoder
     /// converts to the granted one from then on.
     var grantedFormats: [PCMFormat: PCMFormat] = [:]

@@ -65,6 +65,10 @@ public enum EngineEvent: Sendable, Equatable {
     /// An item opened with `measuresOnTheWay` was measured from the frames decoded for it, to
     /// its end; nil: the measurement was given up (a seek, a stop, another item, a failure).
     case loudnessMeasured(itemID: Int, url: URL, LoudnessMeasurement?)
+    /// Nothing played for `output.release_after_s`: the device was closed (the next play opens it).
+    case deviceReleased(itemID: Int)
+    /// `output.on_open` or `output.on_close` ran (see `OutputHookRun`).
+    case outputHookRan(itemID: Int, OutputHookRun)
 
     public var itemID: Int {
         switch self {
@@ -72,7 +76,7 @@ public enum EngineEvent: Sendable, Equatable {
              .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
              .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
              .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _),
-             .loudnessMeasured(let id, _, _):
+             .loudnessMeasured(let id, _, _), .deviceReleased(let id), .outputHookRan(let id, _):
             id
         }
     }

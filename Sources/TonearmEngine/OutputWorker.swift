@@ -50,6 +50,11 @@ extension EngineControl {
         /// Writes in a row that the device held none of, unpaced (see `outputTakesBatches`):
         /// one could be a real device that underran at once; two are a sink without a clock.
         var unheldWrites = 0
+        /// When the device last had nothing to play (stopped, paused, the queue ended); nil
+        /// while it plays. After `releaseAfterSeconds` of it the device is released.
+        var idleSince: Double?
+        /// The device was closed for idleness: a play opens it again for what is heard next.
+        var released = false
     }
 
     func startOutputThread() {
@@ -63,6 +68,15 @@ extension EngineControl {
         while true {
             if shuttingDown {
                 closeDevice(&state)
+                finishQueuedHooks()
+                if hooksOpened, !configuration.onClose.isEmpty {
+                    // Run here, not queued: the daemon exits once this thread has left.
+                    hooksOpened = false
+                    lock.unlock()
+                    runHook(.onClose, configuration.onClose)
+                    lock.lock()
+                }
+                outputFinished = true
                 lock.wakeAll()
                 lock.unlock()
                 return
@@ -94,8 +108,8 @@ extension EngineControl {
                 continue
             }
             if target == nil && head == nil {
-                // Stopped: let the device go, then sleep until a command comes.
-                if state.device != nil { closeDevice(&state) } else { lock.waitOutput() }
+                // Stopped: sleep until a command comes, letting the device go when it is time.
+                idle(&state)
                 continue
             }
             if !playRequested {
@@ -106,12 +120,19 @@ extension EngineControl {
                 }
                 // Pausing the device releases the lock: anything that came meanwhile is looked at
                 // before sleeping, or its wake-up would be lost.
-                if !pauseDevice(&state) { lock.waitOutput() }
+                if !pauseDevice(&state) { idle(&state) }
                 continue
             }
             guard state.device != nil else {
-                // Playing before any run prepared the device (a stop raced a play): nothing to write.
-                lock.waitOutput()
+                if state.released, let head {
+                    reacquireDevice(for: head, &state)
+                } else if state.released {
+                    // Released at the end: a play is answered with the end again, as when open.
+                    pipeRanDry(&state)
+                } else {
+                    // Playing before any run prepared the device (a stop raced a play): nothing to write.
+                    lock.waitOutput()
+                }
                 continue
             }
             if !clock.consuming {
@@ -214,6 +235,7 @@ extension EngineControl {
     private func beginRun(_ head: PCMChunk, _ run: RunStart, _ state: inout OutputState) {
         assertOn(.output)
         let now = EngineLock.now()
+        state.idleSince = nil
         if state.device != nil, deviceLostReason == nil {
             lock.unlock()
             state.device?.discard()
@@ -229,7 +251,8 @@ extension EngineControl {
         // A live stream rejoined while buffering was reported: its first write reports the end.
         if run != .seek(token: Self.internalSeekToken) { state.waitingReported = false }
         // While the device is away a seek just moves the position; a load tries the device now.
-        let needsDevice = deviceLostReason == nil || run == .opened
+        // A released device opens again for a load, or when play is asked; not for a paused seek.
+        let needsDevice = (deviceLostReason == nil || run == .opened) && (!state.released || playRequested || run == .opened)
         if needsDevice && (deviceFormat != head.format || state.device == nil) {
             guard prepareDevice(for: head, run, &state) else { return }
         }
@@ -365,6 +388,7 @@ extension EngineControl {
             clock.heldFrames = 0
         }
         state.gain.settle()
+        state.idleSince = nil
         clock.consuming = true
         clock.heldAt = EngineLock.now()
         state.paceAnchor = clock.heldAt
@@ -441,7 +465,7 @@ extension EngineControl {
                     post(.didPlayToEnd(itemID: ended))
                     setTimeControl(.paused)
                 }
-                lock.waitOutput()
+                idle(&state)
                 return
             }
             if let device = state.device {
@@ -554,6 +578,7 @@ extension EngineControl {
                 outputTakesBatches = state.unheldWrites >= 2
             }
             clock.heldAt = writtenAt
+            state.idleSince = nil
             if head.remainingFrames == 0 { finishChunk(head, &state) }
             if let requestedAt = playRequestedAt, count > 0 {
                 playRequestedAt = nil
@@ -623,6 +648,8 @@ extension EngineControl {
     func adoptDevice(_ device: any OutputDevice, _ state: inout OutputState) {
         assertOn(.output)
         state.device = device
+        state.released = false
+        state.idleSince = nil
         state.devicePaused = false
         state.paceRoom = 0
         deviceOpen = true

@@ -237,7 +237,7 @@ public final class PlayerEngine: Sendable {
         control.lock.withLock { control.replayGain = settings }
     }
 
-    /// Stops playback and releases the file and the device.
+    /// Stops playback and releases the file; the device is released `output.release_after_s` later.
     public func stop() {
         control.lock.withLock {
             let c = control
@@ -256,10 +256,13 @@ public final class PlayerEngine: Sendable {
         }
     }
 
-    /// Stops the threads (the output closes the device). Idempotent.
     /// Frames the device has taken since the engine started; it grows while audio flows.
     public var framesWritten: Int { control.lock.withLock { control.framesWrittenTotal } }
 
+    /// Whether the output device is open now (see `OutputConfiguration.releaseAfterSeconds`).
+    public var isDeviceOpen: Bool { control.lock.withLock { control.deviceOpen } }
+
+    /// Stops the threads (the output closes the device at once). Idempotent.
     public func shutdown() {
         control.lock.withLock {
             control.shuttingDown = true
@@ -268,13 +271,14 @@ public final class PlayerEngine: Sendable {
         }
     }
 
-    /// Waits until the device is closed (after `stop` or `shutdown`), off the cooperative pool.
-    public func waitUntilReleased() async {
+    /// After `shutdown`: waits until the output thread has closed the device, run
+    /// `output.on_close` and left, off the cooperative pool.
+    public func waitUntilShutDown() async {
         let control = self.control
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 control.lock.withLock {
-                    while control.deviceOpen { control.lock.waitDecoder() }
+                    while !control.outputFinished { control.lock.waitDecoder() }
                 }
                 continuation.resume()
             }

@@ -33,12 +33,23 @@ public struct OutputConfiguration: Sendable, Equatable {
     public var waitForDevice: Bool
     /// Whether playback interrupted by a lost device resumes by itself once the device is back.
     public var resumeAfterInterruption: Bool
+    /// How long the device stays open once nothing plays (the queue ended, stopped, paused):
+    /// then it is closed, so the DAC and what it feeds may sleep, and the next play opens it
+    /// again. 0 releases at once; nil keeps it open for good.
+    public var releaseAfterSeconds: Double?
+    /// Commands run before the device is opened after a release (or first) and after it is
+    /// released (`output.on_open`, `output.on_close`): argv arrays, no shell. Empty: none.
+    public var onOpen: [String] = []
+    public var onClose: [String] = []
+    /// How long a hook may run before it is killed.
+    public var hookTimeoutMilliseconds: Int = 5000
 
     public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
                 speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
-                resumeAfterInterruption: Bool = true, waitForDevice: Bool = true) {
+                resumeAfterInterruption: Bool = true, waitForDevice: Bool = true, releaseAfterSeconds: Double? = 10) {
         self.waitForDevice = waitForDevice
+        self.releaseAfterSeconds = releaseAfterSeconds
         self.device = device
         self.sampleRate = sampleRate
         self.channels = channels

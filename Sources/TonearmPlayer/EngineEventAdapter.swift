@@ -36,7 +36,7 @@ public enum EngineEventAdapter {
         let isCurrent = event.itemID == context.currentItem
         switch event {
         case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged,
-             .loudnessMeasured:
+             .loudnessMeasured, .deviceReleased, .outputHookRan:
             return []
         case .ready:
             return isCurrent ? [.didBecomeReady] : []

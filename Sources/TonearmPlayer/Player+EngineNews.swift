@@ -71,6 +71,10 @@ extension Player {
             case .loudnessMeasured(_, let url, let measurement):
                 // Kept as a measurement ahead would be; given up, it is measured ahead after all.
                 if let measurement { loudness.record(measurement, for: url) } else { loudness.resume(url) }
+            case .deviceReleased:
+                logger.info("output device released: nothing played for output.release_after_s")
+            case .outputHookRan(_, let run):
+                if run.succeeded { logger.info("\(run.summary)") } else { logger.warning("\(run.summary)") }
             case .loadStarted, .bufferingStarted, .firstAudioWritten, .underrun, .reconnecting, .timeControlChanged:
                 break
             }

@@ -161,7 +161,7 @@ public final class Player: Sendable {
                                 interruption: state == .paused ? m.interruption : nil,
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
                                 queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
-                                loudness: loudness)
+                                loudness: loudness, deviceOpen: engine.isDeviceOpen)
         }
     }
 
@@ -223,6 +223,6 @@ public final class Player: Sendable {
         tags.shutdown()
         loudness.shutdown()
         engine.shutdown()
-        await engine.waitUntilReleased()
+        await engine.waitUntilShutDown()
     }
 }

@@ -22,7 +22,10 @@ public struct PlayerStatus: Sendable, Equatable {
     public var volume: Int
     public var replayGain: ReplayGainSettings
     /// The current item's loudness and the gain it plays with; nil when nothing is current.
-    public var loudness: ItemLoudness?
+    public var loudness: ItemLoudness? = nil
+    /// The output device is open (false once released after `output.release_after_s`, or before
+    /// the first play).
+    public var deviceOpen = false
 }
 
 /// What `status.loudness` shows: the current item's measured loudness (nil: not known, or

@@ -98,7 +98,8 @@ enum ProtocolEncoding {
             "duration": JSONValue(status.duration),
             "media": media(status.media),
             "output": ["device": .string(output.device), "pace": .bool(output.pace), "speed": .number(output.speed),
-                       "buffer_ms": JSONValue(output.bufferMilliseconds),
+                       "buffer_ms": JSONValue(output.bufferMilliseconds), "open": .bool(status.deviceOpen),
+                       "release_after_s": output.releaseAfterSeconds.map { .number($0) } ?? .number(-1),
                        "format": status.media.map { format($0.outputFormat) } ?? .null],
         ]
         if let interruption = status.interruption { object["interruption"] = .string(interruption) }

@@ -105,6 +105,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.output.waitForDevice = try bool(value, "output.wait_for_device", source)
                 case "resume_after_interruption":
                     config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
+                case "release_after_s":
+                    let seconds = try number(value, "output.release_after_s", source)
+                    guard seconds == -1 || (0...86_400).contains(seconds) else {
+                        throw Invalid("\(source): output.release_after_s must be -1 (keep the device open) or 0 to 86400 seconds")
+                    }
+                    config.output.releaseAfterSeconds = seconds == -1 ? nil : seconds
+                case "on_open": config.output.onOpen = try command(value, "output.on_open", source)
+                case "on_close": config.output.onClose = try command(value, "output.on_close", source)
+                case "hook_timeout_ms":
+                    config.output.hookTimeoutMilliseconds = try integer(value, "output.hook_timeout_ms", source, 10...600_000)
                 case "volume": config.volume = try integer(value, "output.volume", source, 0...100)
                 default: throw Invalid("\(source): unknown key 'output.\(key)'")
                 }
@@ -449,6 +459,21 @@ private func number(_ value: any TOMLValueConvertible, _ key: String, _ source: 
     if let number = value.double { return number }
     if let number = value.int { return Double(number) }
     throw DaemonConfiguration.Invalid("\(source): \(key) must be a number")
+}
+
+/// A command as an argv array of strings (no shell); [] for none.
+private func command(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> [String] {
+    guard let array = value.array else {
+        throw DaemonConfiguration.Invalid("\(source): \(key) must be an array of strings, e.g. [\"/usr/local/bin/amp\", \"on\"]")
+    }
+    let words = try array.map { element in
+        guard let word = element.string else { throw DaemonConfiguration.Invalid("\(source): \(key) must hold only strings") }
+        return word
+    }
+    if let program = words.first, program.isEmpty {
+        throw DaemonConfiguration.Invalid("\(source): \(key): the program name is empty")
+    }
+    return words
 }
 
 func bool(_ value: any TOMLValueConvertible, _ key: String, _ source: String) throws -> Bool {

@@ -41,6 +41,17 @@ open_timeout_ms = 5000
 wait_for_device = true
 # Once the device is back, resume what the interruption paused; false leaves it paused.
 resume_after_interruption = true
+# Let the DAC and what it feeds sleep: once nothing has played for this many seconds (the queue
+# ended, stop, or paused that long) the device is closed; the next play opens it again. 0 releases
+# at once; -1 keeps it open for good.
+release_after_s = 10
+# Commands run before the device is opened after a release (or first), and after it is released
+# (and when tonearmd stops): an amplifier relay on a GPIO, a smart plug, a CEC command. An argv
+# array, no shell: on_open = ["/usr/local/bin/amp", "on"]. [] runs nothing. A failure is logged and
+# never stops playback; a command still running after hook_timeout_ms is killed.
+on_open = []
+on_close = []
+hook_timeout_ms = 5000
 # Software volume at start, 0 to 100, applied on the output thread as samples are written. At 100
 # (with ReplayGain off) the samples are not touched: the output stays bit-perfect. Clients change
 # it with the `volume` method; it survives stop and load.

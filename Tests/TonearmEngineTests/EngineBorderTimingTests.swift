@@ -28,8 +28,8 @@ struct EngineBorderTimingTests {
         #expect(await eventually(timeout: 10) { heardAtStart.withLock { $0[second.id] } != nil })
         #expect(engine.setNext(third, after: second.id))
         #expect(await eventually(timeout: 10) { heardAtStart.withLock { $0[third.id] } != nil })
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
         withExtendedLifetime(token) {}
         for item in [second, third] {
             let seconds = try #require(heardAtStart.withLock { $0[item.id] })

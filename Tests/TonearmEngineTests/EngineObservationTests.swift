@@ -37,8 +37,8 @@ struct EngineObservationTests {
         }
         #expect(await eventually { ended() })
         #expect(await eventually { engine.timeControlStatus == .paused })
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
 
         let entries = seen.entries.withLock { $0 }
         var lastEvent: EngineEvent?
@@ -78,7 +78,7 @@ struct EngineObservationTests {
         #expect(await eventually { changes.withLock { $0.count } == 1 })
         let first = changes.withLock { $0[0] }
         #expect(first.event == nil && first.oldValue == nil && first.newValue == .paused)
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
     }
 }

@@ -16,8 +16,8 @@ struct EnginePlaybackTests {
         engine.play()
         #expect(await eventually { recorder.ended || recorder.failure != nil }, "\(fixture) did not end")
         let info = engine.mediaInfo
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
         let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
         return (pcm, info, recorder, dir)
     }
@@ -45,8 +45,8 @@ struct EnginePlaybackTests {
         let ends = { recorder.recorded.filter { if case .didPlayToEnd = $0 { true } else { false } }.count }
         #expect(await eventually { ends() == 2 }, "\(recorder.recorded)")
         #expect(await eventually { engine.timeControlStatus == .paused })
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
     }
 
     /// An item opened while another plays waits, ready, until `play`; opened `playing`, it plays.
@@ -66,8 +66,8 @@ struct EnginePlaybackTests {
         let third = EngineItem.fresh(Fixtures.url("tone.wav"))
         engine.open(third, playing: true)
         #expect(await eventually { engine.heard.itemID == third.id && engine.heard.seconds > 0.05 })
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
     }
 
     @Test func mediaInfoAndTags() async throws {
@@ -146,8 +146,8 @@ struct EngineGainTests {
         #expect(await eventually { engine.status == .readyToPlay })
         engine.play()
         #expect(await eventually { recorder.ended })
-        engine.stop()
-        await engine.waitUntilReleased()
+        engine.shutdown()
+        await engine.waitUntilShutDown()
         let data = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
         return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }

@@ -212,7 +212,8 @@ extension DaemonTests {
             defer { server.stop() }
             server.route("/radio", .live(path: stream, contentType: "audio/mpeg", bytesPerSecond: 1 << 20))
             let config = capture.dir.path("tonearmd.toml")
-            try "[replay_gain]\nlive = \"agc\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            // Released at the stop: the device's close hands the capture its last frames.
+            try "[replay_gain]\nlive = \"agc\"\n[output]\nrelease_after_s = 0\n".write(toFile: config, atomically: true, encoding: .utf8)
             let (daemon, client, _) = try start(capture, ["--config", config])
             defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": server.url("/radio"), "play": true]).stateName == "playing")

@@ -60,6 +60,10 @@ struct EngineEventAdapterTests {
                 actions: []),
             Row(name: "loudnessMeasured, given up", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"), nil),
                 actions: []),
+            // Letting the device sleep changes nothing the machine knows: the next play opens it.
+            Row(name: "deviceReleased", event: .deviceReleased(itemID: current), actions: []),
+            Row(name: "outputHookRan", event: .outputHookRan(itemID: current, OutputHookRun(
+                moment: .onClose, command: ["relay", "off"], outcome: .exited(1), seconds: 0.01)), actions: []),
             Row(name: "ready current", event: .ready(itemID: current), actions: [.didBecomeReady]),
             Row(name: "ready of a replaced item", event: .ready(itemID: other), actions: []),
             Row(name: "started: the item named next", event: .started(itemID: next), actions: [.didAdvance], after: advanced),
@@ -116,7 +120,7 @@ struct EngineEventAdapterTests {
     enum EventKind: CaseIterable {
         case loadStarted, opened, ready, started, didPlayToEnd, failed, seekCompleted, bufferingStarted
         case bufferingEnded, firstAudioWritten, underrun, deviceLost, deviceRestored, reconnecting, streamTitle
-        case timeControlChanged, loudnessMeasured
+        case timeControlChanged, loudnessMeasured, deviceReleased, outputHookRan
 
         init(_ event: EngineEvent) {
             switch event {
@@ -137,6 +141,8 @@ struct EngineEventAdapterTests {
             case .streamTitle: self = .streamTitle
             case .timeControlChanged: self = .timeControlChanged
             case .loudnessMeasured: self = .loudnessMeasured
+            case .deviceReleased: self = .deviceReleased
+            case .outputHookRan: self = .outputHookRan
             }
         }
     }

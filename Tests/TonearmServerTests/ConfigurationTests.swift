@@ -37,9 +37,26 @@ struct ConfigurationTests {
     @Test(arguments: ["nonsense = 1", "[output]\nspeed = -1", "[output]\nformat = \"s24\"", "[log]\nlevel = \"loud\"",
                       "[output]\nchannels = 99", "socket = 3", "[output\n", "[output]\nkind = \"pulse\"",
                       "[snapcast]\nsource = \"localhost\"", "[snapcast]\nformat = \"48000:24:2\"", "[snapcast]\nport = 1",
-                      "[input]\nprotocols = [\"ftp\"]", "[input]\nprebuffer_ms = -1", "[input]\ntimeout_ms = 0"])
+                      "[input]\nprotocols = [\"ftp\"]", "[input]\nprebuffer_ms = -1", "[input]\ntimeout_ms = 0",
+                      "[output]\nrelease_after_s = -2", "[output]\nrelease_after_s = \"soon\"", "[output]\non_open = \"amp on\"",
+                      "[output]\non_close = [\"amp\", 1]", "[output]\non_open = [\"\"]", "[output]\nhook_timeout_ms = 0"])
     func invalidConfigIsRefusedWithAReason(_ text: String) {
         #expect(throws: DaemonConfiguration.Invalid.self) { try DaemonConfiguration().applying(toml: text, source: "t") }
+    }
+
+    @Test func releaseAndHooks() throws {
+        let config = try DaemonConfiguration().applying(toml: """
+            [output]
+            release_after_s = 2.5
+            on_open = ["/usr/local/bin/amp", "on"]
+            on_close = ["cec-client", "-s"]
+            hook_timeout_ms = 800
+            """, source: "t")
+        #expect(config.output.releaseAfterSeconds == 2.5 && config.output.hookTimeoutMilliseconds == 800)
+        #expect(config.output.onOpen == ["/usr/local/bin/amp", "on"] && config.output.onClose == ["cec-client", "-s"])
+        let kept = try DaemonConfiguration().applying(toml: "[output]\nrelease_after_s = -1", source: "t")
+        #expect(kept.output.releaseAfterSeconds == nil)
+        #expect(DaemonConfiguration.embeddedDefault().output.releaseAfterSeconds == 10)
     }
 
     @Test func snapcastOutputAndNetworkInput() throws {

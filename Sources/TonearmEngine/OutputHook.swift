@@ -1,0 +1,110 @@
+import CLinux
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run of `output.on_open` or `output.on_close`: a command run around the device's use (an
+/// amplifier relay on a GPIO, a smart plug, a CEC command), and how it went.
+public struct OutputHookRun: Sendable, Equatable {
+    public enum Moment: String, Sendable {
+        case onOpen = "on_open"
+        case onClose = "on_close"
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        /// It ran past `output.hook_timeout_ms` and was killed (with its process group).
+        case timedOut
+        case couldNotStart(String)
+    }
+
+    public let moment: Moment
+    public let command: [String]
+    public let outcome: Outcome
+    public let seconds: Double
+
+    public init(moment: Moment, command: [String], outcome: Outcome, seconds: Double) {
+        self.moment = moment
+        self.command = command
+        self.outcome = outcome
+        self.seconds = seconds
+    }
+
+    public var succeeded: Bool { outcome == .exited(0) }
+
+    /// "on_open `relay on` exited 0 after 0.012 s"
+    public var summary: String {
+        let what = switch outcome {
+        case .exited(let code): "exited \(code)"
+        case .signalled(let signal): "was killed by signal \(signal)"
+        case .timedOut: "timed out and was killed"
+        case .couldNotStart(let reason): "could not start: \(reason)"
+        }
+        return "output.\(moment.rawValue) `\(command.joined(separator: " "))` \(what) after "
+            + String(format: "%.3f s", seconds)
+    }
+}
+
+/// Runs a hook command: no shell (argv[0] is looked up in PATH), stdin from /dev/null, stdout and
+/// stderr the daemon's (the journal), default signal handling and an empty signal mask (the
+/// daemon's own are not inherited), in a process group of its own so a timeout kills what it
+/// started too. Waits for the exit in poll(2) on a pidfd, up to `timeout`: no polling.
+enum OutputHookRunner {
+    static func run(_ moment: OutputHookRun.Moment, _ command: [String], timeout: Double) -> OutputHookRun {
+        let started = EngineLock.now()
+        func done(_ outcome: OutputHookRun.Outcome) -> OutputHookRun {
+            OutputHookRun(moment: moment, command: command, outcome: outcome, seconds: EngineLock.now() - started)
+        }
+        guard let program = command.first else { return done(.couldNotStart("empty command")) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+        guard spawned == 0 else { return done(.couldNotStart(String(cString: strerror(spawned)))) }
+
+        let exited = waitForExit(pid, timeout: timeout)
+        if !exited {
+            kill(-pid, SIGKILL)
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if !exited { return done(.timedOut) }
+        let signal = status & 0x7f
+        return done(signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal))
+    }
+
+    /// Whether `pid` exited within `timeout` (it is not reaped here). On a kernel without
+    /// pidfds the wait has no bound.
+    private static func waitForExit(_ pid: pid_t, timeout: Double) -> Bool {
+        let pidfd = tonearm_pidfd_open(pid)
+        guard pidfd >= 0 else { return true }
+        defer { close(pidfd) }
+        let deadline = EngineLock.now() + timeout
+        while true {
+            let left = deadline - EngineLock.now()
+            if left <= 0 { return false }
+            var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&entry, 1, Int32(min(left * 1000, Double(Int32.max)).rounded(.up)))
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { return true }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// Letting the device sleep (`output.release_after_s`): once nothing has played for that long
+/// (stopped, paused, the queue ended) the output thread closes the device, so a DAC, and the
+/// amplifier `output.on_close` switches off, may sleep; the next play opens it again. The wait
+/// is one timed sleep on the output condition, then none: an idle engine makes no wake-ups.
+extension EngineControl {
+    /// Nothing to play: sleeps until a command comes, or until the device has been idle long
+    /// enough to be released. Output thread, lock held.
+    func idle(_ state: inout OutputState) {
+        assertOn(.output)
+        guard let after = configuration.releaseAfterSeconds, state.device != nil || hooksOpened else {
+            lock.waitOutput()
+            return
+        }
+        let now = EngineLock.now()
+        let since = state.idleSince ?? now
+        state.idleSince = since
+        if now >= since + after {
+            releaseDevice(&state)
+        } else {
+            lock.waitOutput(untilMonotonic: since + after)
+        }
+    }
+
+    /// Closes the device for idleness. Paused mid-item, what the device held unheard is gone
+    /// with it: playback stands at what was heard, and the decoder refills from there (the
+    /// device opens again only when play is asked).
+    private func releaseDevice(_ state: inout OutputState) {
+        assertOn(.output)
+        state.idleSince = nil
+        if state.device != nil {
+            if chainEndedAfter == nil && target != nil { rewindToHeard(now: EngineLock.now()) }
+            state.released = true
+            closeDevice(&state)
+            post(.deviceReleased(itemID: heardItemID ?? 0))
+        }
+        releaseHooks()
+    }
+
+    /// Play was asked while the device is released: opens it in the format of what is heard
+    /// next. A device that grants another format has the decoder convert from there on; one that
+    /// cannot be opened is a lost device (playback waits, and resumes once it is back).
+    func reacquireDevice(for head: PCMChunk, _ state: inout OutputState) {
+        assertOn(.output)
+        let wanted = head.format
+        let myEpoch = epoch
+        let result = openDevice(wanted)
+        switch result {
+        case .success(let device):
+            adoptDevice(device, &state)
+            deviceFormat = device.format
+            guard device.format != wanted else { return }
+            grantedFormats[wanted] = device.format
+            if epoch == myEpoch, let item = knownItem(head.itemID) {
+                target = DecodeTarget(item: item, startSeconds: Double(head.position + Int64(head.written)) / Double(wanted.sampleRate),
+                                      runStart: .seek(token: Self.internalSeekToken))
+                beginEpoch()
+            }
+        case .failure(let failure):
+            guard epoch == myEpoch else { return }
+            deviceFormat = wanted
+            deviceLostReason = failure.message
+            nextReopenAt = EngineLock.now() + reopenInterval
+            if playRequested {
+                playRequested = false
+                resumeOnRestore = true
+                post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: intent))
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+@testable import TonearmEngine
+
+/// `output.on_open`/`on_close` commands: run without a shell, their exit told apart, a hanging
+/// one killed at its timeout with what it started.
+@Suite("Output hooks run, report and time out")
+struct OutputHookTests {
+    @Test func exitStatusIsReported() {
+        #expect(OutputHookRunner.run(.onOpen, ["/bin/true"], timeout: 5).outcome == .exited(0))
+        #expect(OutputHookRunner.run(.onOpen, ["/bin/sh", "-c", "exit 7"], timeout: 5).outcome == .exited(7))
+        #expect(OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "kill -9 $$"], timeout: 5).outcome == .signalled(9))
+    }
+
+    @Test func aProgramIsFoundInPathAndArgumentsAreNotSplit() {
+        // One argument with a space: a shell would have split it.
+        let run = OutputHookRunner.run(.onOpen, ["sh", "-c", "test \"$0\" = 'a b'", "a b"], timeout: 5)
+        #expect(run.outcome == .exited(0), "\(run.summary)")
+    }
+
+    @Test func aMissingProgramCannotStart() {
+        let run = OutputHookRunner.run(.onOpen, ["/nonexistent/amp", "on"], timeout: 5)
+        #expect(run.outcome == .couldNotStart("No such file or directory"))
+        #expect(run.summary == "output.on_open `/nonexistent/amp on` could not start: No such file or directory after "
+                + String(format: "%.3f s", run.seconds))
+    }
+
+    /// A hanging hook and the child it started are both killed at the timeout.
+    @Test func aHangingHookIsKilledWithItsChildren() throws {
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let started = Date()
+        let run = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "(sleep 1; touch '\(marker)') & sleep 30"], timeout: 0.3)
+        #expect(run.outcome == .timedOut)
+        #expect(Date().timeIntervalSince(started) < 5, "killed, not waited for")
+        usleep(1_500_000)
+        #expect(!FileManager.default.fileExists(atPath: marker), "its child was killed too")
+    }
+}
