@@ -36,6 +36,8 @@ extension EngineControl {
     /// Output thread, lock held (released while waiting).
     func finishQueuedHooks() {
         assertOn(.output)
+        // No hooks, nothing to wait for; an open stuck for good would hold the wait to its end.
+        guard !(configuration.onOpen.isEmpty && configuration.onClose.isEmpty), stuckOpen == nil else { return }
         let done = DispatchSemaphore(value: 0)
         deviceOpener.async { done.signal() }
         lock.unlock()

@@ -34,6 +34,15 @@ public struct EngineItem: Sendable, Equatable {
     var path: String { url.isFileURL ? url.path : url.absoluteString }
 }
 
+/// A fade the output carries out over the volume: from `from` (nil: where it stands) to `to`,
+/// over `seconds` of wall-clock time; `serial` tells a new request from the one in force.
+struct FadeRequest {
+    var from: Double?
+    var to: Double = 1
+    var seconds: Double = 0
+    var serial = 0
+}
+
 /// What the decoder must produce in the current epoch.
 struct DecodeTarget {
     var item: EngineItem
@@ -93,6 +102,12 @@ final class EngineControl: @unchecked Sendable {
     var resumeOnRestore = false
     /// Software volume as a gain factor (1 = unchanged); the output ramps to it. Callers.
     var volume: Double = 1
+    /// A slow fade over the volume, applied by the output from its next write (`fade`). Callers.
+    var fadeRequest = FadeRequest()
+    /// Paused: the device's unheard audio is dropped and refilled from the heard sample (after a
+    /// fade-out, so that play resumes at full level at once). Set by callers, cleared by the
+    /// output thread.
+    var refillRequested = false
     /// ReplayGain, applied by the output to every chunk from its item's tags. Callers.
     var replayGain = ReplayGainSettings()
     /// Callers (`shutdown`); both threads leave when they see it.

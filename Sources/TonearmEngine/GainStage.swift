@@ -13,8 +13,21 @@ struct GainStage {
     /// the first frame is already at the target. A volume set while stopped or paused is then in
     /// force from the first sample instead of ramping down from the level before it.
     private var settles = true
+    /// A slow fade on top of the volume (the sleep timer's fade-out, an alarm's fade-in): a factor
+    /// that moves linearly, a step a frame, to `fadeTarget`, and stays there.
+    private(set) var fadeLevel: Double = 1
+    private var fadeTarget: Double = 1
+    private var fadeStep: Double = 0
 
     mutating func settle() { settles = true }
+
+    /// Fades from `from` (nil: the level now) to `target` over `frames` frames (0: at once).
+    mutating func fade(from: Double?, to target: Double, frames: Int) {
+        if let from { fadeLevel = from }
+        fadeTarget = target
+        fadeStep = frames > 0 ? (target - fadeLevel) / Double(frames) : 0
+        if frames <= 0 { fadeLevel = target }
+    }
 
     static func factor(decibels: Double) -> Double {
         decibels == 0 ? 1 : pow(10, decibels / 20)
@@ -25,17 +38,23 @@ struct GainStage {
             current = target
             settles = false
         }
-        if current == target && target == 1 { return }
+        if current == target && target == 1 && fadeLevel == 1 && fadeTarget == 1 { return }
         let channels = format.channels
         let rampFrames = max(1, format.sampleRate / 200)
         let step = (target - current) / Double(rampFrames)
         var gain = current
+        var fade = fadeLevel
+        let fadeTarget = fadeTarget, fadeStep = fadeStep
         func nextGain() -> Double {
             if gain != target {
                 gain += step
                 if (step > 0 && gain > target) || (step < 0 && gain < target) { gain = target }
             }
-            return gain
+            if fade != fadeTarget {
+                fade += fadeStep
+                if (fadeStep >= 0 && fade > fadeTarget) || (fadeStep <= 0 && fade < fadeTarget) { fade = fadeTarget }
+            }
+            return gain * fade
         }
         switch format.sampleType {
         case .s16: Self.scale(Int16.self, pointer, frames: frames, channels: channels, nextGain)
@@ -48,6 +67,7 @@ struct GainStage {
             }
         }
         current = gain
+        fadeLevel = fade
     }
 
     /// Scales integer samples, rounding and clamping at full scale.

@@ -55,6 +55,8 @@ extension EngineControl {
         var idleSince: Double?
         /// The device was closed for idleness: a play opens it again for what is heard next.
         var released = false
+        /// The `fadeRequest` in force.
+        var fadeSerial = 0
     }
 
     func startOutputThread() {
@@ -120,7 +122,16 @@ extension EngineControl {
                 }
                 // Pausing the device releases the lock: anything that came meanwhile is looked at
                 // before sleeping, or its wake-up would be lost.
-                if !pauseDevice(&state) { idle(&state) }
+                if pauseDevice(&state) { continue }
+                if refillRequested {
+                    // Once paused: what the device holds unheard is dropped and decoded again.
+                    refillRequested = false
+                    if state.device != nil {
+                        rewindToHeard(now: EngineLock.now())
+                        continue
+                    }
+                }
+                idle(&state)
                 continue
             }
             guard state.device != nil else {
@@ -537,6 +548,11 @@ extension EngineControl {
         let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
                                        prefersAlbum: head.prefersAlbumGain)
         liveGainInForce = head.liveGainDB
+        if fadeRequest.serial != state.fadeSerial {
+            state.fadeSerial = fadeRequest.serial
+            let frames = fadeRequest.seconds * Double(format.sampleRate) * speed
+            state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: Int(frames.rounded()))
+        }
         let gainTarget = volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
         lastWrittenItem = head.itemID
         state.writingNetwork = head.isNetwork

@@ -233,6 +233,30 @@ public final class PlayerEngine: Sendable {
         }
     }
 
+    /// Fades over the volume from `from` (nil: the level now) to `level` (0–1) over `seconds`
+    /// of wall-clock time, starting with the next frames handed to the device. The level stays
+    /// until the next fade: a sleep timer fades to 0, then back to 1 over 0 once paused.
+    public func fade(from: Double? = nil, to level: Double, over seconds: Double) {
+        control.lock.withLock {
+            let serial = control.fadeRequest.serial + 1
+            control.fadeRequest = FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
+                                              seconds: max(seconds, 0), serial: serial)
+        }
+    }
+
+    /// Paused: drops what the device holds unheard (faded out, say) and refills from the sample
+    /// heard last, so that play resumes from there with the gain of now. No effect while playing.
+    public func refillWhilePaused() {
+        control.lock.withLock {
+            control.refillRequested = true
+            control.lock.wakeOutput()
+        }
+    }
+
+    /// How far ahead of what is heard the output writes, at most, in seconds (0 when closed):
+    /// a change applied at the next write is heard this much later.
+    public var outputLead: Double { control.lock.withLock { control.outputLeadSeconds / control.speed } }
+
     public func setReplayGain(_ settings: ReplayGainSettings) {
         control.lock.withLock { control.replayGain = settings }
     }

@@ -40,6 +40,11 @@ extension Player {
                 // Nothing followed in the engine; if the queue has a next item now (it changed as
                 // the item ended), it plays.
                 let next = m.queue.next(after: current)
+                let sleeps = sleepsAfter(current, m)
+                if sleeps {
+                    m.sleep = nil
+                    logger.info("sleep timer: paused where the item ended")
+                }
                 endOneshot(&m)
                 if next != current {
                     let before = m.queue.version
@@ -47,7 +52,7 @@ extension Player {
                     if m.queue.version != before { publishQueue(m) }
                 }
                 if let next {
-                    open(&m, queueID: next, cause: .goesOn(play: true))
+                    open(&m, queueID: next, cause: .goesOn(play: !sleeps))
                 }
             case .seekCompleted(let id, let token, let position):
                 guard id == m.context.currentItem, token > 0 else { return }
@@ -168,6 +173,8 @@ extension Player {
         default: break
         }
         var wanted = m.queue.next(after: skipped ?? currentQueueID)
+        // The sleep timer pauses where this item ends: nothing is joined to it.
+        if sleepsAfter(skipped ?? currentQueueID, m) { wanted = nil }
         if wanted != nil, m.failuresInRow >= max(m.queue.items.count, 1) { wanted = nil }
         if wanted == m.pendingNextQueueID, skipped == nil, m.context.pendingNext != nil || wanted == nil { return }
         if let wanted, let item = m.queue.item(id: wanted) {

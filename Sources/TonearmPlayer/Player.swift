@@ -36,6 +36,8 @@ public final class Player: Sendable {
     let tags = TagReader()
     /// Queued files' measured loudness (`auto` and `loudness` modes), measured ahead.
     let loudness = LoudnessKeeper()
+    /// The sleep timer's and the alarms' moments (`tonearm-timer`).
+    let timer = WallClockTimer<TimerKey>()
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
     public let changes = ChangeLog()
@@ -77,6 +79,9 @@ public final class Player: Sendable {
         /// as it was meanwhile, so a stop before the resume is done loses neither play/pause nor
         /// the position.
         var pendingResume: (itemID: Int, playback: SavedPlayerState.Playback, position: Double)?
+        /// The sleep timer, and whether its fade-out is under way (`Player+Sleep`).
+        var sleep: SleepPlan?
+        var sleepFading = false
     }
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
@@ -161,7 +166,7 @@ public final class Player: Sendable {
                                 interruption: state == .paused ? m.interruption : nil,
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
                                 queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
-                                loudness: loudness, deviceOpen: engine.isDeviceOpen)
+                                loudness: loudness, sleep: m.sleep, deviceOpen: engine.isDeviceOpen)
         }
     }
 
@@ -222,6 +227,7 @@ public final class Player: Sendable {
         _ = try? stop()
         tags.shutdown()
         loudness.shutdown()
+        timer.finish()
         engine.shutdown()
         await engine.waitUntilShutDown()
     }

@@ -23,6 +23,8 @@ public struct PlayerStatus: Sendable, Equatable {
     public var replayGain: ReplayGainSettings
     /// The current item's loudness and the gain it plays with; nil when nothing is current.
     public var loudness: ItemLoudness? = nil
+    /// The sleep timer, if one is set.
+    public var sleep: SleepPlan? = nil
     /// The output device is open (false once released after `output.release_after_s`, or before
     /// the first play).
     public var deviceOpen = false
@@ -38,6 +40,18 @@ public struct ItemLoudness: Sendable, Equatable {
         self.measured = measured
         self.gain = gain
     }
+}
+
+/// The sleep timer (`Player.sleep`).
+public enum SleepPlan: Sendable, Equatable {
+    /// Fades out over the last `fade` seconds before `at`, then pauses.
+    case at(Date, fade: Double)
+    /// Pauses where the current item, or the queue, ends.
+    case endOf(SleepEnd)
+}
+
+public enum SleepEnd: String, Sendable, CaseIterable {
+    case item, queue
 }
 
 /// Why a new item starts being heard (the `item` event).

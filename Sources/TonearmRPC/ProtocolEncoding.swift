@@ -108,6 +108,7 @@ enum ProtocolEncoding {
         object["queue_version"] = JSONValue(status.queueVersion)
         object["volume"] = JSONValue(status.volume)
         object["replay_gain"] = replayGain(status.replayGain)
+        object["sleep"] = sleep(status.sleep)
         if let loudness = status.loudness {
             var shown: [String: JSONValue] = ["source": .string(loudness.gain.source.rawValue),
                                               "gain_db": .number(rounded(loudness.gain.decibels))]

@@ -68,6 +68,7 @@ enum RPCMethods {
         // What is measured of the queue's items (`LoudnessKeeper`); later for a long queue.
         RPCMethod("loudness", .read, ["ids"], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("status", .read, [], .now),
+        RPCMethod("sleep", .control, ["after_s", "fade_s", "at_end_of", "cancel"], .now),
         RPCMethod("retry", .control, [], .later),
         RPCMethod("subscribe", .read, ["events", "position_interval"], .now),
         RPCMethod("library.stats", .read, [], .later),

@@ -204,6 +204,8 @@ struct RequestRouter: Sendable {
             return changed(try player.pause())
         case "stop":
             return changed(try player.stop())
+        case "sleep":
+            return try sleepAnswer(params)
         case "subscribe":
             let kinds = try params.stringArray("events") ?? ["transition", "performance"]
             var subscription = Set<ClientSession.EventKind>()

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Runs actions at wall-clock moments (a sleep timer, alarms) on a thread of its own
+/// (`tonearm-timer`), with one wait armed for the earliest moment and none when nothing is due:
+/// an idle daemon with alarms set makes no wake-ups. The wait is on the real-time clock
+/// (`NSCondition.wait(until:)`, an absolute deadline), so a clock set forward or back (NTP at
+/// boot on a board without a battery-backed clock) moves the moment with it.
+///
+/// `@unchecked Sendable`: `due` and `finishing` are read and written only with `condition`
+/// locked; the actions are Sendable and run on the timer thread with nothing locked.
+public final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var due: [Key: (at: Date, action: @Sendable () -> Void)] = [:]
+    private var finishing = false
+
+    public init(name: String = "tonearm-timer") {
+        NamedThread.start(name) { [self] in run() }
+    }
+
+    /// Runs `action` at `date` (at once if it has passed), replacing what `key` had.
+    public func schedule(_ key: Key, at date: Date, _ action: @escaping @Sendable () -> Void) {
+        condition.lock()
+        due[key] = (date, action)
+        condition.signal()
+        condition.unlock()
+    }
+
+    public func cancel(_ key: Key) {
+        condition.lock()
+        due[key] = nil
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// When `key` is due, if it is scheduled.
+    public func moment(of key: Key) -> Date? {
+        condition.lock()
+        defer { condition.unlock() }
+        return due[key]?.at
+    }
+
+    /// Ends the thread; nothing scheduled runs after.
+    public func finish() {
+        condition.lock()
+        finishing = true
+        due.removeAll()
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        condition.lock()
+        while !finishing {
+            guard let earliest = due.min(by: { $0.value.at < $1.value.at }) else {
+                condition.wait()
+                continue
+            }
+            if earliest.value.at > Date() {
+                _ = condition.wait(until: earliest.value.at)
+                continue
+            }
+            due[earliest.key] = nil
+            condition.unlock()
+            earliest.value.action()
+            condition.lock()
+        }
+        condition.unlock()
+    }
+}

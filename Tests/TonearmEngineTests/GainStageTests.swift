@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import TonearmMedia
+@testable import TonearmEngine
+
+/// The output's gain stage: bit-perfect at unity, the volume's short ramp, and the slow fade the
+/// sleep timer and alarms use (linear in amplitude, a step a frame, across pieces).
+@Suite("Gain stage: volume and fades")
+struct GainStageTests {
+    static let format = PCMFormat(sampleType: .s16, sampleRate: 1000, channels: 2)
+
+    /// Applies the stage to `frames` frames of a constant `value`, in pieces of `piece` frames.
+    private func run(_ stage: inout GainStage, frames: Int, value: Int16 = 10_000, piece: Int = 7, target: Double = 1) -> [Int16] {
+        var samples = [Int16](repeating: value, count: frames * 2)
+        samples.withUnsafeMutableBytes { bytes in
+            var done = 0
+            while done < frames {
+                let count = min(piece, frames - done)
+                stage.apply(to: bytes.baseAddress! + done * 4, frames: count, format: Self.format, target: target)
+                done += count
+            }
+        }
+        return samples
+    }
+
+    @Test func unityLeavesSamplesUntouched() {
+        var stage = GainStage()
+        #expect(run(&stage, frames: 100).allSatisfy { $0 == 10_000 })
+    }
+
+    @Test func aFadeOutIsLinearAndStaysDown() {
+        var stage = GainStage()
+        stage.fade(from: nil, to: 0, frames: 400)
+        let out = run(&stage, frames: 500)
+        for frame in 0..<500 {
+            let expected = frame < 400 ? (10_000 * (1 - Double(frame + 1) / 400)).rounded() : 0
+            #expect(abs(Double(out[frame * 2]) - expected) <= 1 && out[frame * 2] == out[frame * 2 + 1], "frame \(frame): \(out[frame * 2])")
+        }
+        #expect(stage.fadeLevel == 0)
+    }
+
+    @Test func aFadeInFromSilenceReachesUnityAndIsThenBitPerfect() {
+        var stage = GainStage()
+        stage.fade(from: 0, to: 1, frames: 100)
+        let out = run(&stage, frames: 300)
+        #expect(abs(Double(out[0]) - 100) <= 1, "\(out[0])")
+        #expect(out[99 * 2] == 10_000 && out[299 * 2] == 10_000)
+        #expect(stage.fadeLevel == 1)
+    }
+
+    @Test func aFadeOfNoFramesIsAtOnce() {
+        var stage = GainStage()
+        stage.fade(from: nil, to: 0, frames: 50)
+        _ = run(&stage, frames: 20)
+        stage.fade(from: nil, to: 1, frames: 0)
+        #expect(run(&stage, frames: 10).allSatisfy { $0 == 10_000 })
+    }
+
+    /// The volume's ramp and a fade multiply.
+    @Test func aFadeRidesOnTheVolume() {
+        var stage = GainStage()
+        stage.fade(from: 0.5, to: 0.5, frames: 0)
+        let out = run(&stage, frames: 10, target: 0.5)
+        #expect(out.allSatisfy { $0 == 2500 }, "\(out)")
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+import TonearmTestSupport
+
+extension DaemonTests {
+    /// The sleep timer on the real daemon, heard through the `file:` capture (`Capture`).
+    @Suite("Daemon sleep timer", .serialized, .timeLimit(.minutes(3)))
+    struct DaemonSleepTests {
+        typealias Capture = DaemonGaplessTests.Capture
+        static let rate = 44100
+
+        private func start(_ capture: Capture, speed: Double) throws -> (DaemonProcess, LineClient, LineClient) {
+            let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "\(speed)"])
+            let client = try daemon.connect()
+            let watcher = try daemon.connect()
+            #expect(try watcher.call("subscribe", ["events": ["transition"]]).result != nil)
+            return (daemon, client, watcher)
+        }
+
+        /// A 16-bit stereo sine of `seconds`, and its PCM.
+        private func sine(_ capture: Capture, seconds: Int) throws -> (path: String, pcm: [Int16]) {
+            let path = capture.dir.path("sine.wav")
+            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                                                       "sine=f=440:sample_rate=\(Self.rate)", "-t", "\(seconds)", "-ac", "2",
+                                                       "-c:a", "pcm_s16le", path], timeout: 60)
+            try #require(made.status == 0, "\(made.output)")
+            let raw = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
+            try #require(raw.status == 0, "\(raw.output)")
+            return (path, Self.samples(try Data(contentsOf: URL(fileURLWithPath: path + ".raw"))))
+        }
+
+        static func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
+
+        /// Fades out linearly over `fade_s`, pauses once the silence is heard, and `play` goes on
+        /// at full level from the last sample heard.
+        @Test func aSleepTimerFadesOutThenPausesAndPlayResumesAtFullLevel() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let source = try sine(capture, seconds: 30)
+            let (daemon, client, watcher) = try start(capture, speed: 1)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [source.path], "play": true]).stateName == "playing")
+            let asked = Date()
+            let set = try client.call("sleep", ["after_s": 1.5, "fade_s": 1.0])
+            let plan = try #require(set.result?["sleep"] as? [String: Any], "\(set)")
+            #expect(plan["fade_s"] as? Double == 1 && (plan["at"] as? String).flatMap(ISO8601DateFormatter().date(from:)) != nil, "\(plan)")
+            #expect((try client.call("status").result?["sleep"] as? [String: Any])?["at"] as? String == plan["at"] as? String)
+            _ = try readEvents(watcher, timeout: 10 * Sanitizer.timeScale) { $0.transitionTo == "paused" }
+            let pausedAfter = Date().timeIntervalSince(asked)
+            #expect(pausedAfter >= 1.5 && pausedAfter < 1.5 + 1.5 * Sanitizer.timeScale, "paused after \(pausedAfter) s")
+            let status = try #require(client.call("status").result)
+            #expect(status["sleep"] is NSNull, "\(status)")
+            let heard = Int(((status["position"] as? Double ?? 0) * Double(Self.rate)).rounded())
+
+            // The capture: the sine as is, then a linear fade of 1 s, then silence.
+            let before = Self.samples(capture.settled())
+            // The first frame that differs is the fade's first, or a little after it (near a zero
+            // crossing the first steps round to the same sample): the best fit of a few is taken.
+            let firstDiffering = try #require((0..<before.count).first { before[$0] != source.pcm[$0] }) / 2
+            let fadeFrames = Self.rate
+            try #require(before.count / 2 >= firstDiffering + fadeFrames, "the whole fade was written")
+            func worstError(_ start: Int) -> Double {
+                var worst = 0.0
+                for frame in start..<start + fadeFrames {
+                    let level = 1 - Double(frame - start + 1) / Double(fadeFrames)
+                    worst = max(worst, abs(Double(before[frame * 2]) - (Double(source.pcm[frame * 2]) * level).rounded()))
+                }
+                return worst
+            }
+            let fits = (max(0, firstDiffering - 20)...firstDiffering).map { (start: $0, worst: worstError($0)) }
+            let (fadeStart, worst) = try #require(fits.min { $0.worst < $1.worst })
+            #expect(worst <= 1, "the fade is linear within 1 LSB (worst \(worst))")
+            #expect(before.dropFirst((fadeStart + fadeFrames) * 2).allSatisfy { $0 == 0 }, "silent after the fade")
+            #expect(heard >= fadeStart + fadeFrames && heard - (fadeStart + fadeFrames) < Self.rate,
+                    "paused once the silence was heard: at \(heard), the fade ended at \(fadeStart + fadeFrames)")
+
+            // Play again: at full level, from the sample heard last.
+            #expect(try client.call("play").stateName == "playing")
+            usleep(700_000)
+            _ = try client.call("pause")
+            let after = Self.samples(capture.settled())
+            let resumed = Array(after[before.count...])
+            try #require(resumed.count > Self.rate, "\(resumed.count) samples after the play")
+            let fromHeard = Array(resumed[0..<Self.rate]) == Array(source.pcm[heard * 2..<heard * 2 + Self.rate])
+            #expect(fromHeard, "full level, from the sample heard last; starts \(resumed.prefix(8)), heard at \(heard)")
+        }
+
+        /// `at_end_of: item` stops where the item ends: the next item waits, ready (as after a
+        /// load without play), at its first sample. `queue` with `repeat` on plays the queue
+        /// through once, then waits at its first item instead of starting over.
+        @Test(arguments: ["item", "queue"])
+        func atTheEndOfTheItemOrQueuePlaybackWaitsAtWhatFollows(_ end: String) throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let (daemon, client, watcher) = try start(capture, speed: 8)
+            defer { withExtendedLifetime(daemon) {} }
+            let added = try client.call("add", ["urls": [Fixtures.path("tone.wav"), Fixtures.path("tone.flac")]])
+            let ids = (added.result?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } ?? []
+            try #require(ids.count == 2)
+            if end == "queue" { _ = try client.call("options", ["repeat": true]) }
+            #expect((try client.call("sleep", ["at_end_of": end]).result?["sleep"] as? [String: Any])?["at_end_of"] as? String == end)
+            #expect(try client.call("play", ["id": ids[0]]).stateName == "playing")
+            _ = try readEvents(watcher, timeout: 20 * Sanitizer.timeScale) { $0.transitionTo == "ready" }
+            let waitsAt = end == "item" ? ids[1] : ids[0]
+            let status = try waitForStatus(client) { $0["current"] as? Int == waitsAt && $0.name == "ready" }
+            #expect(status["position"] as? Double == 0 && status["sleep"] is NSNull, "\(status)")
+            usleep(300_000)
+            let tone = try Fixtures.wavPCM("tone.wav")
+            #expect(capture.settled() == (end == "item" ? tone : tone + tone), "what was to play, whole, then nothing")
+        }
+
+        @Test func aCancelledTimerLeavesPlaybackAlone() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let source = try sine(capture, seconds: 5)
+            let (daemon, client, _) = try start(capture, speed: 2)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [source.path], "play": true]).stateName == "playing")
+            _ = try client.call("sleep", ["after_s": 1.0, "fade_s": 0.5])
+            usleep(200_000)
+            let cancelled = try client.call("sleep", ["cancel": true])
+            #expect(cancelled.result?["cancelled"] as? Bool == true, "\(cancelled)")
+            _ = try waitForStatus(client, timeout: 20 * Sanitizer.timeScale) { $0.name == "ended" }
+            let whole = Self.samples(capture.settled()) == source.pcm
+            #expect(whole, "played whole at full level")
+        }
+
+        @Test func badRequestsGetAClearError() throws {
+            let daemon = try DaemonProcess(arguments: ["--device", "null"])
+            let client = try daemon.connect()
+            let bad: [[String: Any]] = [[:], ["after_s": -1], ["after_s": 10, "at_end_of": "item"], ["at_end_of": "album"],
+                                        ["at_end_of": "item", "fade_s": 3], ["after_s": 60, "fade_s": 601],
+                                        ["cancel": true, "fade_s": 1], ["after_s": "soon"], ["until": 3], ["after_s": 700_000]]
+            for params in bad {
+                let answer = try client.call("sleep", params)
+                #expect(answer.errorCode == -32602 && answer.errorMessage?.isEmpty == false, "\(params): \(answer)")
+            }
+            #expect(try client.call("status").result?["sleep"] is NSNull)
+        }
+    }
+}
