@@ -38,6 +38,8 @@ public final class Player: Sendable {
     let loudness = LoudnessKeeper()
     /// The sleep timer's and the alarms' moments (`tonearm-timer`).
     let timer = WallClockTimer<TimerKey>()
+    /// The alarms, kept in the state directory once `alarms.keep(in:)` is called.
+    public let alarms: AlarmClock
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
     public let changes = ChangeLog()
@@ -91,11 +93,13 @@ public final class Player: Sendable {
         self.logger = logger
         let level = min(max(volume, 0), 100)
         model = Locked(Model(volume: level, replayGain: replayGain))
+        alarms = AlarmClock(timer: timer, logger: logger)
         performance = PerformanceObserver(engine: engine)
         engine.setVolume(Self.factor(level))
         engine.setReplayGain(replayGain)
         let token = engine.observeEvents { [weak self] _, event in self?.handle(event) }
         tokens.withLock { $0 = [token] }
+        alarms.onRing { [weak self] alarm in self?.ring(alarm) }
         measureLoudness(store: nil, measuresLibrary: false)
     }
 
@@ -228,6 +232,7 @@ public final class Player: Sendable {
         tags.shutdown()
         loudness.shutdown()
         timer.finish()
+        alarms.shutdown()
         engine.shutdown()
         await engine.waitUntilShutDown()
     }

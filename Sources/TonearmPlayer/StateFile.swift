@@ -15,14 +15,16 @@ import Glibc
 /// anew, never opened through a name someone else may have planted.
 public struct StateFile: Sendable {
     public let directory: String
-    public var path: String { directory + "/" + Self.name }
-    static let name = "state.json"
-    static let temporaryName = "state.json.tmp"
+    /// `state.json`; the alarms are kept the same way in `alarms.json`.
+    public let name: String
+    public var path: String { directory + "/" + name }
+    var temporaryName: String { name + ".tmp" }
     /// Far more than any queue (10,000 items take ~2 MiB): a larger file is not a state.
     public static let maximumSize = 64 << 20
 
-    public init(directory: String) {
+    public init(directory: String, name: String = "state.json") {
         self.directory = directory
+        self.name = name
     }
 
     public enum Loaded: Sendable {
@@ -58,7 +60,7 @@ public struct StateFile: Sendable {
     }
 
     /// Renames the file to a name no other file has, `state.json.bad-<UTC time>[-n]`.
-    private func setAside(reason: String, now: Date) -> Loaded {
+    func setAside(reason: String, now: Date) -> Loaded {
         let stamp = Self.stamp(now)
         for attempt in 0..<100 {
             let kept = path + ".bad-" + stamp + (attempt == 0 ? "" : "-\(attempt)")
@@ -182,9 +184,9 @@ public struct StateFile: Sendable {
         let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directoryFD >= 0 else { throw fail("cannot open \(directory)") }
         defer { close(directoryFD) }
-        let temporary = directory + "/" + Self.temporaryName
-        if unlinkat(directoryFD, Self.temporaryName, 0) != 0, errno != ENOENT { throw fail("cannot remove \(temporary)") }
-        let fd = openat(directoryFD, Self.temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let temporary = directory + "/" + temporaryName
+        if unlinkat(directoryFD, temporaryName, 0) != 0, errno != ENOENT { throw fail("cannot remove \(temporary)") }
+        let fd = openat(directoryFD, temporaryName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw fail("cannot create \(temporary)") }
         var written = 0
         let failure: WriteError? = data.withUnsafeBytes { raw -> WriteError? in
@@ -200,12 +202,12 @@ public struct StateFile: Sendable {
         }
         close(fd)
         if let failure {
-            unlinkat(directoryFD, Self.temporaryName, 0)
+            unlinkat(directoryFD, temporaryName, 0)
             throw failure
         }
-        guard renameat(directoryFD, Self.temporaryName, directoryFD, Self.name) == 0 else {
+        guard renameat(directoryFD, temporaryName, directoryFD, name) == 0 else {
             let error = fail("cannot rename \(temporary) to \(path)")
-            unlinkat(directoryFD, Self.temporaryName, 0)
+            unlinkat(directoryFD, temporaryName, 0)
             throw error
         }
         guard fsync(directoryFD) == 0 else { throw fail("cannot flush \(directory)") }

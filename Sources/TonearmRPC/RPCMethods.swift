@@ -69,6 +69,10 @@ enum RPCMethods {
         RPCMethod("loudness", .read, ["ids"], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("status", .read, [], .now),
         RPCMethod("sleep", .control, ["after_s", "fade_s", "at_end_of", "cancel"], .now),
+        // Later: answered once the alarms file is on disk.
+        RPCMethod("alarms.add", .control, ["time", "days", "url", "queue", "volume", "fade_in_s"], .later),
+        RPCMethod("alarms.list", .read, [], .now),
+        RPCMethod("alarms.remove", .control, ["id"], .later),
         RPCMethod("retry", .control, [], .later),
         RPCMethod("subscribe", .read, ["events", "position_interval"], .now),
         RPCMethod("library.stats", .read, [], .later),

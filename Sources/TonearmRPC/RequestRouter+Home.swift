@@ -1,9 +1,49 @@
 import Foundation
+import TonearmCore
 import TonearmPlayer
 import TonearmProtocol
 
-/// The home-speaker methods: `sleep` (and `alarms.*`).
+/// The home-speaker methods: `sleep` and `alarms.*`.
 extension RequestRouter {
+    /// `alarms.add {time, days?, url? | queue: true, volume?, fade_in_s?}`, `alarms.remove {id}`.
+    func alarmChange(_ method: String, _ params: Params) async throws -> JSONValue {
+        let outcome: Result<Alarm, AlarmClock.Failure>
+        if method == "alarms.remove" {
+            let id = try params.requiredInteger("id")
+            do throws(AlarmClock.Failure) { outcome = .success(try await player.alarms.remove(id: id)) } catch { outcome = .failure(error) }
+        } else {
+            let time = try params.requiredString("time")
+            let days = try (params.stringArray("days") ?? []).map { text in
+                guard let day = Weekday(rawValue: text.lowercased()) else {
+                    throw RPC.Failure(.invalidParams, "invalid params: 'days' holds 'mon' … 'sun', not '\(text)'")
+                }
+                return day
+            }
+            let queue = try params.bool("queue") ?? false
+            let url = try params.string("url").map { text in
+                let url = try sourceURL(text)
+                try sources.check(url)
+                return url.absoluteString
+            }
+            guard (url != nil) != queue else {
+                throw RPC.Failure(.invalidParams, "invalid params: give 'url' or 'queue: true' (what the alarm plays)")
+            }
+            let volume = try params.integer("volume")
+            let fadeIn = try params.number("fade_in_s") ?? 10
+            do throws(AlarmClock.Failure) {
+                outcome = .success(try await player.alarms.add(time: time, days: days, url: url, volume: volume, fadeIn: fadeIn))
+            } catch { outcome = .failure(error) }
+        }
+        switch outcome {
+        case .success(let alarm): return ["alarm": ProtocolEncoding.alarm(alarm)]
+        case .failure(.invalid(let message)): throw RPC.Failure(.invalidParams, "invalid params: \(message)")
+        case .failure(.notFound(let id)):
+            throw RPC.Failure(.rejected, "no alarm with id \(id)", data: ["kind": "not_found"])
+        case .failure(.notSaved(let reason)):
+            throw RPC.Failure(.internalError, "the alarms could not be saved: \(reason)")
+        }
+    }
+
     /// `sleep {after_s, fade_s?} | {at_end_of: "item"|"queue"} | {cancel: true}`.
     func sleepAnswer(_ params: Params) throws -> JSONValue {
         let after = try params.number("after_s"), end = try params.string("at_end_of")
@@ -30,6 +70,17 @@ extension RequestRouter {
 }
 
 extension ProtocolEncoding {
+    /// `{id, time, days, url | queue: true, volume?, fade_in_s, next_at}`.
+    static func alarm(_ alarm: Alarm) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": JSONValue(alarm.id), "time": .string(alarm.time), "days": .array(alarm.days.map { .string($0.rawValue) }),
+            "fade_in_s": .number(alarm.fadeIn), "next_at": .string(localTime(alarm.nextAt)),
+        ]
+        if let url = alarm.url { object["url"] = .string(url) } else { object["queue"] = .bool(true) }
+        if let volume = alarm.volume { object["volume"] = JSONValue(volume) }
+        return .object(object)
+    }
+
     /// `{at, fade_s}` (at: local time, ISO 8601 with its offset) or `{at_end_of}`.
     static func sleep(_ plan: SleepPlan?) -> JSONValue {
         switch plan {

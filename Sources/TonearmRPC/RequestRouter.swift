@@ -99,6 +99,8 @@ struct RequestRouter: Sendable {
                     "current": JSONValue(player.status.current)]
         case "add":
             return try await addAndPlay(params, session: session)
+        case "alarms.add", "alarms.remove":
+            return try await alarmChange(request.method, params)
         case _ where request.method.hasPrefix("playlist."):
             return try await playlistAnswer(request, session: session)
         case _ where request.method.hasPrefix("library."):
@@ -206,6 +208,8 @@ struct RequestRouter: Sendable {
             return changed(try player.stop())
         case "sleep":
             return try sleepAnswer(params)
+        case "alarms.list":
+            return ["alarms": .array(player.alarms.alarms.map(ProtocolEncoding.alarm))]
         case "subscribe":
             let kinds = try params.stringArray("events") ?? ["transition", "performance"]
             var subscription = Set<ClientSession.EventKind>()

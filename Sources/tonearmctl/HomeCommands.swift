@@ -64,3 +64,76 @@ struct Sleep: AsyncParsableCommand {
         return total
     }
 }
+
+/// `tonearmctl alarms` (list), `alarms add 07:30 --days mon,fri --url X`, `alarms remove 3`.
+struct Alarms: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, add or remove alarms.", subcommands: [List.self, Add.self, Remove.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the alarms.")
+        @OptionGroup var options: ConnectionOptions
+
+        func run() async throws {
+            try await options.run("alarms.list") { result in
+                guard case .array(let alarms)? = result.member("alarms"), !alarms.isEmpty else { return "no alarms" }
+                return alarms.map(Alarms.summary).joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add an alarm: at a local time, it plays a URL or the queue, fading in.")
+        @OptionGroup var options: ConnectionOptions
+        @Argument(help: ArgumentHelp("Local time, HH:MM or HH:MM:SS.", valueName: "time")) var time: String
+        @Option(help: ArgumentHelp("Days, e.g. mon,tue,fri (default every day).", valueName: "days")) var days: String?
+        @Option(help: ArgumentHelp("What it plays (default: the queue from its start).", valueName: "url")) var url: String?
+        @Option(help: ArgumentHelp("Volume, 0 to 100.", valueName: "level")) var volume: Int?
+        @Option(name: .customLong("fade-in"), help: ArgumentHelp("Seconds of fade-in (default 10).", valueName: "seconds"),
+                transform: NumberArgument.finite)
+        var fadeIn: Double?
+
+        func run() async throws {
+            var params: [String: JSONValue] = ["time": .string(time)]
+            if let days { params["days"] = .array(days.split(separator: ",").map { .string(String($0)) }) }
+            if let url {
+                // A relative path is the caller's, not the daemon's working directory.
+                params["url"] = .string(url.contains("://") || url.hasPrefix("/") ? url
+                                        : FileManager.default.currentDirectoryPath + "/" + url)
+            } else {
+                params["queue"] = .bool(true)
+            }
+            if let volume { params["volume"] = .number(Double(volume)) }
+            if let fadeIn { params["fade_in_s"] = .number(fadeIn) }
+            try await options.run("alarms.add", .object(params)) { Alarms.summary($0.member("alarm") ?? .null) }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an alarm.")
+        @OptionGroup var options: ConnectionOptions
+        @Argument(help: ArgumentHelp("Its id (see `tonearmctl alarms`).", valueName: "id")) var id: Int
+
+        func run() async throws {
+            try await options.run("alarms.remove", ["id": .number(Double(id))]) { "removed " + Alarms.summary($0.member("alarm") ?? .null) }
+        }
+    }
+
+    /// "3  07:30 mon,fri  file:///…  volume 40, fade-in 30 s  next 2026-11-30T07:30:00+00:00"
+    static func summary(_ alarm: JSONValue) -> String {
+        guard case .object(let a) = alarm else { return alarm.text }
+        func text(_ key: String) -> String? { if case .string(let s)? = a[key] { s } else { nil } }
+        func number(_ key: String) -> Double? { if case .number(let n)? = a[key] { n } else { nil } }
+        var days = "every day"
+        if case .array(let list)? = a["days"], !list.isEmpty {
+            days = list.compactMap { if case .string(let s) = $0 { s } else { nil } }.joined(separator: ",")
+        }
+        var line = "\(number("id").map { String(Int($0)) } ?? "?")  \(text("time") ?? "?") \(days)  \(text("url") ?? "the queue")"
+        var settings: [String] = []
+        if let volume = number("volume") { settings.append("volume \(Int(volume))") }
+        if let fade = number("fade_in_s") { settings.append("fade-in \(String(format: "%g", fade)) s") }
+        if !settings.isEmpty { line += "  " + settings.joined(separator: ", ") }
+        if let next = text("next_at") { line += "  next \(next)" }
+        return line
+    }
+}

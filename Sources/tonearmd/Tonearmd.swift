@@ -188,6 +188,7 @@ struct Tonearmd: AsyncParsableCommand {
         if settings.library.scanOnStart { library?.update() }
         if settings.library.watch { library?.startWatching() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
+        await player.alarms.keep(in: stateFile.directory)
         let keeper = saved.writable
             ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil
         keeper?.start()

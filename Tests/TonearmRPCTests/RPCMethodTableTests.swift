@@ -22,6 +22,6 @@ struct RPCMethodTableTests {
 
     @Test func readOnlyClientsMayCallExactlyTheReadMethods() {
         #expect(RPCMethods.readNames == ["status", "queue", "loudness", "subscribe", "ping", "version", "library.stats", "library.browse",
-                                         "library.search", "library.list", "library.art", "playlist.list"])
+                                         "library.search", "library.list", "library.art", "playlist.list", "alarms.list"])
     }
 }
