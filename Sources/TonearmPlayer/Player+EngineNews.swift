@@ -14,10 +14,16 @@ extension Player {
             let previous = m.context.currentItem
             let actions = EngineEventAdapter.actions(for: event, context: &m.context)
             for action in actions { machine.send(action) }
+            if let clip = m.announcementEngineID, event.itemID == clip {
+                // An announcement's news: never the machine's (the adapter saw another item).
+                clipNews(event, &m)
+                return
+            }
             switch event {
             case .opened(let id, let info):
                 m.inPlay[id]?.media = info
             case .ready(let id):
+                if m.comingBack?.engineID == id { m.comingBack = nil }
                 guard id == m.context.currentItem else { return }
                 m.failuresInRow = 0
                 announceItem(id, m)

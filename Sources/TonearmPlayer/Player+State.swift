@@ -44,6 +44,11 @@ extension Player {
             case .ready, .paused, .seeking, .buffering: .paused
             case .idle, .ended, .failed: .stopped
             }
+            if let point = m.announcements.returnPoint, point.queueID != nil {
+                // An announcement plays: what is kept is where playback comes back to.
+                playback = point.playing ? .playing : .paused
+            }
+            if let standsAt = m.standsAt { position = standsAt }
             let notLoadedYet: Bool = if case .loading = state { true } else { state == .idle }
             if let pending = m.pendingResume, pending.itemID == m.queue.currentID, notLoadedYet {
                 // The resume at start has not loaded the item yet: it stands where it stood.

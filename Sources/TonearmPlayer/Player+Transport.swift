@@ -130,6 +130,7 @@ extension Player {
             waiter?.resume(returning: .failed(PlaybackError(.invalidRequest, "no queue item with id \(queueID)")))
             return
         }
+        interruptAnnouncement(&m, playing: nil)
         supersedeWaiters(&m)
         m.nextEngineID += 1
         let engineID = m.nextEngineID
@@ -246,9 +247,12 @@ extension Player {
         guard position.isFinite else { throw .invalid("position must be a finite number of seconds") }
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<SeekOutcome, Never>) in
             model.withLock { m in
+                // During an announcement, playback comes back first, and the seek moves it.
+                let cameBack = machine.currentState.isActive ? interruptAnnouncement(&m, playing: machine.currentState.wantsSound) : nil
                 let current = m.context.currentItem
                 let heard = engine.heard
-                var target = relative ? (heard.itemID == current ? heard.seconds : 0) + position : position
+                let standsAt = cameBack?.position ?? (heard.itemID == current ? heard.seconds : 0)
+                var target = relative ? standsAt + position : position
                 // Every finite position clamps to [0, duration] (to the longest position there
                 // is when the duration is unknown).
                 target = min(max(0, target), SavedPlayerState.maximumPosition)
@@ -305,6 +309,12 @@ extension Player {
     /// Sends a user action (lock held); when accepted and it changes the state, runs `engineCall`.
     func perform(_ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
                          _ engineCall: (PlaybackState, inout Model) -> Void) throws(PlayerError) -> PlaybackTransition {
+        switch action {
+        case .play: interruptAnnouncement(&m, playing: true)
+        case .pause: interruptAnnouncement(&m, playing: false)
+        case .stop: interruptAnnouncement(&m, playing: nil)
+        default: break
+        }
         let from = machine.currentState
         guard let transition = machine.send(action) else { throw .rejected(state: from, action: action) }
         if transition.didChangeState || evenUnchanged { engineCall(from, &m) }

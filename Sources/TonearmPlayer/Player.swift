@@ -84,6 +84,13 @@ public final class Player: Sendable {
         /// The sleep timer, and whether its fade-out is under way (`Player+Sleep`).
         var sleep: SleepPlan?
         var sleepFading = false
+        /// Announcements over playback (`Player+Announce`), and the engine item of the clip
+        /// playing (nil while what plays fades out before it).
+        var announcements = AnnouncementOverlay()
+        var announcementEngineID: Int?
+        /// The item reopened after announcements, and where, until it is ready: what status and
+        /// the saved state say of its position meanwhile.
+        var comingBack: (engineID: Int, position: Double)?
     }
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
@@ -165,12 +172,15 @@ public final class Player: Sendable {
                 buffered = heard.buffered
                 loudness = itemLoudness(current, media: media, m)
             }
+            if let standsAt = m.standsAt { position = standsAt }
             return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                                 output: engine.configuration,
                                 interruption: state == .paused ? m.interruption : nil,
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
                                 queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
-                                loudness: loudness, sleep: m.sleep, deviceOpen: engine.isDeviceOpen)
+                                loudness: loudness, sleep: m.sleep,
+                                announcing: m.announcements.playing.map { Announcing(url: $0.url, waiting: m.announcements.waiting.count) },
+                                deviceOpen: engine.isDeviceOpen)
         }
     }
 

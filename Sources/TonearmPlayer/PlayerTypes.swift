@@ -25,6 +25,8 @@ public struct PlayerStatus: Sendable, Equatable {
     public var loudness: ItemLoudness? = nil
     /// The sleep timer, if one is set.
     public var sleep: SleepPlan? = nil
+    /// The announcement playing over what plays, if one is.
+    public var announcing: Announcing? = nil
     /// The output device is open (false once released after `output.release_after_s`, or before
     /// the first play).
     public var deviceOpen = false
@@ -40,6 +42,12 @@ public struct ItemLoudness: Sendable, Equatable {
         self.measured = measured
         self.gain = gain
     }
+}
+
+/// An announcement playing (`status.announcing`): its URL, and how many wait after it.
+public struct Announcing: Sendable, Equatable {
+    public var url: String
+    public var waiting: Int
 }
 
 /// The sleep timer (`Player.sleep`).

@@ -109,6 +109,9 @@ enum ProtocolEncoding {
         object["volume"] = JSONValue(status.volume)
         object["replay_gain"] = replayGain(status.replayGain)
         object["sleep"] = sleep(status.sleep)
+        if let announcing = status.announcing {
+            object["announcing"] = ["url": .string(announcing.url), "waiting": JSONValue(announcing.waiting)]
+        }
         if let loudness = status.loudness {
             var shown: [String: JSONValue] = ["source": .string(loudness.gain.source.rawValue),
                                               "gain_db": .number(rounded(loudness.gain.decibels))]

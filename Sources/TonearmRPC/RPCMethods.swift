@@ -68,6 +68,7 @@ enum RPCMethods {
         // What is measured of the queue's items (`LoudnessKeeper`); later for a long queue.
         RPCMethod("loudness", .read, ["ids"], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("status", .read, [], .now),
+        RPCMethod("announce", .control, ["url", "volume", "duck"], .now),
         RPCMethod("sleep", .control, ["after_s", "fade_s", "at_end_of", "cancel"], .now),
         // Later: answered once the alarms file is on disk.
         RPCMethod("alarms.add", .control, ["time", "days", "url", "queue", "volume", "fade_in_s"], .later),

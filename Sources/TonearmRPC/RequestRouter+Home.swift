@@ -3,8 +3,19 @@ import TonearmCore
 import TonearmPlayer
 import TonearmProtocol
 
-/// The home-speaker methods: `sleep` and `alarms.*`.
+/// The home-speaker methods: `announce`, `sleep` and `alarms.*`.
 extension RequestRouter {
+    /// `announce {url, volume?}`: `{place}` (0: it plays now; n: n − 1 others play first).
+    func announceAnswer(_ params: Params) throws -> JSONValue {
+        let url = try sourceURL(params.requiredString("url"))
+        try sources.check(url)
+        let volume = try params.integer("volume")
+        if try params.bool("duck") == true {
+            throw RPC.Failure(.invalidParams, "invalid params: 'duck' is not supported: what plays fades out and comes back after")
+        }
+        return ["place": JSONValue(try player.announce(url, volume: volume))]
+    }
+
     /// `alarms.add {time, days?, url? | queue: true, volume?, fade_in_s?}`, `alarms.remove {id}`.
     func alarmChange(_ method: String, _ params: Params) async throws -> JSONValue {
         let outcome: Result<Alarm, AlarmClock.Failure>

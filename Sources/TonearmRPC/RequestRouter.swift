@@ -208,6 +208,8 @@ struct RequestRouter: Sendable {
             return changed(try player.stop())
         case "sleep":
             return try sleepAnswer(params)
+        case "announce":
+            return try announceAnswer(params)
         case "alarms.list":
             return ["alarms": .array(player.alarms.alarms.map(ProtocolEncoding.alarm))]
         case "subscribe":

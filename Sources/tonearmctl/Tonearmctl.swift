@@ -11,7 +11,7 @@ struct Tonearmctl: AsyncParsableCommand {
         version: TonearmVersion.string,
         subcommands: [Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
-                      ReplayGain.self, Sleep.self, Alarms.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self, Ping.self,
+                      ReplayGain.self, Sleep.self, Alarms.self, Announce.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self, Ping.self,
                       Version.self])
 }
 

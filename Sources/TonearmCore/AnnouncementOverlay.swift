@@ -1,0 +1,114 @@
+/// Announcements over the playback machine (a doorbell chime, a spoken message): an overlay,
+/// not a state of the machine. While one plays, the machine keeps the state it had (playing
+/// stays playing, paused stays paused) and the queue does not change; the overlay holds the
+/// clip being played, those waiting after it, and the point to come back to. Pure: the player
+/// feeds it events and carries out the effect each returns (`Player+Announce`).
+public struct AnnouncementOverlay: Sendable, Equatable {
+    /// One announcement: what it plays, at what volume (nil: the player's).
+    public struct Clip: Sendable, Equatable {
+        public let url: String
+        public let volume: Int?
+        public init(url: String, volume: Int?) {
+            self.url = url
+            self.volume = volume
+        }
+    }
+
+    /// Where playback stood when the first announcement began, to come back to.
+    public struct ReturnPoint: Sendable, Equatable {
+        /// The queue item heard (nil: nothing was loaded, nothing to come back to).
+        public let queueID: Int?
+        public let position: Double
+        /// It was playing (or about to: buffering, seeking); else paused or ready.
+        public let playing: Bool
+        /// A live stream: it rejoins live rather than at `position`.
+        public let live: Bool
+        public init(queueID: Int?, position: Double, playing: Bool, live: Bool) {
+            self.queueID = queueID
+            self.position = position
+            self.playing = playing
+            self.live = live
+        }
+    }
+
+    public enum Phase: String, Sendable, CaseIterable {
+        /// No announcement.
+        case quiet
+        /// One plays, none waits.
+        case announcing
+        /// One plays and more wait after it.
+        case announcingWithMoreWaiting
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// A new announcement, and where playback stands as it comes.
+        case announce(Clip, returnPoint: ReturnPoint)
+        /// The clip being played ended, or could not be played.
+        case clipEnded
+        case clipFailed
+        /// A user's command (play, pause, stop, seek, a load or a jump) ends every announcement.
+        case interrupted
+    }
+
+    public enum Effect: Sendable, Equatable {
+        /// Fade out what plays, then play the clip (the first of a run).
+        case fadeOutAndPlay(Clip)
+        /// Play the next clip (one just ended).
+        case play(Clip)
+        /// Every announcement is done: back to where playback stood.
+        case resume(ReturnPoint)
+        /// Announcements cut short by a user's command, which decides where playback goes.
+        case abandon(ReturnPoint)
+        /// Queued behind the one playing.
+        case queued(position: Int)
+        /// Nothing to do (news about an announcement that is over).
+        case none
+        /// Refused: too many wait already.
+        case refused
+    }
+
+    /// At most this many wait behind the one playing.
+    public static let maximumWaiting = 16
+
+    public private(set) var playing: Clip?
+    public private(set) var waiting: [Clip] = []
+    public private(set) var returnPoint: ReturnPoint?
+
+    public init() {}
+
+    public var phase: Phase {
+        playing == nil ? .quiet : waiting.isEmpty ? .announcing : .announcingWithMoreWaiting
+    }
+
+    public mutating func handle(_ event: Event) -> Effect {
+        switch (event, playing) {
+        case (.announce(let clip, let point), nil):
+            playing = clip
+            returnPoint = point
+            return .fadeOutAndPlay(clip)
+        case (.announce(let clip, _), _?):
+            guard waiting.count < Self.maximumWaiting else { return .refused }
+            waiting.append(clip)
+            return .queued(position: waiting.count)
+        case (.clipEnded, _?), (.clipFailed, _?):
+            if !waiting.isEmpty {
+                let next = waiting.removeFirst()
+                playing = next
+                return .play(next)
+            }
+            return .resume(finish())
+        case (.interrupted, _?):
+            return .abandon(finish())
+        case (.clipEnded, nil), (.clipFailed, nil), (.interrupted, nil):
+            return .none
+        }
+    }
+
+    private mutating func finish() -> ReturnPoint {
+        let point = returnPoint ?? ReturnPoint(queueID: nil, position: 0, playing: false, live: false)
+        playing = nil
+        waiting = []
+        returnPoint = nil
+        return point
+    }
+}

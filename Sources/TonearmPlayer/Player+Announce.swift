@@ -1,0 +1,155 @@
+import Foundation
+import TonearmCore
+import TonearmEngine
+
+/// Announcements (`announce`): what plays fades out, the clip plays at its own volume, then
+/// playback comes back exactly: the same item at the same position (a live stream rejoins
+/// live), the same volume, playing or paused as it was. The machine keeps its state throughout
+/// and the queue does not change: `AnnouncementOverlay` (the core) decides, this carries it out.
+/// The clip is an engine item of its own; the adapter takes its news as another item's (none
+/// moves the machine), and `handle` hands its end here.
+extension Player {
+    /// How long what plays fades out before an announcement.
+    static let announcementFade = 0.3
+
+    /// Plays `url` over what plays. Returns its place in line: 0 plays now, n waits behind n − 1
+    /// others. The point to come back to is saved with the state at once.
+    @discardableResult
+    public func announce(_ url: URL, volume: Int?) throws(PlayerError) -> Int {
+        if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
+        return try model.withLock { m throws(PlayerError) in
+            let point = returnPoint(m)
+            switch m.announcements.handle(.announce(.init(url: url.absoluteString, volume: volume), returnPoint: point)) {
+            case .refused:
+                throw .invalid("\(AnnouncementOverlay.maximumWaiting) announcements wait already")
+            case .queued(let place):
+                return place
+            case .fadeOutAndPlay(let clip):
+                logger.info("announcement", metadata: ["url": "\(clip.url)"])
+                supersedeWaiters(&m)
+                changeObserver?.playerChanged()
+                if point.queueID != nil && point.playing {
+                    engine.fade(to: 0, over: Self.announcementFade)
+                    let at = Date().addingTimeInterval(Self.announcementFade + engine.outputLead)
+                    timer.schedule(.announce, at: at) { [weak self] in self?.playClipAfterFade(clip) }
+                } else {
+                    playClip(clip, &m)
+                }
+                return 0
+            default:
+                return 0
+            }
+        }
+    }
+
+    /// The announcement playing and how many wait (nil: none).
+    public var announcing: (url: String, waiting: Int)? {
+        model.withLock { m in m.announcements.playing.map { ($0.url, m.announcements.waiting.count) } }
+    }
+
+    /// Where playback stands, to come back to (lock held).
+    private func returnPoint(_ m: Model) -> AnnouncementOverlay.ReturnPoint {
+        let state = machine.currentState
+        let resumable: Bool = switch state {
+        case .ready, .playing, .paused, .buffering, .seeking, .loading: true
+        case .idle, .ended, .failed: false
+        }
+        guard resumable, let current = m.context.currentItem, let queueID = m.inPlay[current]?.queueID else {
+            return .init(queueID: nil, position: 0, playing: false, live: false)
+        }
+        let heard = engine.heard
+        var position = heard.itemID == current ? Self.shown(heard.seconds, duration: m.inPlay[current]?.media?.duration) : 0
+        if case .seeking(let target, _) = state { position = target }
+        let playing = state.wantsSound || (state.isLoading && m.inPlay[current]?.playsOnReady == true)
+        return .init(queueID: queueID, position: position, playing: playing, live: m.inPlay[current]?.media?.isLive == true)
+    }
+
+    private func playClipAfterFade(_ clip: AnnouncementOverlay.Clip) {
+        model.withLock { m in
+            guard m.announcements.playing == clip, m.announcementEngineID == nil else { return }
+            playClip(clip, &m)
+        }
+    }
+
+    /// Opens the clip, playing, at its volume and full level (lock held).
+    private func playClip(_ clip: AnnouncementOverlay.Clip, _ m: inout Model) {
+        guard let url = URL(string: clip.url) else { return }
+        m.nextEngineID += 1
+        m.announcementEngineID = m.nextEngineID
+        engine.setVolume(Self.factor(clip.volume ?? m.volume))
+        engine.fade(to: 1, over: 0)
+        _ = engine.open(EngineItem(id: m.nextEngineID, url: url), startAt: 0, playing: true)
+    }
+
+    /// News of the clip playing (lock held): its end, or its failure, moves the overlay on.
+    func clipNews(_ event: EngineEvent, _ m: inout Model) {
+        let overlayEvent: AnnouncementOverlay.Event
+        switch event {
+        case .didPlayToEnd: overlayEvent = .clipEnded
+        case .failed(_, let failure):
+            logger.warning("announcement could not be played", metadata: ["error": "\(failure.message)"])
+            overlayEvent = .clipFailed
+        default: return
+        }
+        m.announcementEngineID = nil
+        switch m.announcements.handle(overlayEvent) {
+        case .play(let next): playClip(next, &m)
+        case .resume(let point): comeBack(to: point, playing: point.playing, &m)
+        default: break
+        }
+    }
+
+    /// A user's command during an announcement ends them all (lock held). `playing` nil: the
+    /// command decides what plays (a load, a jump, a stop); else playback comes back to its
+    /// point, playing or not, and the command acts on that. Returns the point, if there was one.
+    @discardableResult
+    func interruptAnnouncement(_ m: inout Model, playing: Bool?) -> AnnouncementOverlay.ReturnPoint? {
+        guard case .abandon(let point) = m.announcements.handle(.interrupted) else { return nil }
+        timer.cancel(.announce)
+        m.announcementEngineID = nil
+        if let playing {
+            comeBack(to: point, playing: playing, &m)
+        } else {
+            engine.setVolume(Self.factor(m.volume))
+            engine.fade(to: 1, over: 0)
+        }
+        return point
+    }
+
+    /// Back to where playback stood: the item reopened at its position (a live stream at its
+    /// live edge), playing or not, at the player's volume; the machine has kept its state.
+    private func comeBack(to point: AnnouncementOverlay.ReturnPoint, playing: Bool, _ m: inout Model) {
+        timer.cancel(.announce)
+        engine.setVolume(Self.factor(m.volume))
+        engine.fade(to: 1, over: 0)
+        changeObserver?.playerChanged()
+        guard let queueID = point.queueID, let item = m.queue.item(id: queueID), machine.currentState.isActive else {
+            engine.stop()
+            return
+        }
+        m.nextEngineID += 1
+        let engineID = m.nextEngineID
+        m.context.currentItem = engineID
+        m.context.pendingNext = nil
+        m.context.expectedSeekToken = nil
+        m.pendingNextQueueID = nil
+        m.inPlay = [engineID: InPlay(queueID: queueID, reason: .user)]
+        let start = point.live ? 0 : point.position
+        m.comingBack = (engineID, start)
+        m.context.intent = engine.open(engineItem(engineID, item, m, opensAt: start), startAt: start, playing: playing)
+    }
+}
+
+extension Player.Model {
+    /// Where the current item stands while the engine does not hear it: during announcements,
+    /// where playback comes back to; then, until the item reopened there is ready, that point.
+    var standsAt: Double? {
+        if let point = announcements.returnPoint, point.queueID != nil { return point.live ? 0 : point.position }
+        if let back = comingBack, back.engineID == context.currentItem { return back.position }
+        return nil
+    }
+}
+
+extension PlaybackState {
+    var isLoading: Bool { if case .loading = self { true } else { false } }
+}
