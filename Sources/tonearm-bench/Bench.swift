@@ -257,12 +257,21 @@ struct Runner {
         report.add("idle: private dirty", "MiB", [idleMemory.privateDirty])
         report.add("idle: wake-ups", "/s", windows(running, count: 3, length: window * 2), budget: .atMost(0))
 
-        let control = try running.client()
+        var control = try running.client()
         _ = try control.call("load", ["url": file(60, "flac"), "play": true])
         sleep(seconds: 0.3)
         _ = try control.call("pause")
+        // Paused, the device is released once after `output.release_after_s` (10 s): one wake-up,
+        // then none. Measured from then on.
+        let released = monotonic()
+        while (try control.call("status")["result"] as? [String: Any]).flatMap({ ($0["output"] as? [String: Any])?["open"] as? Bool }) != false {
+            guard monotonic() - released < 30 else { throw BenchError("the paused device was never released") }
+            sleep(seconds: 0.1)
+        }
         sleep(seconds: 0.3)
         report.add("paused: wake-ups", "/s", windows(running, count: 3, length: window * 2), budget: .atMost(0))
+        // A connection silent for `control.connection_timeout` (60 s) is closed: a new one.
+        control = try running.client()
         _ = try control.call("stop")
 
         // Warm up once per format the cycles use, then 200 cycles of load + play + stop. A codec's
