@@ -99,7 +99,10 @@ extension EngineControl {
             // Nobody waits for this handle any more: it is closed here, where it was opened.
             if case .success(let output) = result { output.close() }
         }
-        let deadline = EngineLock.now() + openTimeout + (openHook.isEmpty ? 0 : hookTimeout)
+        // The opener may first run a closing hook queued before (after a release), then the
+        // opening one: each may take up to the hook timeout.
+        let hooks = configuration.onOpen.isEmpty && configuration.onClose.isEmpty ? 0 : 2 * hookTimeout
+        let deadline = EngineLock.now() + openTimeout + hooks
         while attempt.result == nil, !shuttingDown, EngineLock.now() < deadline {
             lock.waitOutput(untilMonotonic: deadline)
         }

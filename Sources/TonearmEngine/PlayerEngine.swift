@@ -156,6 +156,8 @@ public final class PlayerEngine: Sendable {
             c.intent += 1
             // A pause asked while the device is away is kept: the device's return must not undo it.
             if !playing { c.resumeOnRestore = false }
+            // A refill asked while playing has nothing to drop; left set, a later pause would redo it.
+            if playing { c.refillRequested = false }
             if c.playRequested != playing {
                 if playing { rejoinIfLiveAndStale() }
                 c.playRequested = playing

@@ -27,6 +27,8 @@ extension Player {
             engine.fade(from: 0, to: 1, over: alarm.fadeIn)
             do throws(PlayerError) { _ = try await play(id: id) } catch {
                 logger.warning("alarm could not play", metadata: ["alarm": "\(alarm.id)", "error": "\(error)"])
+                // Nothing was written: the fade-in must not meet what plays later.
+                engine.fade(to: 1, over: 0)
             }
         }
     }

@@ -27,6 +27,12 @@ extension Player {
             case .fadeOutAndPlay(let clip):
                 logger.info("announcement", metadata: ["url": "\(clip.url)"])
                 supersedeWaiters(&m)
+                // The item that played is over until playback comes back: its news (an end, a
+                // gapless border crossed during the fade) is no longer the machine's.
+                m.context.currentItem = nil
+                m.context.pendingNext = nil
+                m.context.expectedSeekToken = nil
+                m.pendingNextQueueID = nil
                 changeObserver?.playerChanged()
                 if point.queueID != nil && point.playing {
                     engine.fade(to: 0, over: Self.announcementFade)
@@ -60,6 +66,8 @@ extension Player {
         let heard = engine.heard
         var position = heard.itemID == current ? Self.shown(heard.seconds, duration: m.inPlay[current]?.media?.duration) : 0
         if case .seeking(let target, _) = state { position = target }
+        // Reopened after an announcement and not ready yet: it stands where it came back to.
+        if let standsAt = m.standsAt { position = standsAt }
         let playing = state.wantsSound || (state.isLoading && m.inPlay[current]?.playsOnReady == true)
         return .init(queueID: queueID, position: position, playing: playing, live: m.inPlay[current]?.media?.isLive == true)
     }
@@ -86,7 +94,7 @@ extension Player {
         let overlayEvent: AnnouncementOverlay.Event
         switch event {
         case .didPlayToEnd: overlayEvent = .clipEnded
-        case .failed(_, let failure):
+        case .failed(_, let failure), .deviceLost(_, let failure, _):
             logger.warning("announcement could not be played", metadata: ["error": "\(failure.message)"])
             overlayEvent = .clipFailed
         default: return
@@ -110,10 +118,28 @@ extension Player {
         if let playing {
             comeBack(to: point, playing: playing, &m)
         } else {
+            // The command decides what plays next; the clip (or the fade before it) ends now.
+            engine.stop()
             engine.setVolume(Self.factor(m.volume))
             engine.fade(to: 1, over: 0)
         }
         return point
+    }
+
+    /// A seek during an announcement (lock held): the announcements end and the item comes back
+    /// at the seek's target (relative: from the point it stood at), playing or paused as it was.
+    /// nil when no announcement plays (or nothing is to come back to: the seek goes its way).
+    func seekEndsAnnouncement(to position: Double, relative: Bool, _ m: inout Model) -> SeekOutcome? {
+        guard let point = m.announcements.returnPoint, let queueID = point.queueID else { return nil }
+        if point.live { return .rejected(.invalid("cannot seek in a live stream (state \(machine.currentState.name))")) }
+        var target = min(max(0, relative ? point.position + position : position), SavedPlayerState.maximumPosition)
+        if let duration = m.inPlay.values.first(where: { $0.queueID == queueID })?.media?.duration { target = min(target, duration) }
+        guard case .abandon = m.announcements.handle(.interrupted) else { return nil }
+        timer.cancel(.announce)
+        m.announcementEngineID = nil
+        let moved = AnnouncementOverlay.ReturnPoint(queueID: queueID, position: target, playing: point.playing, live: false)
+        comeBack(to: moved, playing: point.playing, &m)
+        return .landed(position: target, state: machine.currentState)
     }
 
     /// Back to where playback stood: the item reopened at its position (a live stream at its
@@ -123,10 +149,25 @@ extension Player {
         engine.setVolume(Self.factor(m.volume))
         engine.fade(to: 1, over: 0)
         changeObserver?.playerChanged()
-        guard let queueID = point.queueID, let item = m.queue.item(id: queueID), machine.currentState.isActive else {
-            engine.stop()
+        guard let queueID = point.queueID, m.queue.item(id: queueID) != nil, machine.currentState.isActive else {
+            // Nothing to come back to (stopped, ended, or the item left the queue): stopped.
+            if machine.currentState.isActive { machine.send(.stop) }
+            stopEngine(&m)
             return
         }
+        switch machine.currentState {
+        case .playing, .paused, .ready:
+            reopen(queueID, at: point.live ? 0 : point.position, playing: playing, &m)
+        default:
+            // A load, a seek or a buffering was under way: the item is loaded again, as a load
+            // is, and the machine follows its news.
+            open(&m, queueID: queueID, start: point.live ? 0 : point.position, cause: .goesOn(play: playing))
+        }
+    }
+
+    /// Opens the queue item again in the engine, the machine keeping its state (lock held).
+    private func reopen(_ queueID: Int, at start: Double, playing: Bool, _ m: inout Model) {
+        guard let item = m.queue.item(id: queueID) else { return }
         m.nextEngineID += 1
         let engineID = m.nextEngineID
         m.context.currentItem = engineID
@@ -134,7 +175,6 @@ extension Player {
         m.context.expectedSeekToken = nil
         m.pendingNextQueueID = nil
         m.inPlay = [engineID: InPlay(queueID: queueID, reason: .user)]
-        let start = point.live ? 0 : point.position
         m.comingBack = (engineID, start)
         m.context.intent = engine.open(engineItem(engineID, item, m, opensAt: start), startAt: start, playing: playing)
     }

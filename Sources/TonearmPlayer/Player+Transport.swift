@@ -232,6 +232,7 @@ extension Player {
 
     /// Lock held.
     func stopEngine(_ m: inout Model) {
+        interruptAnnouncement(&m, playing: nil)
         supersedeWaiters(&m)
         m.context.currentItem = nil
         m.context.pendingNext = nil
@@ -247,12 +248,15 @@ extension Player {
         guard position.isFinite else { throw .invalid("position must be a finite number of seconds") }
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<SeekOutcome, Never>) in
             model.withLock { m in
-                // During an announcement, playback comes back first, and the seek moves it.
-                let cameBack = machine.currentState.isActive ? interruptAnnouncement(&m, playing: machine.currentState.wantsSound) : nil
+                // During an announcement, the item comes back at the seek's target: the seek is
+                // the reopening, and has landed once it is asked.
+                if let landed = seekEndsAnnouncement(to: position, relative: relative, &m) {
+                    continuation.resume(returning: landed)
+                    return
+                }
                 let current = m.context.currentItem
                 let heard = engine.heard
-                let standsAt = cameBack?.position ?? (heard.itemID == current ? heard.seconds : 0)
-                var target = relative ? standsAt + position : position
+                var target = relative ? (heard.itemID == current ? heard.seconds : 0) + position : position
                 // Every finite position clamps to [0, duration] (to the longest position there
                 // is when the duration is unknown).
                 target = min(max(0, target), SavedPlayerState.maximumPosition)

@@ -172,7 +172,13 @@ public final class Player: Sendable {
                 buffered = heard.buffered
                 loudness = itemLoudness(current, media: media, m)
             }
-            if let standsAt = m.standsAt { position = standsAt }
+            if let standsAt = m.standsAt {
+                position = standsAt
+                // During announcements the item is out of the engine: what it is stays shown.
+                if media == nil, let queueID = m.queue.currentID {
+                    media = m.inPlay.values.first { $0.queueID == queueID }?.media
+                }
+            }
             return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                                 output: engine.configuration,
                                 interruption: state == .paused ? m.interruption : nil,

@@ -185,6 +185,69 @@ extension DaemonTests {
             #expect(status["announcing"] == nil)
         }
 
+        /// A seek during an announcement ends it: the item comes back at the seek's target.
+        @Test func aSeekDuringAnAnnouncementBringsTheItemBackThere() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let media = try Self.media(capture.dir)
+            let (long, _) = try Self.make(capture.dir, "long.wav", "sine=f=600", rate: 48000, seconds: 20)
+            let (daemon, client) = try start(capture)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
+            #expect(try client.call("announce", ["url": long]).result?["place"] as? Int == 0)
+            usleep(600_000)
+            let sought = try client.call("seek", ["position": 5.0])
+            #expect(sought.result?["position"] as? Double == 5 && sought.stateName == "playing", "\(sought)")
+            let status = try #require(client.call("status").result)
+            #expect(status["announcing"] == nil && status.name == "playing", "\(status)")
+            usleep(600_000)
+            _ = try client.call("pause")
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            let from5 = media.musicPCM[5 * Self.rate * 2..<(5 * Self.rate + 2000) * 2]
+            #expect(Self.find(from5, in: pcm) != nil, "the music came back at 5 s")
+        }
+
+        /// `stop` and `clear` end announcements, even with nothing loaded; after the queue ended,
+        /// an announcement leaves playback stopped, and `play` starts the queue, not the clip.
+        @Test func stopClearAndAnEndedQueueEndAnnouncementsCleanly() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let media = try Self.media(capture.dir)
+            let (long, _) = try Self.make(capture.dir, "long.wav", "sine=f=600", rate: 48000, seconds: 20)
+            let (daemon, client) = try start(capture, speed: 8)
+            defer { withExtendedLifetime(daemon) {} }
+            // Nothing loaded: stop ends it.
+            #expect(try client.call("announce", ["url": long]).result?["place"] as? Int == 0)
+            _ = try waitForStatus(client) { $0["announcing"] != nil }
+            _ = try client.call("stop")
+            #expect(try client.call("status").result?["announcing"] == nil)
+            let afterStop = capture.settled().count
+            usleep(300_000)
+            #expect(capture.settled().count == afterStop, "the clip stopped")
+            // Playing: clear ends it.
+            #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
+            #expect(try client.call("announce", ["url": long]).result?["place"] as? Int == 0)
+            _ = try client.call("clear")
+            let cleared = try #require(client.call("status").result)
+            #expect(cleared["announcing"] == nil && cleared.name == "idle", "\(cleared)")
+            // The queue played to its end: stopped afterwards, and play starts the queue.
+            let added = try client.call("add", ["urls": [Fixtures.path("tone.wav")], "play": true])
+            #expect(added.stateName == "playing")
+            _ = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { $0.name == "ended" }
+            #expect(try client.call("announce", ["url": media.chime]).result?["place"] as? Int == 0)
+            let done = try waitUntilDone(client)
+            #expect(done.name == "idle", "\(done)")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { $0.name == "ended" }
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            let tone = DaemonSleepTests.samples(try Fixtures.wavPCM("tone.wav"))
+            let chimeAt = try #require(Self.find(media.chimePCM.prefix(400), in: pcm), "the chime was heard")
+            let whole = chimeAt + media.chimePCM.count + tone.count <= pcm.count
+                && pcm[(chimeAt + media.chimePCM.count)...].prefix(tone.count).elementsEqual(tone)
+            #expect(whole, "after the chime, the queue from its start")
+        }
+
         @Test func badAnnouncementsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
