@@ -180,6 +180,7 @@ final class EngineControl: @unchecked Sendable {
     /// next open needs no hook, and a release runs `output.on_close`. Output thread.
     var hooksOpened = false
     /// The output thread has closed the device, run its closing hook and left (shutdown).
+    /// Written by the output thread, lock held; `waitUntilShutDown` waits for it.
     var outputFinished = false
     /// What the device granted when asked for a format it could not play as is; the decoder
     /// converts to the granted one from then on.
