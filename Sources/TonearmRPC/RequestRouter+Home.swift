@@ -85,7 +85,7 @@ extension ProtocolEncoding {
     static func alarm(_ alarm: Alarm) -> JSONValue {
         var object: [String: JSONValue] = [
             "id": JSONValue(alarm.id), "time": .string(alarm.time), "days": .array(alarm.days.map { .string($0.rawValue) }),
-            "fade_in_s": .number(alarm.fadeIn), "next_at": .string(localTime(alarm.nextAt)),
+            "fade_in_s": .number(alarm.fadeIn), "next_at": .string(AlarmClock.localTime(alarm.nextAt)),
         ]
         if let url = alarm.url { object["url"] = .string(url) } else { object["queue"] = .bool(true) }
         if let volume = alarm.volume { object["volume"] = JSONValue(volume) }
@@ -96,16 +96,8 @@ extension ProtocolEncoding {
     static func sleep(_ plan: SleepPlan?) -> JSONValue {
         switch plan {
         case nil: .null
-        case .at(let at, let fade): ["at": .string(localTime(at)), "fade_s": .number(fade)]
+        case .at(let at, let fade): ["at": .string(AlarmClock.localTime(at)), "fade_s": .number(fade)]
         case .endOf(let end): ["at_end_of": .string(end.rawValue)]
         }
-    }
-
-    /// "2026-11-27T07:30:00+01:00": the system's time zone (TZ), to the second.
-    static func localTime(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone.current
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
     }
 }
