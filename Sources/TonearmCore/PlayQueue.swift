@@ -23,17 +23,23 @@ public struct QueueOptions: Sendable, Equatable, Codable {
     public var random: Bool
     /// With `single`: single mode ends once the current item has ended (MPD's `single oneshot`).
     public var oneshot: Bool
+    /// How long the end of an item and the start of the next overlap, seconds, 0…`longestCrossfade`
+    /// (0: gapless joins). Kept with the queue's play options, as MPD keeps it.
+    public var crossfade: Double
+
+    public static let longestCrossfade = 15.0
 
     public init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
-                oneshot: Bool = false) {
+                oneshot: Bool = false, crossfade: Double = 0) {
         self.repeat = `repeat`
         self.single = single
         self.consume = consume
         self.random = random
         self.oneshot = oneshot
+        self.crossfade = crossfade
     }
 
-    private enum CodingKeys: String, CodingKey { case `repeat`, single, consume, random, oneshot }
+    private enum CodingKeys: String, CodingKey { case `repeat`, single, consume, random, oneshot, crossfade }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -43,6 +49,9 @@ public struct QueueOptions: Sendable, Equatable, Codable {
         random = try c.decode(Bool.self, forKey: .random)
         // State files from before oneshot existed have none.
         oneshot = try c.decodeIfPresent(Bool.self, forKey: .oneshot) ?? false
+        // Nor crossfade; a value out of range (a hand-edited file) is brought into it.
+        let crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade) ?? 0
+        self.crossfade = crossfade.isFinite ? min(max(crossfade, 0), Self.longestCrossfade) : 0
     }
 }
 

@@ -52,6 +52,18 @@ extension EngineControl {
         /// its end; `wholeMeter` follows it off the lock. A seek or another target gives it up.
         var wholeItem: EngineItem?
         var wholeMeter: LoudnessMeter?
+        /// The open item's newest frames, kept back from the pipe while it nears an end that
+        /// crossfades; and the tail of the item before it, mixed into its first frames.
+        var gathering = CrossfadeTail()
+        var mixing = CrossfadeTail()
+        /// The item ended with a tail kept back and no next named: it is handed on by then.
+        var tailDeadline: Double?
+        /// Frames of the open item mixed with the tail before it so far.
+        var mixedFrames = 0
+        /// The open item is decoded in a format a crossfade chose (the device's), not its own.
+        var formatForced = false
+        /// Where the pending frames are when not in `decoder.scratch` (a tail faded out).
+        var pendingSource: UnsafeMutableRawPointer?
     }
 
     /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
@@ -132,6 +144,8 @@ extension EngineControl {
             } else if state.finished, let item = state.item, let next, next.after == item.id,
                       next.item.id != state.failedNextID {
                 openNext(next.item, &state)
+            } else if tailIsOrphaned(state) {
+                handOnOrphanedTail(&state)
             } else {
                 lock.waitDecoder()
             }
@@ -159,6 +173,9 @@ extension EngineControl {
         state.reconnect = nil
         state.positionBase = 0
         state.readPausedUntil = nil
+        state.gathering.clear()
+        state.tailDeadline = nil
+        state.pendingSource = nil
     }
 
     /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
@@ -172,6 +189,7 @@ extension EngineControl {
         state.failedNextID = nil
         decoderFailedNextID = nil
         state.previous = nil
+        state.mixing.clear()
         guard let target else {
             decoderItemID = nil
             state.item = nil
@@ -188,7 +206,9 @@ extension EngineControl {
         let cancellation = reuse?.cancellation ?? CancellationFlag()
         cancellation.reset()
         decoderCancellation = cancellation
-        var format = reuse.map { chunkFormat(for: $0.sourceFormat) }
+        // An item decoded in the format of a crossfade keeps it through a seek (no reopen mid-item).
+        var format = reuse.map { state.formatForced ? grantedFormats[state.format] ?? state.format : chunkFormat(for: $0.sourceFormat) }
+        if reuse == nil { state.formatForced = false }
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
         lock.unlock()
         if let reuse, let format {
@@ -225,11 +245,13 @@ extension EngineControl {
     }
 
     /// Opens an item's file and prepares conversion; seeks when `startSeconds` > 0. Lock not held.
+    /// `forcing` a format decodes in it whatever the source (the next item of a crossfade).
     private func openDecoder(_ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
+                             forcing forced: PCMFormat? = nil,
                              format: inout PCMFormat?) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
-            let chosen = lock.withLock { chunkFormat(for: decoder.sourceFormat) }
+            let chosen = forced ?? lock.withLock { chunkFormat(for: decoder.sourceFormat) }
             try decoder.configureOutput(chosen)
             format = chosen
             // A live stream starts where it is now, whatever position was asked (a restore).
@@ -303,10 +325,14 @@ extension EngineControl {
         decoderItemID = item.id
         let cancellation = CancellationFlag()
         decoderCancellation = cancellation
+        // Crossfading into it: it is converted to the format of the tail it is mixed with; and
+        // while crossfades are on, an item after one so converted stays in that format too.
+        let forced = formatForNext(after: previous, state)
+            ?? (state.formatForced && crossfadeSeconds > 0 ? state.format : nil)
         lock.unlock()
         state.decoder = nil
         var format: PCMFormat?
-        let opened = openDecoder(item, cancellation: cancellation, startSeconds: 0, format: &format)
+        let opened = openDecoder(item, cancellation: cancellation, startSeconds: 0, forcing: forced, format: &format)
         lock.lock()
         guard epoch == myEpoch else { return }
         switch opened {
@@ -325,12 +351,14 @@ extension EngineControl {
             state.decoder = decoder
             state.item = item
             state.format = format ?? decoder.outputFormat
+            state.formatForced = forced != nil
             state.finished = false
             state.runStart = .advance
             state.discardBefore = nil
             state.pendingPosition = 0
             state.mustProduce = false
             state.liveTarget = liveTarget(for: decoder)
+            prepareMix(into: item, decoder, &state)
             giveUpWholeMeasurement(&state)
             measureOnTheWay(item, decoder, &state)
         }
@@ -359,6 +387,7 @@ extension EngineControl {
         assertOn(.decoder)
         guard let decoder = state.decoder, let item = state.item else { return }
         let myEpoch = epoch
+        keepsTail(&state)
         let destination = inPlaceDestination(decoder, state)
         lock.unlock()
         followLiveTarget(item, &state)
@@ -366,7 +395,12 @@ extension EngineControl {
         let started = decoder.isNetwork ? EngineLock.now() : 0
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext(into: destination)) } catch { result = .failure(error) }
+        // The item's own frames are measured, then the tail before it is mixed in.
         let measured = feedMeters(result, destination, decoder, &state)
+        if case .success(.frames(let count, _, let inDestination)) = result,
+           let frames = inDestination ? destination?.bytes : decoder.scratch {
+            mixTail(into: frames, count: count, decoder, &state)
+        }
         lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
             // That read waited for the network: the socket is drained. It fills while what is
@@ -395,11 +429,13 @@ extension EngineControl {
                 state.discardBefore = nil
             }
             if let title = decoder.takeStreamTitle() { state.streamTitle = StreamTitle(streamTitle: title) }
+            state.pendingSource = nil
             state.pendingFrames = count - skip
             state.pendingOffset = skip
             state.pendingPosition = position + Int64(skip)
             state.mustProduce = false
         case .success(.endOfStream):
+            if fadeOutRestOfTail(decoder, &state) { return }
             if state.mustProduce {
                 fail(item, EngineFailure(.decodeFailed, "no audio could be decoded from \(item.path)"), &state)
                 return
@@ -543,6 +579,29 @@ extension EngineControl {
             lock.wakeOutput()
         }
         decodingNetwork = decoder.isNetwork
+        var tail = keepsTail(&state) ? state.gathering : nil
+        if let tail, state.pendingFrames > 0, tail.free > 0 {
+            keepBack(decoder, &state)
+            return
+        }
+        // At the end with a tail kept back: how many of its oldest frames go on as they are.
+        var handOn = tail?.count ?? 0
+        if let kept = tail, state.pendingFrames == 0, state.endPending {
+            switch tailDecision(&state) {
+            case .crossfade(let keeping) where kept.count > keeping:
+                // The next item is short: the overlap is half of it at most.
+                handOn = kept.count - keeping
+            case .crossfade:
+                // The tail waits for the next item; the end marker goes on now.
+                commitTail(&state)
+                tail = nil
+            case .handOn:
+                break
+            case .wait(let until):
+                if let until { lock.waitDecoder(untilMonotonic: until) } else { lock.waitDecoder() }
+                return
+            }
+        }
         if state.fill == nil {
             guard !pipeIsFull, let chunk = pipe.takeFree() else {
                 // Full: sleep until it is half empty (hysteresis), so that the decoder wakes about
@@ -553,7 +612,9 @@ extension EngineControl {
                 }
                 return
             }
-            chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: state.pendingPosition,
+            // Frames kept back come before the pending ones.
+            let position = state.pendingPosition - Int64(tail?.count ?? 0)
+            chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: position,
                         runStart: state.runStart, replayGain: decoder.info.replayGain,
                         prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
             chunk.liveGainDB = state.live?.itemID == item.id ? state.live?.gain.decibels : nil
@@ -564,9 +625,21 @@ extension EngineControl {
         }
         guard let chunk = state.fill else { return }
         let bytesPerFrame = state.format.bytesPerFrame
+        if let tail, tail.count > 0 {
+            // The tail is full: its oldest frames go on, as many as wait to take their place;
+            // or the item ended without a crossfade after all: all of them.
+            let count = min(chunk.capacityFrames - chunk.frames, handOn, state.endPending ? tail.count : state.pendingFrames)
+            let destination = chunk.bytes + chunk.frames * bytesPerFrame
+            lock.unlock()
+            tail.takeOldest(into: destination, frames: count)
+            lock.lock()
+            chunk.frames += count
+            pushIfDue(chunk, &state)
+            return
+        }
         let count = min(chunk.capacityFrames - chunk.frames, state.pendingFrames)
         if count > 0 {
-            let source = decoder.scratch + state.pendingOffset * bytesPerFrame
+            let source = (state.pendingSource ?? decoder.scratch) + state.pendingOffset * bytesPerFrame
             let destination = chunk.bytes + chunk.frames * bytesPerFrame
             lock.unlock()
             destination.copyMemory(from: source, byteCount: count * bytesPerFrame)
@@ -583,9 +656,10 @@ extension EngineControl {
     /// the chunk is the decoder's until it is pushed, so it is written without the lock, as the
     /// copy out of `scratch` is. Not while frames are to be discarded (the sample-exact landing
     /// cuts them in `scratch`), nor for a network source (a stream title read with the frames
-    /// must start a chunk of its own).
+    /// must start a chunk of its own), nor while the item's tail is kept back.
     private func inPlaceDestination(_ decoder: MediaDecoder, _ state: DecoderState) -> MediaDecoder.Destination? {
         guard let chunk = state.fill, state.discardBefore == nil, state.pendingFrames == 0, !decoder.isNetwork,
+              state.gathering.itemID != state.item?.id,
               chunk.format == decoder.outputFormat, chunk.frames < chunk.capacityFrames else { return nil }
         return MediaDecoder.Destination(bytes: chunk.bytes + chunk.frames * chunk.format.bytesPerFrame,
                                         frames: chunk.capacityFrames - chunk.frames)
@@ -594,7 +668,9 @@ extension EngineControl {
     /// Pushes the chunk being filled when it is due (lock held).
     private func pushIfDue(_ chunk: PCMChunk, _ state: inout DecoderState) {
         assertOn(.decoder)
+        // An item ends once its pending frames and any tail kept back are placed.
         let ending = state.endPending && state.pendingFrames == 0
+            && (state.gathering.itemID != state.item?.id || state.gathering.count == 0)
         // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
         // the output has nothing, a partial one holding twice what the last push held: a run
         // starts with a small chunk, then 2, 4, 8 times as much, so a slow source does not starve

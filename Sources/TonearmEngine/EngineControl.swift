@@ -21,14 +21,21 @@ public struct EngineItem: Sendable, Equatable {
     /// Not measured yet: if it is still not when the decoder opens it from its start, the
     /// decoder measures it from the frames it decodes anyway (`loudnessMeasured` news).
     public var measuresOnTheWay: Bool
+    /// Decoded as the next item: joins the item before it gaplessly even when a crossfade is set
+    /// (the two are tracks of one album, as the player judges it).
+    public var joinsGaplessly: Bool
+    /// Its length as its tags say, seconds, if known: a crossfade into it is at most half of it.
+    public var durationHint: Double?
 
     public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
-                measuresOnTheWay: Bool = false) {
+                measuresOnTheWay: Bool = false, joinsGaplessly: Bool = false, durationHint: Double? = nil) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain
         self.loudness = loudness
         self.measuresOnTheWay = measuresOnTheWay
+        self.joinsGaplessly = joinsGaplessly
+        self.durationHint = durationHint
     }
 
     var path: String { url.isFileURL ? url.path : url.absoluteString }
@@ -110,6 +117,9 @@ final class EngineControl: @unchecked Sendable {
     var refillRequested = false
     /// ReplayGain, applied by the output to every chunk from its item's tags. Callers.
     var replayGain = ReplayGainSettings()
+    /// How long an item and the next overlap, seconds (0: gapless joins). The decoder reads it
+    /// when it nears an item's end. Callers.
+    var crossfadeSeconds = 0.0
     /// Callers (`shutdown`); both threads leave when they see it.
     var shuttingDown = false
     /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder

@@ -163,6 +163,8 @@ public final class PlayerEngine: Sendable {
                 c.playRequested = playing
                 if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
                 c.lock.wakeOutput()
+                // A decoder that waits, paused, to hear whether an item crossfades counts from now.
+                if playing { c.lock.wakeDecoder() }
             }
             return c.intent
         }
@@ -202,6 +204,14 @@ public final class PlayerEngine: Sendable {
                 if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
             }
             return itemID
+        }
+    }
+
+    /// Sets how long an item and the next overlap, seconds, 0…15 (0: gapless). It applies to
+    /// the next item whose end the decoder has not reached yet.
+    public func setCrossfade(seconds: Double) {
+        control.lock.withLock {
+            control.crossfadeSeconds = seconds.isFinite ? min(max(seconds, 0), 15) : 0
         }
     }
 

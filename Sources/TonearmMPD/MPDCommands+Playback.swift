@@ -122,8 +122,11 @@ extension MPDCommands {
             _ = call.player.setReplayGain(mode: mode)
         }),
         MPDCommand("crossfade", .control, 1...1, .now { call, _ throws(MPDError) in
-            // Gapless joins are the point; crossfading is not offered, but 0 (off) is what it is.
-            guard try call.unsigned(0) == 0 else { throw MPDError(.system, "crossfade is not supported: joins are gapless") }
+            let seconds = try call.unsigned(0)
+            guard Double(seconds) <= QueueOptions.longestCrossfade else {
+                throw .argument("Crossfade is at most \(Int(QueueOptions.longestCrossfade)) seconds")
+            }
+            _ = call.player.setOptions { $0.crossfade = Double(seconds) }
         }),
     ]
 

@@ -78,6 +78,8 @@ extension MPDCommands {
         r.add("random", options.random)
         r.add("single", options.single ? (options.oneshot ? "oneshot" : "1") : "0")
         r.add("consume", options.consume)
+        // As MPD: only when set, in whole seconds.
+        if options.crossfade > 0 { r.add("xfade", Int(options.crossfade.rounded())) }
         r.add("partition", "default")
         r.add("playlist", queue.version)
         r.add("playlistlength", queue.items.count)

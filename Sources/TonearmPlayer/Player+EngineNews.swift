@@ -186,7 +186,11 @@ extension Player {
         if let wanted, let item = m.queue.item(id: wanted) {
             m.nextEngineID += 1
             let engineID = m.nextEngineID
-            guard engine.setNext(engineItem(engineID, item, m), after: current) else { return }
+            var next = engineItem(engineID, item, m)
+            // The engine joins it to the current item (one that failed in between is skipped).
+            next.joinsGaplessly = keepsAlbumGapless(item, after: currentQueueID, m)
+            next.durationHint = tags.tags(for: item.url)?.duration
+            guard engine.setNext(next, after: current) else { return }
             if let old = m.context.pendingNext { m.inPlay[old] = nil }
             m.inPlay[engineID] = InPlay(queueID: wanted, reason: .advance)
             m.context.pendingNext = engineID

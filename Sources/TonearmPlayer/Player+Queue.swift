@@ -89,6 +89,8 @@ extension Player {
         model.withLock { m in
             var options = m.queue.options
             change(&options)
+            options.crossfade = options.crossfade.isFinite ? min(max(options.crossfade, 0), QueueOptions.longestCrossfade) : 0
+            engine.setCrossfade(seconds: options.crossfade)
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
             try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))

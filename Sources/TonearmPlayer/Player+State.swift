@@ -70,6 +70,7 @@ extension Player {
         model.withLock { m in
             changes.start(at: saved.journalSequence ?? 0)
             m.queue = saved.queue
+            engine.setCrossfade(seconds: saved.queue.options.crossfade)
             if mode != .off, let current = saved.queue.currentID, saved.playback != .stopped {
                 m.pendingResume = (current, saved.playback, saved.position)
             }

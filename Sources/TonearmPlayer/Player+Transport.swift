@@ -185,6 +185,14 @@ extension Player {
         }
     }
 
+    /// With a crossfade set, whether `item` still joins the item before it gaplessly: both are
+    /// tracks of one album (the same album tag) and `crossfade.skip_same_album` is on.
+    func keepsAlbumGapless(_ item: QueueItem, after previousID: Int, _ m: Model) -> Bool {
+        guard crossfadeSettings.skipSameAlbum, let previous = m.queue.item(id: previousID), previous.id != item.id,
+              let album = tags.tags(for: item.url)?.album, !album.isEmpty else { return false }
+        return tags.tags(for: previous.url)?.album == album
+    }
+
     public func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
 
     /// Answers every waiting load and seek: a newer command replaced them (lock held).

@@ -24,6 +24,8 @@ public final class Player: Sendable {
     public let machine: PlaybackStateMachine
     let engine: PlayerEngine
     public let performance: PerformanceObserver
+    /// How crossfades are made (the configuration's); how long, the queue's options say.
+    public let crossfadeSettings: CrossfadeSettings
     let model: Locked<Model>
     let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
     let settingsEvents = StreamFanout<SettingsEvent>(bufferingPolicy: .bufferingNewest(64))
@@ -94,8 +96,10 @@ public final class Player: Sendable {
     }
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
-                volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings()) {
+                volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings(),
+                crossfade: CrossfadeSettings = CrossfadeSettings()) {
         self.engine = engine
+        crossfadeSettings = crossfade
         self.machine = machine
         self.logger = logger
         let level = min(max(volume, 0), 100)

@@ -108,3 +108,13 @@ extension PlayerError {
         }
     }
 }
+
+/// How crossfades are made (`[crossfade]` in the configuration).
+public struct CrossfadeSettings: Sendable, Equatable {
+    /// Consecutive tracks of one album join gaplessly even with a crossfade set.
+    public var skipSameAlbum: Bool
+
+    public init(skipSameAlbum: Bool = true) {
+        self.skipSameAlbum = skipSameAlbum
+    }
+}

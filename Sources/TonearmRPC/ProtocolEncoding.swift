@@ -165,6 +165,7 @@ enum ProtocolEncoding {
             "current": JSONValue(queue.currentID), "next": JSONValue(next), "version": JSONValue(queue.version),
             "repeat": .bool(queue.options.repeat), "single": .bool(queue.options.single),
             "consume": .bool(queue.options.consume), "random": .bool(queue.options.random),
+            "crossfade": JSONValue(queue.options.crossfade),
         ]
     }
 

@@ -62,7 +62,7 @@ enum RPCMethods {
         RPCMethod("remove", .control, ["ids"], .now),
         RPCMethod("move", .control, ["id", "position"], .now),
         RPCMethod("clear", .control, [], .now),
-        RPCMethod("options", .control, ["repeat", "single", "consume", "random"], .now),
+        RPCMethod("options", .control, ["repeat", "single", "consume", "random", "crossfade"], .now),
         RPCMethod("volume", .control, ["level", "delta"], .now),
         RPCMethod("replay_gain", .control, ["mode", "preamp_db"], .now),
         // What is measured of the queue's items (`LoudnessKeeper`); later for a long queue.

@@ -169,14 +169,20 @@ struct RequestRouter: Sendable {
         case "options":
             let repeatFlag = try params.bool("repeat"), single = try params.bool("single")
             let consume = try params.bool("consume"), random = try params.bool("random")
+            let crossfade = try params.number("crossfade")
+            if let crossfade, !(0...QueueOptions.longestCrossfade).contains(crossfade) {
+                throw RPC.Failure(.invalidParams, "invalid params: 'crossfade' must be a number of seconds from 0 to 15")
+            }
             let options = player.setOptions { options in
                 if let repeatFlag { options.repeat = repeatFlag }
                 if let single { options.single = single }
                 if let consume { options.consume = consume }
                 if let random { options.random = random }
+                if let crossfade { options.crossfade = crossfade }
             }
             return ["repeat": .bool(options.repeat), "single": .bool(options.single), "consume": .bool(options.consume),
-                    "random": .bool(options.random), "version": JSONValue(player.queue.version)]
+                    "random": .bool(options.random), "crossfade": JSONValue(options.crossfade),
+                    "version": JSONValue(player.queue.version)]
         case "volume":
             let level = try params.integer("level"), delta = try params.integer("delta")
             if let level, !(0...100).contains(level) {

@@ -23,6 +23,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var volume = 100
     /// ReplayGain at start (`[replay_gain]`).
     public var replayGain = ReplayGainSettings()
+    /// How crossfades are made (`[crossfade]`).
+    public var crossfade = CrossfadeSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
     public var maxClients = 256
     /// Per control client: the cap on unread replies and the silence after which it is closed.
@@ -72,7 +74,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         var config = self
         for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
-                                      "library", "http"].contains(key) {
+                                      "library", "http", "crossfade"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -339,6 +341,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
         }
         if let http = table["http"] { try config.applyHTTP(http, source) }
+        if let crossfade = table["crossfade"] { try config.applyCrossfade(crossfade, source) }
         if let log = table["log"] {
             guard let log = log.table else { throw Invalid("\(source): [log] must be a table") }
             for key in log.keys {

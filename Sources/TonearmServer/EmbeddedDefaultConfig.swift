@@ -89,6 +89,16 @@ target_lufs = -18.0
 # the stream's short-term loudness towards target_lufs, within ±6 dB, at most 1 dB per 5 s.
 live = "off"
 
+[crossfade]
+# How long items overlap is a play option (JSON-RPC `options {crossfade}`, MPD `crossfade N`,
+# 0 to 15 s; 0: gapless joins). During the overlap the end of one item fades out and the start
+# of the next fades in along an equal-power curve (cos and sin), both in the format the device
+# is open in: items of other rates, channel counts or sample formats are converted, and the next
+# item goes on in that format to its end (the device is never reopened for it). The overlap is
+# at most half the length of the item that ends. Live streams, which do not end, never fade.
+# Consecutive tracks of one album (the same album tag) still join gaplessly:
+skip_same_album = true
+
 [control]
 # Clients connected to the control socket at once. One more is answered with an error and closed,
 # so that a runaway script cannot take every file descriptor (the systemd unit allows 1024).

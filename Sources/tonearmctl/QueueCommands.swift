@@ -123,12 +123,16 @@ struct QueueOptionsCommand: AsyncParsableCommand {
     var consume: OnOff?
     @Option(help: ArgumentHelp("Play the queue in a shuffled order.", valueName: "on|off"))
     var random: OnOff?
+    @Option(help: ArgumentHelp("Overlap the end of an item and the start of the next, 0 to 15 (0: gapless).",
+                               valueName: "seconds"))
+    var crossfade: Double?
 
     func run() async throws {
         var params: [String: JSONValue] = [:]
         for (key, value) in [("repeat", repeatSwitch), ("single", single), ("consume", consume), ("random", random)] {
             if let value { params[key] = .bool(value == .on) }
         }
+        if let crossfade { params["crossfade"] = JSONValue(crossfade) }
         try await options.run("options", .object(params)) {
             "\(Summary.options($0)) (queue version \(Summary.whole($0["version"])))"
         }

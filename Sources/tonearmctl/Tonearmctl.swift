@@ -136,7 +136,9 @@ enum Summary {
 
     /// The queue options of a `queue` or `options` answer.
     static func options(_ result: JSONValue) -> String {
-        ["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }.joined(separator: " · ")
+        let crossfade = result["crossfade"]?.doubleValue ?? 0
+        return (["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }
+                + [crossfade > 0 ? "crossfade \(String(format: "%g", crossfade)) s" : "crossfade off"]).joined(separator: " · ")
     }
 
     /// The current item's gain: how much, from what, and its measured loudness when known.

@@ -153,7 +153,8 @@ struct Tonearmd: AsyncParsableCommand {
         // cleanup: it is ignored; there is no configuration reload yet.
         signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output, input: settings.input)
-        let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain)
+        let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain,
+                            crossfade: settings.crossfade)
         let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
             environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
         // One daemon per state directory; held until the process ends.

@@ -39,7 +39,8 @@ struct ConfigurationTests {
                       "[snapcast]\nsource = \"localhost\"", "[snapcast]\nformat = \"48000:24:2\"", "[snapcast]\nport = 1",
                       "[input]\nprotocols = [\"ftp\"]", "[input]\nprebuffer_ms = -1", "[input]\ntimeout_ms = 0",
                       "[output]\nrelease_after_s = -2", "[output]\nrelease_after_s = \"soon\"", "[output]\non_open = \"amp on\"",
-                      "[output]\non_close = [\"amp\", 1]", "[output]\non_open = [\"\"]", "[output]\nhook_timeout_ms = 0"])
+                      "[output]\non_close = [\"amp\", 1]", "[output]\non_open = [\"\"]", "[output]\nhook_timeout_ms = 0",
+                      "crossfade = 3", "[crossfade]\nskip_same_album = 1", "[crossfade]\nseconds = 3"])
     func invalidConfigIsRefusedWithAReason(_ text: String) {
         #expect(throws: DaemonConfiguration.Invalid.self) { try DaemonConfiguration().applying(toml: text, source: "t") }
     }
@@ -57,6 +58,12 @@ struct ConfigurationTests {
         let kept = try DaemonConfiguration().applying(toml: "[output]\nrelease_after_s = -1", source: "t")
         #expect(kept.output.releaseAfterSeconds == nil)
         #expect(DaemonConfiguration.embeddedDefault().output.releaseAfterSeconds == 10)
+    }
+
+    @Test func crossfadeSettings() throws {
+        #expect(DaemonConfiguration.embeddedDefault().crossfade.skipSameAlbum)
+        let config = try DaemonConfiguration().applying(toml: "[crossfade]\nskip_same_album = false", source: "t")
+        #expect(!config.crossfade.skipSameAlbum)
     }
 
     @Test func snapcastOutputAndNetworkInput() throws {

@@ -1,0 +1,16 @@
+import TOMLKit
+import TonearmPlayer
+
+extension DaemonConfiguration {
+    /// `[crossfade]`: how crossfades are made (how long, the `options` say).
+    mutating func applyCrossfade(_ value: any TOMLValueConvertible, _ source: String) throws {
+        guard let crossfade = value.table else { throw Invalid("\(source): [crossfade] must be a table") }
+        for key in crossfade.keys {
+            let value = crossfade[key]!
+            switch key {
+            case "skip_same_album": self.crossfade.skipSameAlbum = try bool(value, "crossfade.skip_same_album", source)
+            default: throw Invalid("\(source): unknown key 'crossfade.\(key)'")
+            }
+        }
+    }
+}
