@@ -8,7 +8,7 @@ import TonearmSync
 extension Player {
     /// What the player's timer thread waits for.
     enum TimerKey: Hashable, Sendable {
-        case sleepFade, sleepPause, alarm, announce
+        case sleepFade, sleepPause, alarm, announce, manualFade
     }
 
     /// Pauses `seconds` from now, the last `fade` seconds fading out (at most all of them).

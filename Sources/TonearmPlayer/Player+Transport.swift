@@ -57,7 +57,7 @@ extension Player {
     /// `ready`. At the end of the queue, stops.
     public func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int?? = model.withLock { m in
-            guard let current = m.queue.currentID else { return .some(m.queue.first) }
+            guard let current = jumpOrigin(m) else { return .some(m.queue.first) }
             return .some(m.queue.userNext(after: current))
         }
         guard let id = target ?? nil else {
@@ -70,7 +70,7 @@ extension Player {
     /// Goes to the previous queue item; at the start of the queue, restarts the current one.
     public func previous() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int? = model.withLock { m in
-            guard let current = m.queue.currentID else { return m.queue.first }
+            guard let current = jumpOrigin(m) else { return m.queue.first }
             return m.queue.previous(before: current) ?? current
         }
         guard let id = target else { throw .invalid("the queue is empty") }
@@ -80,6 +80,7 @@ extension Player {
     /// Opens queue item `id`; `play` nil keeps the current play state. A file that fails is
     /// skipped (an `item_failed` event) and the queue goes on.
     func jump(to id: Int, play: Bool?, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        guard await fadeOutBeforeJump(to: id) else { throw .superseded(by: machine.currentState) }
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
                 let state = machine.currentState
@@ -197,6 +198,7 @@ extension Player {
 
     /// Answers every waiting load and seek: a newer command replaced them (lock held).
     func supersedeWaiters(_ m: inout Model) {
+        endManualFade(&m)
         for id in m.inPlay.keys { takeLoadWaiter(id, &m)?.resume(returning: .superseded) }
         for waiter in m.seekWaiters { waiter.continuation.resume(returning: .superseded) }
         m.seekWaiters = []
@@ -258,6 +260,7 @@ extension Player {
             model.withLock { m in
                 // During an announcement, the item comes back at the seek's target: the seek is
                 // the reopening, and has landed once it is asked.
+                endManualFade(&m)
                 if let landed = seekEndsAnnouncement(to: position, relative: relative, &m) {
                     continuation.resume(returning: landed)
                     return
@@ -321,6 +324,7 @@ extension Player {
     /// Sends a user action (lock held); when accepted and it changes the state, runs `engineCall`.
     func perform(_ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
                          _ engineCall: (PlaybackState, inout Model) -> Void) throws(PlayerError) -> PlaybackTransition {
+        endManualFade(&m)
         switch action {
         case .play: interruptAnnouncement(&m, playing: true)
         case .pause: interruptAnnouncement(&m, playing: false)

@@ -93,6 +93,8 @@ public final class Player: Sendable {
         /// The item reopened after announcements, and where, until it is ready: what status and
         /// the saved state say of its position meanwhile.
         var comingBack: (engineID: Int, position: Double)?
+        /// A jump waiting while what plays fades out (`Player+ManualFade.swift`).
+        var manualFade: ManualFade?
     }
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,

@@ -113,8 +113,11 @@ extension PlayerError {
 public struct CrossfadeSettings: Sendable, Equatable {
     /// Consecutive tracks of one album join gaplessly even with a crossfade set.
     public var skipSameAlbum: Bool
+    /// `next`, `previous` and a jump while playing fade out over this long, seconds (0: cut).
+    public var manualSeconds: Double
 
-    public init(skipSameAlbum: Bool = true) {
+    public init(skipSameAlbum: Bool = true, manualSeconds: Double = 0.3) {
         self.skipSameAlbum = skipSameAlbum
+        self.manualSeconds = manualSeconds
     }
 }

@@ -9,6 +9,8 @@ extension DaemonConfiguration {
             let value = crossfade[key]!
             switch key {
             case "skip_same_album": self.crossfade.skipSameAlbum = try bool(value, "crossfade.skip_same_album", source)
+            case "manual_ms":
+                self.crossfade.manualSeconds = Double(try integer(value, "crossfade.manual_ms", source, 0...5000)) / 1000
             default: throw Invalid("\(source): unknown key 'crossfade.\(key)'")
             }
         }

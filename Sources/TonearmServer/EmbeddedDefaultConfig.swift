@@ -98,6 +98,9 @@ live = "off"
 # at most half the length of the item that ends. Live streams, which do not end, never fade.
 # Consecutive tracks of one album (the same album tag) still join gaplessly:
 skip_same_album = true
+# With a crossfade set, `next`, `previous` and a jump to another item while playing fade what
+# plays out over this many milliseconds (0 to 5000; 0: cut at once), then the item starts whole.
+manual_ms = 300
 
 [control]
 # Clients connected to the control socket at once. One more is answered with an error and closed,

@@ -132,6 +132,72 @@ extension DaemonTests {
             #expect(pcm == whole, "\(pcm.count / 2) frames of \(whole.count / 2), bit-exact")
         }
 
+        /// With a crossfade set, `next` while playing fades what plays out (0.3 s by default,
+        /// heard before the next item), then the next item starts whole, bit-exact.
+        @Test func nextWhilePlayingFadesOutFirst() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let noise = try Self.make(capture.dir, "noise.wav", "anoisesrc=color=white:amplitude=0.3:seed=3", rate: 44100,
+                                      channels: 2, seconds: 8, extra: ["-c:a", "pcm_s16le"])
+            let tone = try Self.make(capture.dir, "tone.wav", "sine=f=440", rate: 44100, channels: 2, seconds: 4,
+                                     extra: ["-c:a", "pcm_s16le"])
+            let noisePCM = try Self.decoded(noise), tonePCM = try Self.decoded(tone)
+            let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "2"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            #expect(try client.call("options", ["crossfade": 2]).result != nil)
+            #expect(try client.call("add", ["urls": [noise, tone], "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
+            let asked = Date()
+            let next = try client.call("next")
+            let took = Date().timeIntervalSince(asked)
+            #expect(next.stateName == "playing", "\(next)")
+            #expect(took >= 0.3, "next waits for the fade: \(took) s")
+            usleep(500_000)
+            _ = try client.call("pause")
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            let start = try #require(DaemonAnnounceTests.find(tonePCM.prefix(400), in: pcm), "the next item is in the capture")
+            let rest = min(pcm.count - start, tonePCM.count)
+            #expect(rest > 44100 && pcm[start..<start + rest] == tonePCM[0..<rest], "the next item from its start, bit-exact")
+            let differs = try #require((0..<start).first { pcm[$0] != noisePCM[$0] }, "the first item is faded before it ends")
+            #expect(differs >= 44100 * 2, "untouched until the fade")
+            let fadeEnd = pcm[max(differs, start - 441)..<start]
+            #expect(fadeEnd.allSatisfy { abs(Int($0)) <= 100 }, "faded out to silence before the next item")
+        }
+
+        /// Three `next`s during one fade skip three items: the first two are superseded, the
+        /// third lands on the fourth item, after one fade.
+        @Test func nextsDuringTheFadeCountOnFromEachOther() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let files = try (0..<4).map { index in
+                try Self.make(capture.dir, "t\(index).wav", "sine=f=\(300 + 100 * index)", rate: 44100, channels: 2,
+                              seconds: 6, extra: ["-c:a", "pcm_s16le"])
+            }
+            let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "2", "--config",
+                                                       try Self.config(capture, "[crossfade]\nmanual_ms = 1500\n")])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            #expect(try client.call("options", ["crossfade": 1]).result != nil)
+            #expect(try client.call("add", ["urls": files, "play": true]).stateName == "playing")
+            let ids = try #require((client.call("queue").result?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int })
+            let clients = try (0..<3).map { _ in try daemon.connect() }
+            for (n, other) in clients.enumerated() {
+                try other.send(line: #"{"jsonrpc":"2.0","id":\#(n + 1),"method":"next"}"#)
+                usleep(100_000)
+            }
+            let answers = try clients.map { try $0.readJSON(timeout: 10) }
+            #expect(answers[0].errorCode == -32002 && answers[1].errorCode == -32002, "\(answers)")
+            #expect(answers[2].stateName == "playing", "\(answers[2])")
+            #expect(try client.call("status").result?["current"] as? Int == ids[3])
+        }
+
+        static func config(_ capture: Capture, _ text: String) throws -> String {
+            let path = capture.dir.path("tonearmd.toml")
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
         /// MPD's `crossfade` sets the same option: `status` says `xfade`, and so does JSON-RPC.
         @Test func mpdCrossfadeSetsTheOptionAndBadValuesAreRefused() throws {
             let (daemon, music) = try DaemonMPDTests.daemon(music: [:])

@@ -40,7 +40,8 @@ struct ConfigurationTests {
                       "[input]\nprotocols = [\"ftp\"]", "[input]\nprebuffer_ms = -1", "[input]\ntimeout_ms = 0",
                       "[output]\nrelease_after_s = -2", "[output]\nrelease_after_s = \"soon\"", "[output]\non_open = \"amp on\"",
                       "[output]\non_close = [\"amp\", 1]", "[output]\non_open = [\"\"]", "[output]\nhook_timeout_ms = 0",
-                      "crossfade = 3", "[crossfade]\nskip_same_album = 1", "[crossfade]\nseconds = 3"])
+                      "crossfade = 3", "[crossfade]\nskip_same_album = 1", "[crossfade]\nseconds = 3",
+                      "[crossfade]\nmanual_ms = 5001", "[crossfade]\nmanual_ms = 0.5"])
     func invalidConfigIsRefusedWithAReason(_ text: String) {
         #expect(throws: DaemonConfiguration.Invalid.self) { try DaemonConfiguration().applying(toml: text, source: "t") }
     }
@@ -62,8 +63,9 @@ struct ConfigurationTests {
 
     @Test func crossfadeSettings() throws {
         #expect(DaemonConfiguration.embeddedDefault().crossfade.skipSameAlbum)
-        let config = try DaemonConfiguration().applying(toml: "[crossfade]\nskip_same_album = false", source: "t")
-        #expect(!config.crossfade.skipSameAlbum)
+        #expect(DaemonConfiguration.embeddedDefault().crossfade.manualSeconds == 0.3)
+        let config = try DaemonConfiguration().applying(toml: "[crossfade]\nskip_same_album = false\nmanual_ms = 0", source: "t")
+        #expect(!config.crossfade.skipSameAlbum && config.crossfade.manualSeconds == 0)
     }
 
     @Test func snapcastOutputAndNetworkInput() throws {
