@@ -21,7 +21,7 @@ struct Bench: ParsableCommand {
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
-    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release.") var only: String?
+    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release, crossfade.") var only: String?
 
     func run() throws {
         let bench = Runner(daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTree: libraryTree,
@@ -36,6 +36,7 @@ struct Bench: ParsableCommand {
             ("idle", bench.idleAndMemory), ("control", bench.control), ("responsiveness", bench.responsiveness),
             ("queue", bench.queue), ("edits", bench.edits), ("network", bench.network), ("snapcast", bench.snapcast),
             ("library", bench.library), ("web", bench.web), ("loudness", bench.loudness), ("release", bench.release),
+            ("crossfade", bench.crossfade),
         ]
         if let only, !sections.contains(where: { $0.0 == only }) { throw ValidationError("no section '\(only)'") }
         for (name, section) in sections where only == nil || only == name { try section() }
