@@ -26,7 +26,7 @@ extension EngineControl {
     private func plannedOverlapFrames(_ item: EngineItem, _ decoder: MediaDecoder, _ format: PCMFormat) -> Int? {
         // A network item arrives at its own pace: keeping seconds of it back could starve the output.
         guard crossfadeSeconds > 0, !decoder.isNetwork, let duration = decoder.info.duration, duration > 0 else { return nil }
-        if let next, next.after == item.id, next.item.joinsGaplessly { return nil }
+        if let next, next.after == item.id, next.item.joinsGaplessly == true { return nil }
         let frames = Int((min(crossfadeSeconds, duration / 2) * Double(format.sampleRate)).rounded())
         return frames > 0 ? frames : nil
     }
@@ -65,16 +65,17 @@ extension EngineControl {
         case crossfade(keeping: Int)
         /// Handed on as it is: no crossfade after all.
         case handOn
-        /// Not known yet: the next is not named. Asked again at a command, or then (nil: paused,
-        /// nothing drains the pipe; a play wakes the decoder).
+        /// Not known yet: the next is not named, or whether it joins gaplessly is not known (its
+        /// tags are being read). Asked again at a command, or then (nil: paused, nothing drains
+        /// the pipe; a play wakes the decoder); then handed on, gapless.
         case wait(until: Double?)
     }
 
     /// At the open item's end, with a kept tail: what becomes of it. Lock held.
     func tailDecision(_ state: inout DecoderState) -> TailDecision {
         guard let item = state.item, state.gathering.count > 0, crossfadeSeconds > 0 else { return .handOn }
-        if let next, next.after == item.id, next.item.id != state.failedNextID {
-            guard !next.item.joinsGaplessly else { return .handOn }
+        if let next, next.after == item.id, next.item.id != state.failedNextID, let joinsGaplessly = next.item.joinsGaplessly {
+            guard !joinsGaplessly else { return .handOn }
             // At most half the next item, as it is at most half this one (its length as tagged).
             let half = next.item.durationHint.map { Int($0 / 2 * Double(state.gathering.format.sampleRate)) }
             return .crossfade(keeping: min(state.gathering.count, half ?? .max))

@@ -22,13 +22,14 @@ public struct EngineItem: Sendable, Equatable {
     /// decoder measures it from the frames it decodes anyway (`loudnessMeasured` news).
     public var measuresOnTheWay: Bool
     /// Decoded as the next item: joins the item before it gaplessly even when a crossfade is set
-    /// (the two are tracks of one album, as the player judges it).
-    public var joinsGaplessly: Bool
+    /// (the two are tracks of one album, as the player judges it). nil: not known yet (their
+    /// tags are being read); the decoder waits for it as for a next not named yet.
+    public var joinsGaplessly: Bool?
     /// Its length as its tags say, seconds, if known: a crossfade into it is at most half of it.
     public var durationHint: Double?
 
     public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
-                measuresOnTheWay: Bool = false, joinsGaplessly: Bool = false, durationHint: Double? = nil) {
+                measuresOnTheWay: Bool = false, joinsGaplessly: Bool? = false, durationHint: Double? = nil) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain

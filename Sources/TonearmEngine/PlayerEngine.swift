@@ -142,6 +142,18 @@ public final class PlayerEngine: Sendable {
         }
     }
 
+    /// Corrects what is known of the next item after `after` (its tags were read since it was
+    /// named): the decoder weighs it when `after` ends.
+    public func updateNext(after: Int, joinsGaplessly: Bool?, durationHint: Double?) {
+        control.lock.withLock {
+            guard var next = control.next, next.after == after else { return }
+            next.item.joinsGaplessly = joinsGaplessly
+            next.item.durationHint = durationHint
+            control.next = next
+            control.lock.wakeDecoder()
+        }
+    }
+
     /// Returns the intent number of this command: output news about play state carries the
     /// number it acted on, so news from before this command can be told apart.
     @discardableResult

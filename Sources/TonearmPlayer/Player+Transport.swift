@@ -187,14 +187,29 @@ extension Player {
     }
 
     /// With a crossfade set, whether `item` still joins the item before it gaplessly: both are
-    /// tracks of one album (the same album tag) and `crossfade.skip_same_album` is on.
-    func keepsAlbumGapless(_ item: QueueItem, after previousID: Int, _ m: Model) -> Bool {
-        guard crossfadeSettings.skipSameAlbum, let previous = m.queue.item(id: previousID), previous.id != item.id,
-              let album = tags.tags(for: item.url)?.album, !album.isEmpty else { return false }
-        return tags.tags(for: previous.url)?.album == album
+    /// tracks of one album (the same album tag) and `crossfade.skip_same_album` is on. nil: not
+    /// known yet, a file's tags are still being read (`tagsRead` says it again).
+    func keepsAlbumGapless(_ item: QueueItem, after previousID: Int, _ m: Model) -> Bool? {
+        guard crossfadeSettings.skipSameAlbum, let previous = m.queue.item(id: previousID), previous.id != item.id else { return false }
+        let reading = { (url: URL) in url.isFileURL ? self.tags.tags(for: url) : MediaTags() }
+        guard let itemTags = reading(item.url), let previousTags = reading(previous.url) else { return nil }
+        guard let album = itemTags.album, !album.isEmpty else { return false }
+        return previousTags.album == album
     }
 
     public func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
+
+    /// Tags read after the next item was named (an album added and played at once): whether it
+    /// joins gaplessly and how long it is are said to the engine again, before its border.
+    func tagsRead(_ url: URL) {
+        model.withLock { m in
+            guard let current = m.context.currentItem, let currentQueueID = m.inPlay[current]?.queueID,
+                  let nextQueueID = m.pendingNextQueueID, let next = m.queue.item(id: nextQueueID),
+                  url == next.url || url == m.queue.item(id: currentQueueID)?.url else { return }
+            engine.updateNext(after: current, joinsGaplessly: keepsAlbumGapless(next, after: currentQueueID, m),
+                              durationHint: tags.tags(for: next.url)?.duration)
+        }
+    }
 
     /// Answers every waiting load and seek: a newer command replaced them (lock held).
     func supersedeWaiters(_ m: inout Model) {

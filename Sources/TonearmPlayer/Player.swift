@@ -113,6 +113,7 @@ public final class Player: Sendable {
         let token = engine.observeEvents { [weak self] _, event in self?.handle(event) }
         tokens.withLock { $0 = [token] }
         alarms.onRing { [weak self] alarm in self?.ring(alarm) }
+        tags.onRead { [weak self] url in self?.tagsRead(url) }
         measureLoudness(store: nil, measuresLibrary: false)
     }
 

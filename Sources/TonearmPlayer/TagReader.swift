@@ -21,6 +21,9 @@ final class TagReader: Sendable {
     /// Queues URLs whose tags are not known yet.
     func request(_ urls: [URL]) { work.request(urls) }
 
+    /// Called on the reader's thread with each URL whose tags were just read.
+    func onRead(_ handler: @escaping @Sendable (URL) -> Void) { work.onRead.withLock { $0 = handler } }
+
     /// Tags already known (the library's, for its songs): kept as if read, so the files are
     /// not opened again.
     func remember(_ known: [URL: MediaTags]) {
@@ -40,6 +43,7 @@ final class TagReader: Sendable {
         var pending: [URL] = []
         var shuttingDown = false
         let cache = Locked<[URL: MediaTags]>([:])
+        let onRead = Locked<(@Sendable (URL) -> Void)?>(nil)
 
         func request(_ urls: [URL]) {
             let wanted = cache.withLock { cache in urls.filter { $0.isFileURL && cache[$0] == nil } }
@@ -75,6 +79,7 @@ final class TagReader: Sendable {
                     if cache.count >= 20_000 { cache.removeAll(keepingCapacity: true) }
                     cache[url] = tags
                 }
+                onRead.withLock { $0 }?(url)
             }
             return true
         }

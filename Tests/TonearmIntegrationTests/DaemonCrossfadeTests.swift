@@ -28,8 +28,9 @@ extension DaemonTests {
         }
 
         /// Plays `files` as a queue to its end with `crossfade` seconds; returns the capture.
+        /// `before`: files queued ahead of them and not played (their tags are read first).
         static func play(_ files: [String], crossfade: Double, capture: Capture, config: String = "",
-                         waitForAlbums: Int = 0) throws -> [Int16] {
+                         before: [String] = []) throws -> [Int16] {
             let configPath = capture.dir.path("tonearmd.toml")
             try config.write(toFile: configPath, atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "8", "--config", configPath])
@@ -39,17 +40,9 @@ extension DaemonTests {
             #expect(try watcher.call("subscribe", ["events": ["transition"]]).result != nil)
             let options = try client.call("options", ["crossfade": crossfade]).result
             #expect(options?["crossfade"] as? Double == crossfade, "\(String(describing: options))")
-            #expect(try client.call("add", ["urls": files]).result != nil)
-            if waitForAlbums > 0 {
-                // Which items share an album is judged from their tags: read once they are added.
-                let deadline = Date().addingTimeInterval(10)
-                while Date() < deadline {
-                    let items = try client.call("queue").result?["items"] as? [[String: Any]] ?? []
-                    if items.filter({ $0["album"] != nil }).count == waitForAlbums { break }
-                    usleep(20_000)
-                }
-            }
-            #expect(try client.call("play").stateName == "playing")
+            if !before.isEmpty { #expect(try client.call("add", ["urls": before]).result != nil) }
+            // Played at once: which items share an album is judged from tags read meanwhile.
+            #expect(try client.call("add", ["urls": files, "position": before.count, "play": true]).stateName == "playing")
             _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
             return DaemonSleepTests.samples(capture.settled())
         }
@@ -99,10 +92,18 @@ extension DaemonTests {
         }
 
         /// Two tracks of one album join gaplessly, bit for bit; the third, of another album,
-        /// crossfades into the second.
-        @Test func tracksOfOneAlbumStayGaplessAndOthersCrossfade() throws {
+        /// crossfades into the second. With 300 files queued ahead, the album's tags are read
+        /// only after its first track starts: the join waits for them, and never fades by mistake.
+        @Test(arguments: [0, 300])
+        func tracksOfOneAlbumStayGaplessAndOthersCrossfade(queuedAhead: Int) throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
+            let filler = try Self.make(capture.dir, "filler.wav", "sine=f=100", rate: 44100, channels: 2, seconds: 0.1)
+            let ahead = try (0..<queuedAhead).map { index in
+                let link = capture.dir.path("ahead-\(index).wav")
+                try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: filler)
+                return link
+            }
             func track(_ name: String, _ hertz: Int, _ seconds: Double, album: String) throws -> (String, [Int16]) {
                 let path = try Self.make(capture.dir, name, "sine=f=\(hertz)", rate: 44100, channels: 2, seconds: seconds,
                                          extra: ["-metadata", "album=\(album)"])
@@ -111,12 +112,16 @@ extension DaemonTests {
             let one = try track("one.flac", 440, 2.5, album: "Album")
             let two = try track("two.flac", 550, 3, album: "Album")
             let three = try track("three.flac", 660, 1.5, album: "Another")
-            let pcm = try Self.play([one.0, two.0, three.0], crossfade: 1, capture: capture, waitForAlbums: 3)
+            let pcm = try Self.play([one.0, two.0, three.0], crossfade: 1, capture: capture, before: ahead)
             // 1 s asked; the third lasts 1.5 s, and an overlap is at most half of either item.
             let overlap = 33075
             let joined = one.1 + two.1.dropLast(overlap * 2)
             #expect(pcm.count > joined.count && pcm[0..<joined.count] == joined[...], "one album: gapless, bit-exact")
-            Self.expectCrossfade(pcm[one.1.count...], outgoing: two.1[...], incoming: three.1, overlap: overlap)
+            // With files ahead, the third's tags may come after the second's end is decoded: that
+            // join is then handed on gaplessly (whether it crossfades is not known in time).
+            if queuedAhead == 0 {
+                Self.expectCrossfade(pcm[one.1.count...], outgoing: two.1[...], incoming: three.1, overlap: overlap)
+            }
         }
 
         /// The next item cannot be opened and nothing follows: the tail kept back for the
