@@ -38,14 +38,22 @@ final class CrossfadeTail {
 
     var free: Int { capacity - count }
 
+    /// Whether keeping `frames` frames in `format` needs more memory than it has.
+    func needsStorage(frames: Int, format: PCMFormat) -> Bool { frames * format.bytesPerFrame > storageBytes }
+
+    /// Grows the memory to hold `frames` frames in `format` (what it held is dropped).
+    func reserve(frames: Int, format: PCMFormat) {
+        let bytes = frames * format.bytesPerFrame
+        guard bytes > storageBytes else { return }
+        storage?.deallocate()
+        storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
+        storageBytes = bytes
+        clear()
+    }
+
     /// Starts keeping up to `frames` frames of `itemID` in `format`.
     func begin(itemID: Int, format: PCMFormat, frames: Int) {
-        let bytes = frames * format.bytesPerFrame
-        if bytes > storageBytes {
-            storage?.deallocate()
-            storage = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
-            storageBytes = bytes
-        }
+        reserve(frames: frames, format: format)
         self.itemID = itemID
         self.format = format
         capacity = frames

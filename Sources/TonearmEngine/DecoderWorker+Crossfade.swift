@@ -42,6 +42,13 @@ extension EngineControl {
         let margin = Int64(Self.tailMarginSeconds * Double(state.format.sampleRate))
         let from = Int64((duration * Double(state.format.sampleRate)).rounded()) - Int64(frames) - margin
         guard state.pendingPosition >= from else { return false }
+        if state.gathering.needsStorage(frames: frames, format: state.format) {
+            // Megabytes at most, once: not under the lock the output thread takes.
+            let tail = state.gathering, format = state.format
+            lock.unlock()
+            tail.reserve(frames: frames, format: format)
+            lock.lock()
+        }
         state.gathering.begin(itemID: item.id, format: state.format, frames: frames)
         state.tailDeadline = nil
         return true
@@ -95,8 +102,10 @@ extension EngineControl {
         swap(&state.gathering, &state.mixing)
         state.gathering.clear()
         let tags = state.decoder?.info.replayGain
-        state.mixing.itemGainDB = replayGain.gain(tags: tags, loudness: knownItem(item.id)?.loudness,
-                                                  prefersAlbum: item.prefersAlbumGain).decibels
+        // The loudness the output levels the item with, once it has reached it (a measurement
+        // landing later does not change an item's level mid-item).
+        let loudness = loudnessInForce?.itemID == item.id ? loudnessInForce?.measurement : knownItem(item.id)?.loudness
+        state.mixing.itemGainDB = replayGain.gain(tags: tags, loudness: loudness, prefersAlbum: item.prefersAlbumGain).decibels
         state.mixing.replayGain = tags
         state.mixing.startPosition = state.pendingPosition - Int64(state.mixing.count)
     }
