@@ -17,6 +17,9 @@ final class DeviceOpenAttempt: @unchecked Sendable {
     var result: Result<any OutputDevice, EngineFailure>?
     /// Set by the output thread when it stopped waiting (engine lock held).
     var abandoned = false
+    /// Set by the opener thread once the opening hook (if any) has run, before the open itself
+    /// (engine lock held): a shutdown waits for that, never for an open that may not return.
+    var hookDone = false
 }
 
 extension EngineControl {
@@ -36,8 +39,16 @@ extension EngineControl {
     /// Output thread, lock held (released while waiting).
     func finishQueuedHooks() {
         assertOn(.output)
-        // No hooks, nothing to wait for; an open stuck for good would hold the wait to its end.
-        guard !(configuration.onOpen.isEmpty && configuration.onClose.isEmpty), stuckOpen == nil else { return }
+        // No hooks, nothing to wait for.
+        guard !(configuration.onOpen.isEmpty && configuration.onClose.isEmpty) else { return }
+        if let stuck = stuckOpen {
+            // An open stuck for good would hold the wait to its end: only the hooks queued before
+            // it (a closing one, then its opening one) are waited for, so that `on_close` comes
+            // after them.
+            let deadline = EngineLock.now() + 2 * hookTimeout + 1
+            while !stuck.hookDone, EngineLock.now() < deadline { lock.waitOutput(untilMonotonic: deadline) }
+            return
+        }
         let done = DispatchSemaphore(value: 0)
         deviceOpener.async { done.signal() }
         lock.unlock()
@@ -75,6 +86,10 @@ extension EngineControl {
         hooksOpened = true
         deviceOpener.async { [self] in
             if !openHook.isEmpty { runHook(.onOpen, openHook) }
+            lock.withLock {
+                attempt.hookDone = true
+                lock.wakeOutput()
+            }
             let result: Result<any OutputDevice, EngineFailure>
             do throws(EngineFailure) {
                 switch sink {

@@ -99,6 +99,12 @@ extension Player {
             if machine.currentState.wantsSound {
                 _ = try? perform(.pause, &m, evenUnchanged: true) { _, m in m.context.intent = engine.pause() }
                 logger.info("sleep timer: paused")
+            } else if machine.currentState.isLoading, let current = m.context.currentItem,
+                      m.inPlay[current]?.playsOnReady == true {
+                // Due while an item loads to play: it comes ready, and stays paused.
+                m.inPlay[current]?.playsOnReady = false
+                m.context.intent = engine.pause()
+                logger.info("sleep timer: paused")
             }
             if m.sleepFading {
                 // Paused in silence: the next play is at full level from the sample heard last.

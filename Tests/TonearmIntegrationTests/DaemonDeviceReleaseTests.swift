@@ -40,6 +40,30 @@ extension DaemonTests {
 
         private static func deviceOpen(_ status: [String: Any]) -> Bool? { (status["output"] as? [String: Any])?["open"] as? Bool }
 
+        /// SIGTERM while `on_open` runs before an open that never returns (a FIFO nobody reads):
+        /// the daemon waits for the hook (not for the open), then runs `on_close`, in that order.
+        @Test func aShutdownDuringAStuckOpenRunsTheHooksInOrder() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let fifo = capture.dir.path("out.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let script = capture.dir.path("hook.sh")
+            try "if [ \"$1\" = open ]; then sleep 0.5; fi\necho \"$1\" >> '\(capture.dir.path("hooks.log"))'\n"
+                .write(toFile: script, atomically: true, encoding: .utf8)
+            let config = capture.dir.path("tonearmd.toml")
+            try "[output]\non_open = [\"/bin/sh\", \"\(script)\", \"open\"]\non_close = [\"/bin/sh\", \"\(script)\", \"close\"]\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "file:'\(fifo)',raw", "--open-timeout-ms", "5000",
+                                                       "--no-wait-for-device", "--config", config])
+            let client = try daemon.connect()
+            try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.wav"))","play":true}}"#)
+            usleep(150_000)
+            let started = Date()
+            #expect(daemon.terminate(timeout: 10) == 0)
+            #expect(Date().timeIntervalSince(started) < 3, "the stuck open is not waited for")
+            #expect(hookRuns(capture) == ["open", "close"])
+        }
+
         @Test func theDeviceSleepsAfterTheEndAndWakesForTheNextPlay() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }

@@ -125,6 +125,22 @@ extension DaemonTests {
             #expect(whole, "played whole at full level")
         }
 
+        /// A timer due while an item loads to play (a radio filling its prebuffer, about a
+        /// second at its bit rate): the item comes ready and stays paused.
+        @Test func aTimerDueWhileLoadingLeavesTheItemPaused() throws {
+            let server = try DaemonNetworkTests.radioServer()
+            defer { server.stop() }
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
+            defer { withExtendedLifetime(daemon) {} }
+            let client = try daemon.connect()
+            #expect(try client.call("sleep", ["after_s": 0.05, "fade_s": 0]).result != nil)
+            let load = try client.call("load", ["url": server.url("/radio"), "play": true], timeout: 15)
+            #expect(load.stateName == "ready", "\(load)")
+            usleep(300_000)
+            let status = try #require(client.call("status").result)
+            #expect(status.name == "ready" && status["sleep"] is NSNull, "\(status)")
+        }
+
         @Test func badRequestsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
