@@ -66,24 +66,6 @@ extension EngineControl {
         var pendingSource: UnsafeMutableRawPointer?
     }
 
-    /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
-    struct Reconnect {
-        var attempt = 0
-        /// When the connection dropped.
-        let since: Double
-        /// The wait before the next attempt, and when it is due.
-        var delay: Double
-        var nextAt: Double
-        /// The track frame the item goes on from: a file resumes there (Range), a live stream
-        /// counts on from there.
-        let resumeFrame: Int64
-        let isLive: Bool
-        var lastError: String
-
-        static let firstDelay = 0.5
-        static let longestDelay = 30.0
-    }
-
     /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
     /// before the current one ends (gapless), little enough that a file changing on disk is noticed
     /// soon. It refills at half (see `pipeIsHalfEmpty`), so it decodes in bursts of half this,
@@ -466,95 +448,7 @@ extension EngineControl {
         return max(0, Double(decodedTo - heard.frame) / Double(heard.sampleRate))
     }
 
-    // MARK: Reconnecting
-
-    /// The connection of a network item dropped: what is decoded is handed on (it plays out while
-    /// the connection is retried), and the first attempt is due after `Reconnect.firstDelay`.
-    private func startReconnect(_ item: EngineItem, _ decoder: MediaDecoder, _ failure: EngineFailure,
-                                _ state: inout DecoderState) {
-        if let fill = state.fill, fill.frames > 0 {
-            pipe.push(fill)
-            state.fill = nil
-            lock.wakeOutput()
-        }
-        let now = EngineLock.now()
-        state.reconnect = Reconnect(since: now, delay: Reconnect.firstDelay, nextAt: now + Reconnect.firstDelay,
-                                    resumeFrame: state.pendingPosition, isLive: decoder.isLive,
-                                    lastError: failure.message)
-        let closing = state.decoder
-        state.decoder = nil
-        lock.unlock()
-        withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
-        lock.lock()
-    }
-
-    /// Sleeps until the next attempt is due (a command wakes it sooner), then tries: a file is
-    /// opened again at the frame where it stopped (HTTP Range) and goes on sample for sample; a
-    /// live stream is joined again, live. Gives up after `input.reconnectForSeconds` (0: never):
-    /// the item fails with `network`.
-    private func reconnectStep(_ state: inout DecoderState) {
-        assertOn(.decoder)
-        guard var plan = state.reconnect, let item = state.item else {
-            state.reconnect = nil
-            return
-        }
-        let now = EngineLock.now()
-        if now < plan.nextAt {
-            lock.waitDecoder(untilMonotonic: plan.nextAt)
-            return
-        }
-        let windowEnd = input.reconnectForSeconds > 0 ? plan.since + input.reconnectForSeconds : nil
-        if let windowEnd, now >= windowEnd {
-            let failure = EngineFailure(.network, "\(item.path): the connection was lost and not regained in "
-                                        + "\(Int(now - plan.since)) s (\(plan.attempt) attempts); the last error: \(plan.lastError)")
-            fail(item, failure, &state)
-            return
-        }
-        plan.attempt += 1
-        state.reconnect = plan
-        post(.reconnecting(itemID: item.id, attempt: plan.attempt, delay: plan.delay))
-        let myEpoch = epoch
-        let format = state.format
-        let cancellation = CancellationFlag()
-        // The attempt itself (opening, and seeking back to where it stopped, each with its
-        // `timeout_ms`) ends with the window too: a server that trickles cannot stretch it.
-        if let windowEnd { cancellation.capDeadlines(secondsFromNow: windowEnd - now) }
-        decoderCancellation = cancellation
-        lock.unlock()
-        let reopened: Result<MediaDecoder, EngineFailure>
-        do throws(EngineFailure) {
-            let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
-            try decoder.configureOutput(format)
-            if !plan.isLive { try decoder.seek(toFrame: plan.resumeFrame) }
-            cancellation.uncap()
-            reopened = .success(decoder)
-        } catch {
-            reopened = .failure(error)
-        }
-        lock.lock()
-        guard epoch == myEpoch, state.item?.id == item.id, state.reconnect != nil else { return }
-        switch reopened {
-        case .success(let decoder):
-            state.decoder = decoder
-            state.reconnect = nil
-            state.pendingPosition = plan.resumeFrame
-            if plan.isLive {
-                state.positionBase = plan.resumeFrame
-            } else {
-                state.discardBefore = plan.resumeFrame
-            }
-        case .failure(let failure):
-            // Anything may answer while a server comes back (Icecast says 404 for a mount whose
-            // source is away): every failure is retried until the time is up.
-            plan.lastError = failure.message
-            plan.delay = min(Reconnect.longestDelay, plan.delay * 2)
-            // The window's end is the last moment to try or to give up, not a wait past it.
-            plan.nextAt = min(EngineLock.now() + plan.delay, windowEnd ?? .infinity)
-            state.reconnect = plan
-        }
-    }
-
-    private func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
+    func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
         assertOn(.decoder)
         dropWork(&state)
         giveUpWholeMeasurement(&state)
