@@ -45,14 +45,17 @@ extension DaemonTests {
         }
 
         /// The slowest of `count` pings by another client, in seconds.
+        /// The slowest of `count` pings from another client. Under a sanitizer, the second
+        /// slowest: the sanitizer stops the whole process now and then on its own (a 0.76 s stall
+        /// was seen under TSan); a daemon that held other clients up would slow them all.
         private func slowestPing(_ front: Front, _ daemon: DaemonProcess, count: Int) throws -> Double {
-            var slowest = 0.0
+            var latencies: [Double] = []
             if front == .mpd {
                 let other = try daemon.connectMPD()
                 for _ in 0..<count {
                     let started = Date()
                     #expect(try other.command("ping").ok)
-                    slowest = max(slowest, Date().timeIntervalSince(started))
+                    latencies.append(Date().timeIntervalSince(started))
                     usleep(20_000)
                 }
             } else {
@@ -60,11 +63,12 @@ extension DaemonTests {
                 for _ in 0..<count {
                     let started = Date()
                     #expect(try other.call("ping")["result"] as? String == "pong")
-                    slowest = max(slowest, Date().timeIntervalSince(started))
+                    latencies.append(Date().timeIntervalSince(started))
                     usleep(20_000)
                 }
             }
-            return slowest
+            let slowestFirst = latencies.sorted(by: >)
+            return Sanitizer.active != nil && slowestFirst.count > 1 ? slowestFirst[1] : slowestFirst.first ?? 0
         }
 
         /// §1: requests for a large reply, sent and never read: the daemon stops reading them

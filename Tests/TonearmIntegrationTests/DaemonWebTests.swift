@@ -8,7 +8,8 @@ extension DaemonTests {
     /// hand.
     @Suite("Daemon serves a web remote", .serialized, .timeLimit(.minutes(4)))
     struct DaemonWebTests {
-        /// Three 30 s songs in two albums, with a cover beside the first album.
+        /// Three 120 s songs in two albums, with a cover beside the first album: one plays
+        /// through the longest test (about 33 s under a sanitizer) without ending.
         static func tree(_ directory: TemporaryDirectory) throws -> String {
             let music = directory.path("music")
             let songs = [("Alpha/One/01 First.flac", "Alpha", "One", "First", "1"),
@@ -18,7 +19,7 @@ extension DaemonTests {
                 let target = music + "/" + path
                 try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
                                                         withIntermediateDirectories: true)
-                let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=30:sample_rate=44100",
+                let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=120:sample_rate=44100",
                                                            "-ac", "2", "-metadata", "artist=\(artist)", "-metadata", "album=\(album)",
                                                            "-metadata", "title=\(title)", "-metadata", "track=\(track)", "-c:a", "flac", target],
                                        timeout: 60)
