@@ -374,7 +374,7 @@ extension EngineControl {
         let now = configuration.pace ? clockNow : EngineLock.now()
         // Rounded up: the heard frame is the whole frames written minus what is held, rounded
         // down, so this keeps the position a client read a moment ago to the frame.
-        clock.heldFrames = Int(clock.held(now: now).rounded(.up))
+        clock.heldFrames = clock.held(now: now).rounded(.up)
         clock.heldAt = now
         clock.consuming = false
         stoppedConsumingAt = now
@@ -403,7 +403,7 @@ extension EngineControl {
         clock.consuming = true
         clock.heldAt = EngineLock.now()
         state.paceAnchor = clock.heldAt
-        state.pacedFrames = clock.heldFrames
+        state.pacedFrames = Int(clock.heldFrames.rounded())
         state.paceRoom = 0
         state.waitingReported = false
         // A device back from a loss is not playing until it proved itself (`confirmRestore`).
@@ -586,14 +586,13 @@ extension EngineControl {
             if configuration.pace {
                 state.pacedFrames += count
                 state.paceRoom -= count
-                clock.heldFrames = max(0, Int(Double(state.pacedFrames) - (writtenAt - state.paceAnchor)
-                                                * Double(format.sampleRate) * speed))
+                clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
             } else {
-                clock.heldFrames = deviceDelay
+                clock.heldFrames = Double(deviceDelay)
+                clock.heldAt = writtenAt
                 state.unheldWrites = count > 0 && deviceDelay == 0 ? state.unheldWrites + 1 : 0
                 outputTakesBatches = state.unheldWrites >= 2
             }
-            clock.heldAt = writtenAt
             state.idleSince = nil
             if head.remainingFrames == 0 { finishChunk(head, &state) }
             if let requestedAt = playRequestedAt, count > 0 {
@@ -640,7 +639,7 @@ extension EngineControl {
             state.pacedFrames -= rewound
             state.paceRoom = 0
         } else {
-            clock.heldFrames = delay
+            clock.heldFrames = Double(delay)
             clock.heldAt = now
         }
         lastWrittenItem = after

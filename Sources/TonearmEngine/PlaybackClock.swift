@@ -22,7 +22,8 @@ struct PlaybackClock {
     private var count = 0
     private(set) var deviceWritten: Int64 = 0
     /// Frames the device held (not yet heard) at `heldAt`; while `consuming` it plays them at rate × speed.
-    var heldFrames = 0
+    /// Fractional, as a paced device's holding is (`holdPaced`).
+    var heldFrames = 0.0
     var heldAt = 0.0
     var consuming = false
     /// Where playback stands when no written frame is pending: after a load, seek, stop or the end.
@@ -37,8 +38,8 @@ struct PlaybackClock {
 
     /// Frames the device still holds at `now`.
     func held(now: Double) -> Double {
-        guard consuming else { return Double(heldFrames) }
-        return max(0, Double(heldFrames) - (now - heldAt) * Double(rest.sampleRate) * speed)
+        guard consuming else { return heldFrames }
+        return max(0, heldFrames - (now - heldAt) * Double(rest.sampleRate) * speed)
     }
 
     /// The item and track frame being heard at `now`.
@@ -105,19 +106,27 @@ struct PlaybackClock {
         return nil
     }
 
+    /// A paced device (no real one to ask) has played `(now − anchor) × rate × speed` of the
+    /// `pacedFrames` handed to it since `anchor`, and holds the rest. Not rounded: a moment's
+    /// heard frame must not move when a write lands after it (a pause read before and after).
+    mutating func holdPaced(_ pacedFrames: Int, since anchor: Double, sampleRate: Int, now: Double) {
+        heldFrames = max(0, Double(pacedFrames) - (now - anchor) * Double(sampleRate) * speed)
+        heldAt = now
+    }
+
     /// The device took back the last `frames` it was handed, unheard: they were never written.
     mutating func unwrite(_ frames: Int64, now: Double) {
         let held = held(now: now)
         deviceWritten -= frames
         while let last, last.deviceStart >= deviceWritten { count -= 1 }
-        heldFrames = max(0, Int((held - Double(frames)).rounded()))
+        heldFrames = max(0, held - Double(frames))
         heldAt = now
     }
 
     /// When everything written so far has been heard (while consuming); nil when not consuming.
     var writtenHeardAt: Double? {
         guard consuming else { return nil }
-        return heldAt + Double(heldFrames) / (Double(rest.sampleRate) * speed)
+        return heldAt + heldFrames / (Double(rest.sampleRate) * speed)
     }
 
     /// When the first segment not yet heard starts being heard (while consuming): a border, or
@@ -125,7 +134,7 @@ struct PlaybackClock {
     var nextSegmentHeardAt: Double? {
         guard consuming, count > 0 else { return nil }
         let heldFromSegment = Double(deviceWritten - ring[first].deviceStart)
-        return heldAt + (Double(heldFrames) - heldFromSegment) / (Double(rest.sampleRate) * speed)
+        return heldAt + (heldFrames - heldFromSegment) / (Double(rest.sampleRate) * speed)
     }
 
     /// Drops segments wholly heard by `now` (keeping the one being heard as `rest`), and returns
