@@ -3,14 +3,22 @@
 /// stays playing, paused stays paused) and the queue does not change; the overlay holds the
 /// clip being played, those waiting after it, and the point to come back to. Pure: the player
 /// feeds it events and carries out the effect each returns (`Player+Announce`).
+///
+/// A run of announcements (the first and those that come while it plays) either interrupts what
+/// plays, to come back to it after the last, or ducks it: the first asked `duck` while something
+/// plays, the music goes on lower under the clips and nothing is to come back to. The first of a
+/// run decides for those that join it.
 public struct AnnouncementOverlay: Sendable, Equatable {
     /// One announcement: what it plays, at what volume (nil: the player's).
     public struct Clip: Sendable, Equatable {
         public let url: String
         public let volume: Int?
-        public init(url: String, volume: Int?) {
+        /// Asked to play over the music, the music lowered, rather than instead of it.
+        public let duck: Bool
+        public init(url: String, volume: Int?, duck: Bool = false) {
             self.url = url
             self.volume = volume
+            self.duck = duck
         }
     }
 
@@ -38,6 +46,10 @@ public struct AnnouncementOverlay: Sendable, Equatable {
         case announcing
         /// One plays and more wait after it.
         case announcingWithMoreWaiting
+        /// One plays over the music, lowered; none waits.
+        case ducking
+        /// One plays over the music and more wait after it.
+        case duckingWithMoreWaiting
     }
 
     public enum Event: Sendable, Equatable {
@@ -53,12 +65,19 @@ public struct AnnouncementOverlay: Sendable, Equatable {
     public enum Effect: Sendable, Equatable {
         /// Fade out what plays, then play the clip (the first of a run).
         case fadeOutAndPlay(Clip)
+        /// Lower what plays and play the clip over it (the first of a ducking run).
+        case duckAndPlay(Clip)
         /// Play the next clip (one just ended).
         case play(Clip)
         /// Every announcement is done: back to where playback stood.
         case resume(ReturnPoint)
         /// Announcements cut short by a user's command, which decides where playback goes.
         case abandon(ReturnPoint)
+        /// Every ducked announcement is done: what plays comes back up to its level.
+        case unduck
+        /// Ducked announcements cut short by a user's command: the clip stops, the level comes
+        /// back, and the command acts on what plays.
+        case abandonDucked
         /// Queued behind the one playing.
         case queued(position: Int)
         /// Nothing to do (news about an announcement that is over).
@@ -73,17 +92,26 @@ public struct AnnouncementOverlay: Sendable, Equatable {
     public private(set) var playing: Clip?
     public private(set) var waiting: [Clip] = []
     public private(set) var returnPoint: ReturnPoint?
+    /// The run plays over the music (nil point: nothing to come back to).
+    public private(set) var ducks = false
 
     public init() {}
 
     public var phase: Phase {
-        playing == nil ? .quiet : waiting.isEmpty ? .announcing : .announcingWithMoreWaiting
+        guard playing != nil else { return .quiet }
+        if ducks { return waiting.isEmpty ? .ducking : .duckingWithMoreWaiting }
+        return waiting.isEmpty ? .announcing : .announcingWithMoreWaiting
     }
 
     public mutating func handle(_ event: Event) -> Effect {
         switch (event, playing) {
         case (.announce(let clip, let point), nil):
             playing = clip
+            // Over what plays; over nothing playing there is nothing to lower.
+            if clip.duck && point.playing {
+                ducks = true
+                return .duckAndPlay(clip)
+            }
             returnPoint = point
             return .fadeOutAndPlay(clip)
         case (.announce(let clip, _), _?):
@@ -96,8 +124,16 @@ public struct AnnouncementOverlay: Sendable, Equatable {
                 playing = next
                 return .play(next)
             }
+            if ducks {
+                _ = finish()
+                return .unduck
+            }
             return .resume(finish())
         case (.interrupted, _?):
+            if ducks {
+                _ = finish()
+                return .abandonDucked
+            }
             return .abandon(finish())
         case (.clipEnded, nil), (.clipFailed, nil), (.interrupted, nil):
             return .none
@@ -109,6 +145,7 @@ public struct AnnouncementOverlay: Sendable, Equatable {
         playing = nil
         waiting = []
         returnPoint = nil
+        ducks = false
         return point
     }
 }

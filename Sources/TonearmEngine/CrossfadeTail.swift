@@ -120,29 +120,8 @@ final class CrossfadeTail {
         let channels = format.channels
         for frame in 0..<frames {
             let (incoming, outgoing) = Self.curve(index: index + frame, length: count)
-            let scaledOut = outgoing * gain
-            let source = (start + index + frame) % capacity * channels
-            let target = frame * channels
-            switch format.sampleType {
-            case .s16:
-                let tail = storage.assumingMemoryBound(to: Int16.self), mixed = destination.assumingMemoryBound(to: Int16.self)
-                for channel in 0..<channels {
-                    let value = Double(mixed[target + channel]) * incoming + Double(tail[source + channel]) * scaledOut
-                    mixed[target + channel] = Int16(min(max(value.rounded(), -32768), 32767))
-                }
-            case .s32:
-                let tail = storage.assumingMemoryBound(to: Int32.self), mixed = destination.assumingMemoryBound(to: Int32.self)
-                for channel in 0..<channels {
-                    let value = Double(mixed[target + channel]) * incoming + Double(tail[source + channel]) * scaledOut
-                    mixed[target + channel] = Int32(min(max(value.rounded(), -2_147_483_648), 2_147_483_647))
-                }
-            case .float:
-                let tail = storage.assumingMemoryBound(to: Float.self), mixed = destination.assumingMemoryBound(to: Float.self)
-                for channel in 0..<channels {
-                    mixed[target + channel] = Float(Double(mixed[target + channel]) * incoming
-                                                    + Double(tail[source + channel]) * scaledOut)
-                }
-            }
+            PCMMix.frame(into: destination, at: frame * channels, from: storage, at: (start + index + frame) % capacity * channels,
+                         channels: channels, type: format.sampleType, keep: incoming, add: outgoing * gain)
         }
     }
 

@@ -64,6 +64,14 @@ extension EngineControl {
         var formatForced = false
         /// Where the pending frames are when not in `decoder.scratch` (a tail faded out).
         var pendingSource: UnsafeMutableRawPointer?
+        /// The clip mixed over the music (`DecoderWorker+Overlay`): its decoder, the request it
+        /// serves, and its converted frames in its `scratch` not yet in its ring.
+        var overlayDecoder: MediaDecoder?
+        var overlaySerial = 0
+        var overlayPending = 0
+        var overlayPendingOffset = 0
+        /// Filling the clip's ring up to the brim (it started at half empty).
+        var overlayFilling = false
     }
 
     /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
@@ -109,6 +117,8 @@ extension EngineControl {
                 takeTarget(&state)
             } else if let item = state.item, abandoned.contains(item.id) {
                 leaveAbandoned(&state)
+            } else if overlayNeedsWork(state) {
+                overlayStep(&state)
             } else if state.pendingFrames > 0 || state.endPending {
                 place(&state)
             } else if state.reconnect != nil {
@@ -135,6 +145,7 @@ extension EngineControl {
         if let fill = state.fill { pipe.recycle(fill) }
         lock.unlock()
         state.decoder = nil
+        state.overlayDecoder = nil
     }
 
     /// The format chunks of a source are converted to: the configured or followed one, or what
@@ -499,9 +510,10 @@ extension EngineControl {
         if state.fill == nil {
             guard !pipeIsFull, let chunk = pipe.takeFree() else {
                 // Full: sleep until it is half empty (hysteresis), so that the decoder wakes about
-                // once a second however small the codec's frames are. The output thread wakes us.
+                // once a second however small the codec's frames are. The output thread wakes us
+                // (a clip over the music, at half of its ring, too: that is served meanwhile).
                 let myEpoch = epoch
-                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id) {
+                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id), !overlayNeedsWork(state) {
                     lock.waitDecoder()
                 }
                 return

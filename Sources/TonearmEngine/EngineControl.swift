@@ -104,7 +104,12 @@ final class EngineControl: @unchecked Sendable {
     var playRequestedAt: Double?
     /// When the latest pause was asked (callers): from then on the position holds, even before the output
     /// thread has paused the device (with pacing, the output pauses its clock at this instant).
+    /// A pause that fades out (`fadesOnPause`) sets it to infinity, and the output thread sets it
+    /// to when the fade is heard once it has written it (`fadeOutForPause`).
     var pauseRequestedAt = 0.0
+    /// Callers waiting for a pause to take effect (`pauseTakesEffect`): resumed by the output
+    /// thread once none is pending (paused, played again, stopped), or at shutdown.
+    var pauseWaiters: [CheckedContinuation<Void, Never>] = []
     /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
     /// the output thread when the device goes and comes back; cleared by callers' pause and stop.
     var resumeOnRestore = false
@@ -121,6 +126,15 @@ final class EngineControl: @unchecked Sendable {
     /// How long an item and the next overlap, seconds (0: gapless joins). The decoder reads it
     /// when it nears an item's end. Callers.
     var crossfadeSeconds = 0.0
+    /// A clip to mix over the music (`playOverlay`), or nil (`stopOverlay`), and a serial that
+    /// tells each request from the one before. Callers; the decoder thread opens it.
+    var overlayRequest: (item: EngineItem, gain: Double)?
+    var overlaySerial = 0
+    /// The clip's ring once the decoder opened it: published by the decoder thread, filled by it,
+    /// mixed and ended (set to nil) by the output thread; callers clear it with the request.
+    var overlay: OverlayRing?
+    /// Lets the clip's blocking I/O give up: withdrawn, replaced, or past its deadline.
+    let overlayCancellation = CancellationFlag()
     /// Callers (`shutdown`); both threads leave when they see it.
     var shuttingDown = false
     /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder
@@ -302,6 +316,19 @@ final class EngineControl: @unchecked Sendable {
         lock.assertHeld()
         let now = EngineLock.now()
         return !playRequested && clock.consuming ? min(now, pauseRequestedAt) : now
+    }
+
+    /// A pause was asked that the output has not carried out yet (a fade-out may be under way).
+    /// Not while the output waits for a network item to fill again: that pause comes with the
+    /// audio, however long the network takes. Lock held.
+    var pauseIsPending: Bool { !playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill }
+
+    /// Resumes the callers waiting for a pause once none is pending. Lock held.
+    func resumePauseWaitersIfDone() {
+        guard !pauseWaiters.isEmpty, !pauseIsPending else { return }
+        let waiters = pauseWaiters
+        pauseWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// The item being heard now (or parked at), if any item is loaded. Lock held.

@@ -13,21 +13,32 @@ struct GainStage {
     /// the first frame is already at the target. A volume set while stopped or paused is then in
     /// force from the first sample instead of ramping down from the level before it.
     private var settles = true
-    /// A slow fade on top of the volume (the sleep timer's fade-out, an alarm's fade-in): a factor
-    /// that moves linearly, a step a frame, to `fadeTarget`, and stays there.
-    private(set) var fadeLevel: Double = 1
-    private var fadeTarget: Double = 1
-    private var fadeStep: Double = 0
+    /// A slow fade on top of the volume (the sleep timer's fade-out, an alarm's fade-in).
+    private var fade = LinearRamp()
+    /// The pause's few milliseconds: down to silence before the device pauses, up again on
+    /// resume, so neither clicks (`mute`, `unmute`).
+    private var muting = LinearRamp()
+
+    var fadeLevel: Double { fade.level }
+    /// Whether a pause's fade (`mute`) brought the level down, all the way or part of it, and
+    /// nothing brought it back up since.
+    var isMuted: Bool { !muting.isUnity }
 
     mutating func settle() { settles = true }
 
     /// Fades from `from` (nil: the level now) to `target` over `frames` frames (0: at once).
     mutating func fade(from: Double?, to target: Double, frames: Int) {
-        if let from { fadeLevel = from }
-        fadeTarget = target
-        fadeStep = frames > 0 ? (target - fadeLevel) / Double(frames) : 0
-        if frames <= 0 { fadeLevel = target }
+        fade.move(from: from, to: target, frames: frames)
     }
+
+    /// Brings the next `frames` frames down to silence (a pause's fade-out).
+    mutating func mute(frames: Int) { muting.move(from: nil, to: 0, frames: frames) }
+
+    /// Brings the next `frames` frames up from where the muting stands to full (a resume); 0: at once.
+    mutating func unmute(frames: Int) { muting.move(from: nil, to: 1, frames: frames) }
+
+    /// A volume change's ramp, and a pause's fade each way: 5 ms.
+    static func rampFrames(sampleRate: Int) -> Int { max(1, sampleRate / 200) }
 
     static func factor(decibels: Double) -> Double {
         decibels == 0 ? 1 : pow(10, decibels / 20)
@@ -38,23 +49,18 @@ struct GainStage {
             current = target
             settles = false
         }
-        if current == target && target == 1 && fadeLevel == 1 && fadeTarget == 1 { return }
+        if current == target && target == 1 && fade.isUnity && muting.isUnity { return }
         let channels = format.channels
-        let rampFrames = max(1, format.sampleRate / 200)
+        let rampFrames = Self.rampFrames(sampleRate: format.sampleRate)
         let step = (target - current) / Double(rampFrames)
         var gain = current
-        var fade = fadeLevel
-        let fadeTarget = fadeTarget, fadeStep = fadeStep
+        var fade = fade, muting = muting
         func nextGain() -> Double {
             if gain != target {
                 gain += step
                 if (step > 0 && gain > target) || (step < 0 && gain < target) { gain = target }
             }
-            if fade != fadeTarget {
-                fade += fadeStep
-                if (fadeStep >= 0 && fade > fadeTarget) || (fadeStep <= 0 && fade < fadeTarget) { fade = fadeTarget }
-            }
-            return gain * fade
+            return gain * fade.next() * muting.next()
         }
         switch format.sampleType {
         case .s16: Self.scale(Int16.self, pointer, frames: frames, channels: channels, nextGain)
@@ -67,7 +73,8 @@ struct GainStage {
             }
         }
         current = gain
-        fadeLevel = fade
+        self.fade = fade
+        self.muting = muting
     }
 
     /// Scales integer samples, rounding and clamping at full scale.
@@ -83,5 +90,32 @@ struct GainStage {
                 samples[index] = scaled >= Double(Sample.max) ? .max : scaled <= Double(Sample.min) ? .min : Sample(scaled)
             }
         }
+    }
+}
+
+/// A factor that moves linearly, a step a frame, to `target`, lands on it exactly, and stays there.
+struct LinearRamp {
+    private(set) var level: Double = 1
+    private(set) var target: Double = 1
+    private var step: Double = 0
+    private var remaining = 0
+
+    var isUnity: Bool { level == 1 && target == 1 }
+
+    /// From `from` (nil: the level now) to `target` over `frames` frames (0: at once).
+    mutating func move(from: Double?, to target: Double, frames: Int) {
+        if let from { level = from }
+        self.target = target
+        remaining = max(0, frames)
+        step = frames > 0 ? (target - level) / Double(frames) : 0
+        if frames <= 0 { level = target }
+    }
+
+    /// The level for the next frame.
+    mutating func next() -> Double {
+        guard remaining > 0 else { return level }
+        remaining -= 1
+        level = remaining == 0 ? target : level + step
+        return level
     }
 }

@@ -57,6 +57,9 @@ extension EngineControl {
         var released = false
         /// The `fadeRequest` in force.
         var fadeSerial = 0
+        /// A pause fading out (`fadesOnPause`): the frames of its fade still to write; nil when
+        /// no pause is fading.
+        var pauseFadeToWrite: Int?
     }
 
     func startOutputThread() {
@@ -68,6 +71,7 @@ extension EngineControl {
         lock.lock()
         recordThread(.output)
         while true {
+            resumePauseWaitersIfDone()
             if shuttingDown {
                 closeDevice(&state)
                 finishQueuedHooks()
@@ -120,19 +124,28 @@ extension EngineControl {
                     state.unconfirmedRestore = nil
                     post(.deviceRestored(itemID: heardItemID ?? 0, resumes: false, intent: intent))
                 }
-                // Pausing the device releases the lock: anything that came meanwhile is looked at
-                // before sleeping, or its wake-up would be lost.
-                if pauseDevice(&state) { continue }
-                if refillRequested {
-                    // Once paused: what the device holds unheard is dropped and decoded again.
-                    refillRequested = false
-                    if state.device != nil {
-                        rewindToHeard(now: EngineLock.now())
-                        continue
+                switch fadeOutForPause(head, &state) {
+                case .waited: continue
+                case .writeFade: break
+                case .pauseNow:
+                    // Pausing the device releases the lock: anything that came meanwhile is looked at
+                    // before sleeping, or its wake-up would be lost.
+                    if pauseDevice(&state) { continue }
+                    if refillRequested {
+                        // Once paused: what the device holds unheard is dropped and decoded again.
+                        refillRequested = false
+                        if state.device != nil {
+                            rewindToHeard(now: EngineLock.now())
+                            continue
+                        }
                     }
+                    idle(&state)
+                    continue
                 }
-                idle(&state)
-                continue
+            } else if state.pauseFadeToWrite != nil, let device = state.device {
+                // Play again during a pause's fade-out: the device never paused, the sound comes back up.
+                state.pauseFadeToWrite = nil
+                state.gain.unmute(frames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
             }
             guard state.device != nil else {
                 if state.released, let head {
@@ -191,6 +204,7 @@ extension EngineControl {
             reportBuffering(itemID: head.itemID, &state)
         }
         outputAwaitsFill = true
+        resumePauseWaitersIfDone()
         lock.waitOutput()
         return true
     }
@@ -259,6 +273,9 @@ extension EngineControl {
         outputAwaitsFill = false
         state.refilling = false
         state.titleToAnnounce = nil
+        state.pauseFadeToWrite = nil
+        // A new sound (a load, a seek) starts at full level; a refill goes on from a pause's silence.
+        if run != .seek(token: Self.internalSeekToken) { state.gain.unmute(frames: 0) }
         // A live stream rejoined while buffering was reported: its first write reports the end.
         if run != .seek(token: Self.internalSeekToken) { state.waitingReported = false }
         // While the device is away a seek just moves the position; a load tries the device now.
@@ -363,53 +380,7 @@ extension EngineControl {
         return true
     }
 
-    // MARK: Play and pause
-
-    /// Returns whether it did anything (and so released the lock for a while).
-    private func pauseDevice(_ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        guard clock.consuming, let device = state.device else { return false }
-        // With pacing the clock is ours: it stops when the pause was asked. A real device
-        // played on until now.
-        let now = configuration.pace ? clockNow : EngineLock.now()
-        // Rounded up: the heard frame is the whole frames written minus what is held, rounded
-        // down, so this keeps the position a client read a moment ago to the frame.
-        clock.heldFrames = clock.held(now: now).rounded(.up)
-        clock.heldAt = now
-        clock.consuming = false
-        stoppedConsumingAt = now
-        lock.unlock()
-        let inPlace = device.pauseNow()
-        lock.lock()
-        state.devicePaused = inPlace
-        if !inPlace { rewindToHeard(now: now) }
-        setTimeControl(.paused)
-        return true
-    }
-
-    private func startConsuming(_ state: inout OutputState) {
-        assertOn(.output)
-        if state.devicePaused, let device = state.device {
-            lock.unlock()
-            device.resume()
-            lock.lock()
-            state.devicePaused = false
-        } else {
-            // A device that dropped on pause lost what it held; the pipe restarts at what was heard.
-            clock.heldFrames = 0
-        }
-        state.gain.settle()
-        state.idleSince = nil
-        clock.consuming = true
-        clock.heldAt = EngineLock.now()
-        state.paceAnchor = clock.heldAt
-        state.pacedFrames = Int(clock.heldFrames.rounded())
-        state.paceRoom = 0
-        state.waitingReported = false
-        // A device back from a loss is not playing until it proved itself (`confirmRestore`).
-        guard state.unconfirmedRestore == nil else { return }
-        setTimeControl(.playing)
-    }
+    // MARK: Pacing
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
     /// Once awake it writes until `pacedWriteFrames` more are ahead (`paceRoom`), across the end
@@ -542,13 +513,15 @@ extension EngineControl {
             post(.bufferingEnded(itemID: head.itemID, intent: intent))
         }
         let format = head.format
-        let frames = min(head.remainingFrames, chunkFrames(device, state))
+        let frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
         let pointer = head.bytes + head.written * format.bytesPerFrame
         if loudnessInForce?.itemID != head.itemID { loudnessInForce = (head.itemID, knownItem(head.itemID)?.loudness) }
         let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
                                        prefersAlbum: head.prefersAlbumGain)
         liveGainInForce = head.liveGainDB
-        if fadeRequest.serial != state.fadeSerial {
+        // A pause's fade-out goes on at the level it began with: a level asked for "once paused"
+        // (the sleep timer's back to full) is in force from the resume.
+        if fadeRequest.serial != state.fadeSerial && state.pauseFadeToWrite == nil {
             state.fadeSerial = fadeRequest.serial
             let frames = fadeRequest.seconds * Double(format.sampleRate) * speed
             state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: Int(frames.rounded()))
@@ -561,16 +534,19 @@ extension EngineControl {
             head.streamTitle = nil
             state.titleToAnnounce = (head.itemID, head.position, title)
         }
-        lock.unlock()
         let unscaled = head.written + frames - head.gained
+        let overlay = overlayPiece(for: head, frames: unscaled)
+        lock.unlock()
         if unscaled > 0 {
-            state.gain.apply(to: head.bytes + head.gained * format.bytesPerFrame, frames: unscaled, format: format,
-                             target: gainTarget)
+            let scaled = head.bytes + head.gained * format.bytesPerFrame
+            state.gain.apply(to: scaled, frames: unscaled, format: format, target: gainTarget)
+            if let overlay { overlay.ring.mix(into: scaled, frames: overlay.frames, from: overlay.start) }
             head.gained += unscaled
         }
         let outcome = device.write(pointer, frames: frames)
         let deviceDelay = configuration.pace ? 0 : device.delayFrames()
         lock.lock()
+        if let overlay { overlayMixed(overlay) }
 
         switch outcome {
         case .wrote(let count):
@@ -578,6 +554,7 @@ extension EngineControl {
                         sampleRate: format.sampleRate)
             head.written += count
             framesWrittenTotal &+= count
+            if let left = state.pauseFadeToWrite { state.pauseFadeToWrite = max(0, left - count) }
             if let restore = state.unconfirmedRestore {
                 state.unconfirmedRestore?.framesToGo -= count
                 if restore.framesToGo <= count { confirmRestore(&state, itemID: head.itemID) }

@@ -39,7 +39,9 @@ struct PlaybackClock {
     /// Frames the device still holds at `now`.
     func held(now: Double) -> Double {
         guard consuming else { return heldFrames }
-        return max(0, heldFrames - (now - heldAt) * Double(rest.sampleRate) * speed)
+        let held = heldFrames - (now - heldAt) * Double(rest.sampleRate) * speed
+        // At `writtenHeardAt` the arithmetic may leave a trace of a frame: that is none held.
+        return held < 1e-6 ? 0 : held
     }
 
     /// The item and track frame being heard at `now`.

@@ -162,6 +162,22 @@ public final class PlayerEngine: Sendable {
     @discardableResult
     public func pause() -> Int { setPlaying(false) }
 
+    /// Returns once the pause asked last has taken effect: the device paused after the fade-out
+    /// was heard (`fadesOnPause`), or the pause was superseded (a play, a stop), or at once when
+    /// none is pending. The position then stays where it is.
+    public func pauseTakesEffect() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            control.lock.withLock {
+                guard control.pauseIsPending else {
+                    continuation.resume()
+                    return
+                }
+                control.pauseWaiters.append(continuation)
+                control.lock.wakeOutput()
+            }
+        }
+    }
+
     private func setPlaying(_ playing: Bool) -> Int {
         control.lock.withLock {
             let c = control
@@ -173,7 +189,12 @@ public final class PlayerEngine: Sendable {
             if c.playRequested != playing {
                 if playing { rejoinIfLiveAndStale() }
                 c.playRequested = playing
-                if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
+                if playing {
+                    c.playRequestedAt = EngineLock.now()
+                } else {
+                    // A pause that fades out runs on until the output says when its fade is heard.
+                    c.pauseRequestedAt = c.configuration.fadesOnPause && c.clock.consuming ? .infinity : EngineLock.now()
+                }
                 c.lock.wakeOutput()
                 // A decoder that waits, paused, to hear whether an item crossfades counts from now.
                 if playing { c.lock.wakeDecoder() }
@@ -224,6 +245,32 @@ public final class PlayerEngine: Sendable {
     public func setCrossfade(seconds: Double) {
         control.lock.withLock {
             control.crossfadeSeconds = seconds.isFinite ? min(max(seconds, 0), 15) : 0
+        }
+    }
+
+    /// Mixes `item` over what plays, at `gain` (0…1), converted to the format the device is open
+    /// in, from its first frame; replaces a clip mixed before. It goes on as the music is written
+    /// (paused with it); its end is posted as `didPlayToEnd` with its id, a clip that cannot be
+    /// opened as `failed`. Nothing playing (no device open): it fails at once.
+    public func playOverlay(_ item: EngineItem, gain: Double) {
+        control.lock.withLock {
+            control.overlayRequest = (item, min(max(gain.isFinite ? gain : 1, 0), 1))
+            control.overlaySerial += 1
+            control.overlay = nil
+            control.overlayCancellation.cancel()
+            control.lock.wakeDecoder()
+        }
+    }
+
+    /// Stops the clip mixed over the music, if any: nothing more of it is mixed from the next write.
+    public func stopOverlay() {
+        control.lock.withLock {
+            guard control.overlayRequest != nil else { return }
+            control.overlayRequest = nil
+            control.overlaySerial += 1
+            control.overlay = nil
+            control.overlayCancellation.cancel()
+            control.lock.wakeDecoder()
         }
     }
 

@@ -31,7 +31,9 @@ extension MPDCommands {
             try await play(call, id: id)
             return nil
         }),
-        MPDCommand("pause", .control, 0...1, .now { call, _ throws(MPDError) in
+        // Answered once the pause is heard (its fade-out, `output.fade_on_pause`): `status` then
+        // shows where it stopped.
+        MPDCommand("pause", .control, 0...1, .later { call throws(MPDError) in
             let player = call.player
             let wantsPause: Bool
             if call.count == 1 {
@@ -41,12 +43,13 @@ extension MPDCommands {
                 wantsPause = MPDEnvironment.stateName(player.state) == "play"
             }
             // As in MPD, pause and resume do nothing while stopped.
-            guard MPDEnvironment.stateName(player.state) != "stop" else { return }
+            guard MPDEnvironment.stateName(player.state) != "stop" else { return nil }
             do throws(PlayerError) {
-                if wantsPause { try player.pause() } else { try player.play() }
+                if wantsPause { _ = try await player.pauseWhenHeard() } else { try player.play() }
             } catch {
                 try settle(error)
             }
+            return nil
         }),
         MPDCommand("stop", .control, 0...0, .now { call, _ throws(MPDError) in
             guard call.player.state != .idle else { return }

@@ -43,6 +43,10 @@ public struct OutputConfiguration: Sendable, Equatable {
     public var onClose: [String] = []
     /// How long a hook may run before it is killed.
     public var hookTimeoutMilliseconds: Int = 5000
+    /// A pause fades out over 5 ms before the device stops (it takes effect once that is heard,
+    /// what the device holds later) and play fades back in over 5 ms, so neither clicks. false:
+    /// the device stops at once and resumes at full level, sample for sample.
+    public var fadesOnPause = true
 
     public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,

@@ -7,19 +7,23 @@ import TonearmEngine
 /// live), the same volume, playing or paused as it was. The machine keeps its state throughout
 /// and the queue does not change: `AnnouncementOverlay` (the core) decides, this carries it out.
 /// The clip is an engine item of its own; the adapter takes its news as another item's (none
-/// moves the machine), and `handle` hands its end here.
+/// moves the machine), and `handle` hands its end here. Asked to `duck`, the first of a run
+/// plays over the music instead (`PlayerEngine.playOverlay`), the music lowered to
+/// `announce.duck_level` meanwhile, and nothing stops or comes back.
 extension Player {
     /// How long what plays fades out before an announcement.
     static let announcementFade = 0.3
 
     /// Plays `url` over what plays. Returns its place in line: 0 plays now, n waits behind n − 1
-    /// others. The point to come back to is saved with the state at once.
+    /// others. The point to come back to is saved with the state at once. `duck`: the music
+    /// plays on, lowered, under it (when something plays).
     @discardableResult
-    public func announce(_ url: URL, volume: Int?) throws(PlayerError) -> Int {
+    public func announce(_ url: URL, volume: Int?, duck: Bool = false) throws(PlayerError) -> Int {
         if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
         return try model.withLock { m throws(PlayerError) in
             let point = returnPoint(m)
-            switch m.announcements.handle(.announce(.init(url: url.absoluteString, volume: volume), returnPoint: point)) {
+            let clip = AnnouncementOverlay.Clip(url: url.absoluteString, volume: volume, duck: duck)
+            switch m.announcements.handle(.announce(clip, returnPoint: point)) {
             case .refused:
                 throw .invalid("\(AnnouncementOverlay.maximumWaiting) announcements wait already")
             case .queued(let place):
@@ -41,6 +45,12 @@ extension Player {
                 } else {
                     playClip(clip, &m)
                 }
+                return 0
+            case .duckAndPlay(let clip):
+                logger.info("announcement over the music", metadata: ["url": "\(clip.url)"])
+                engine.fade(to: Self.factor(announcementSettings.duckLevel), over: Self.announcementFade)
+                playOverMusic(clip, &m)
+                changeObserver?.playerChanged()
                 return 0
             default:
                 return 0
@@ -89,6 +99,14 @@ extension Player {
         _ = engine.open(EngineItem(id: m.nextEngineID, url: url), startAt: 0, playing: true)
     }
 
+    /// Mixes the clip over the music at its volume (lock held).
+    private func playOverMusic(_ clip: AnnouncementOverlay.Clip, _ m: inout Model) {
+        guard let url = URL(string: clip.url) else { return }
+        m.nextEngineID += 1
+        m.announcementEngineID = m.nextEngineID
+        engine.playOverlay(EngineItem(id: m.nextEngineID, url: url), gain: Self.factor(clip.volume ?? m.volume))
+    }
+
     /// News of the clip playing (lock held): its end, or its failure, moves the overlay on.
     func clipNews(_ event: EngineEvent, _ m: inout Model) {
         let overlayEvent: AnnouncementOverlay.Event
@@ -101,8 +119,11 @@ extension Player {
         }
         m.announcementEngineID = nil
         switch m.announcements.handle(overlayEvent) {
-        case .play(let next): playClip(next, &m)
+        case .play(let next): m.announcements.ducks ? playOverMusic(next, &m) : playClip(next, &m)
         case .resume(let point): comeBack(to: point, playing: point.playing, &m)
+        case .unduck:
+            engine.fade(to: 1, over: Self.announcementFade)
+            changeObserver?.playerChanged()
         default: break
         }
     }
@@ -112,7 +133,16 @@ extension Player {
     /// point, playing or not, and the command acts on that. Returns the point, if there was one.
     @discardableResult
     func interruptAnnouncement(_ m: inout Model, playing: Bool?) -> AnnouncementOverlay.ReturnPoint? {
-        guard case .abandon(let point) = m.announcements.handle(.interrupted) else { return nil }
+        let effect = m.announcements.handle(.interrupted)
+        if effect == .abandonDucked {
+            // The music never stopped: the clip goes, the level comes back, the command acts on it.
+            m.announcementEngineID = nil
+            engine.stopOverlay()
+            engine.fade(to: 1, over: 0)
+            changeObserver?.playerChanged()
+            return nil
+        }
+        guard case .abandon(let point) = effect else { return nil }
         timer.cancel(.announce)
         m.announcementEngineID = nil
         if let playing {
@@ -130,6 +160,11 @@ extension Player {
     /// at the seek's target (relative: from the point it stood at), playing or paused as it was.
     /// nil when no announcement plays (or nothing is to come back to: the seek goes its way).
     func seekEndsAnnouncement(to position: Double, relative: Bool, _ m: inout Model) -> SeekOutcome? {
+        if m.announcements.ducks {
+            // Over the music: the clip ends and the seek goes its way in what plays.
+            interruptAnnouncement(&m, playing: nil)
+            return nil
+        }
         guard let point = m.announcements.returnPoint, let queueID = point.queueID else { return nil }
         if point.live { return .rejected(.invalid("cannot seek in a live stream (state \(machine.currentState.name))")) }
         var target = min(max(0, relative ? point.position + position : position), SavedPlayerState.maximumPosition)
@@ -192,4 +227,12 @@ extension Player.Model {
 
 extension PlaybackState {
     var isLoading: Bool { if case .loading = self { true } else { false } }
+
+    /// Nothing plays or is about to: a clip over the music has nothing to go on with.
+    var hasNothingToDuck: Bool {
+        switch self {
+        case .idle, .ended, .failed: true
+        case .ready, .loading, .playing, .paused, .buffering, .seeking: false
+        }
+    }
 }

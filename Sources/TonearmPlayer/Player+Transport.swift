@@ -248,6 +248,15 @@ extension Player {
         }
     }
 
+    /// `pause`, answered once it is heard: with `output.fade_on_pause` the sound fades out after
+    /// what the device holds, and the position runs on until then. Once this returns, the
+    /// position stays (until a play).
+    public func pauseWhenHeard() async throws(PlayerError) -> PlaybackTransition {
+        let transition = try pause()
+        await engine.pauseTakesEffect()
+        return transition
+    }
+
     @discardableResult
     public func stop() throws(PlayerError) -> PlaybackTransition {
         try model.withLock { m throws(PlayerError) in

@@ -26,6 +26,8 @@ public final class Player: Sendable {
     public let performance: PerformanceObserver
     /// How crossfades are made (the configuration's); how long, the queue's options say.
     public let crossfadeSettings: CrossfadeSettings
+    /// How announcements play (the configuration's).
+    public let announcementSettings: AnnouncementSettings
     let model: Locked<Model>
     let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
     let settingsEvents = StreamFanout<SettingsEvent>(bufferingPolicy: .bufferingNewest(64))
@@ -99,9 +101,11 @@ public final class Player: Sendable {
 
     public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
                 volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings(),
-                crossfade: CrossfadeSettings = CrossfadeSettings()) {
+                crossfade: CrossfadeSettings = CrossfadeSettings(),
+                announcements: AnnouncementSettings = AnnouncementSettings()) {
         self.engine = engine
         crossfadeSettings = crossfade
+        announcementSettings = announcements
         self.machine = machine
         self.logger = logger
         let level = min(max(volume, 0), 100)
@@ -192,7 +196,9 @@ public final class Player: Sendable {
                                 current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
                                 queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
                                 loudness: loudness, sleep: m.sleep,
-                                announcing: m.announcements.playing.map { Announcing(url: $0.url, waiting: m.announcements.waiting.count) },
+                                announcing: m.announcements.playing.map {
+                                    Announcing(url: $0.url, waiting: m.announcements.waiting.count, ducking: m.announcements.ducks)
+                                },
                                 deviceOpen: engine.isDeviceOpen)
         }
     }

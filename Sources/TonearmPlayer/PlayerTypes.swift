@@ -48,6 +48,8 @@ public struct ItemLoudness: Sendable, Equatable {
 public struct Announcing: Sendable, Equatable {
     public var url: String
     public var waiting: Int
+    /// It plays over the music, lowered (`duck`).
+    public var ducking = false
 }
 
 /// The sleep timer (`Player.sleep`).
@@ -110,6 +112,17 @@ extension PlayerError {
 }
 
 /// How crossfades are made (`[crossfade]` in the configuration).
+/// How announcements play (`[announce]`).
+public struct AnnouncementSettings: Sendable, Equatable {
+    /// What plays under an announcement asked to duck it is lowered to this level, 0–100 on the
+    /// volume's scale (50: what volume 50 is to 100, about −18 dB).
+    public var duckLevel: Int
+
+    public init(duckLevel: Int = 50) {
+        self.duckLevel = duckLevel
+    }
+}
+
 public struct CrossfadeSettings: Sendable, Equatable {
     /// Consecutive tracks of one album join gaplessly even with a crossfade set.
     public var skipSameAlbum: Bool

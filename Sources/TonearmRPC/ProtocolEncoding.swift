@@ -110,7 +110,8 @@ enum ProtocolEncoding {
         object["replay_gain"] = replayGain(status.replayGain)
         object["sleep"] = sleep(status.sleep)
         if let announcing = status.announcing {
-            object["announcing"] = ["url": .string(announcing.url), "waiting": JSONValue(announcing.waiting)]
+            object["announcing"] = ["url": .string(announcing.url), "waiting": JSONValue(announcing.waiting),
+                                    "ducking": .bool(announcing.ducking)]
         }
         if let loudness = status.loudness {
             var shown: [String: JSONValue] = ["source": .string(loudness.gain.source.rawValue),

@@ -54,7 +54,7 @@ enum RPCMethods {
         // Later for a long queue, to encode it off the event loop (`LongReplies`).
         RPCMethod("queue", .read, [], .laterWhen { _, player in LongReplies.isLong(player.queue.items.count) }),
         RPCMethod("play", .control, ["id"], .laterWhen { request, player in request.params.member("id") != nil || player.playStartsQueue }),
-        RPCMethod("pause", .control, [], .now),
+        RPCMethod("pause", .control, [], .later),
         RPCMethod("stop", .control, [], .now),
         RPCMethod("seek", .control, ["position", "relative"], .later),
         RPCMethod("next", .control, [], .later),

@@ -5,15 +5,13 @@ import TonearmProtocol
 
 /// The home-speaker methods: `announce`, `sleep` and `alarms.*`.
 extension RequestRouter {
-    /// `announce {url, volume?}`: `{place}` (0: it plays now; n: n − 1 others play first).
+    /// `announce {url, volume?, duck?}`: `{place}` (0: it plays now; n: n − 1 others play first).
     func announceAnswer(_ params: Params) throws -> JSONValue {
         let url = try sourceURL(params.requiredString("url"))
         try sources.check(url)
         let volume = try params.integer("volume")
-        if try params.bool("duck") == true {
-            throw RPC.Failure(.invalidParams, "invalid params: 'duck' is not supported: what plays fades out and comes back after")
-        }
-        return ["place": JSONValue(try player.announce(url, volume: volume))]
+        let duck = try params.bool("duck") ?? false
+        return ["place": JSONValue(try player.announce(url, volume: volume, duck: duck))]
     }
 
     /// `alarms.add {time, days?, url? | queue: true, volume?, fade_in_s?}`, `alarms.remove {id}`.

@@ -93,6 +93,8 @@ struct RequestRouter: Sendable {
             if played.transition == nil { answer["media"] = ProtocolEncoding.media(played.media) }
             answer["current"] = JSONValue(player.status.current)
             return .object(answer)
+        case "pause":
+            return changed(try await player.pauseWhenHeard())
         case "next", "previous":
             let moved = request.method == "next" ? try await player.next() : try await player.previous()
             return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
@@ -208,8 +210,6 @@ struct RequestRouter: Sendable {
                 throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from -15 to 15")
             }
             return ProtocolEncoding.replayGain(player.setReplayGain(mode: mode, preampDB: preamp))
-        case "pause":
-            return changed(try player.pause())
         case "stop":
             return changed(try player.stop())
         case "sleep":

@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var replayGain = ReplayGainSettings()
     /// How crossfades are made (`[crossfade]`).
     public var crossfade = CrossfadeSettings()
+    /// How announcements play (`[announce]`).
+    public var announcements = AnnouncementSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
     public var maxClients = 256
     /// Per control client: the cap on unread replies and the silence after which it is closed.
@@ -74,7 +76,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         var config = self
         for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
-                                      "library", "http", "crossfade"].contains(key) {
+                                      "library", "http", "crossfade", "announce"].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -105,6 +107,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                     config.output.openTimeoutMilliseconds = try integer(value, "output.open_timeout_ms", source, 100...600_000)
                 case "wait_for_device":
                     config.output.waitForDevice = try bool(value, "output.wait_for_device", source)
+                case "fade_on_pause": config.output.fadesOnPause = try bool(value, "output.fade_on_pause", source)
                 case "resume_after_interruption":
                     config.output.resumeAfterInterruption = try bool(value, "output.resume_after_interruption", source)
                 case "release_after_s":
@@ -342,6 +345,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
         if let http = table["http"] { try config.applyHTTP(http, source) }
         if let crossfade = table["crossfade"] { try config.applyCrossfade(crossfade, source) }
+        if let announce = table["announce"] { try config.applyAnnounce(announce, source) }
         if let log = table["log"] {
             guard let log = log.table else { throw Invalid("\(source): [log] must be a table") }
             for key in log.keys {

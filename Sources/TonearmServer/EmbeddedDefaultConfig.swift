@@ -39,6 +39,10 @@ open_timeout_ms = 5000
 # lost device: the item is ready and waits, interrupted, and plays when the device appears, with no
 # retry needed. false: the load fails with device_unavailable. (--[no-]wait-for-device)
 wait_for_device = true
+# A pause fades out over 5 ms and takes effect once that is heard (what the device holds later,
+# up to buffer_ms); play fades in over 5 ms: no click either way. false stops and starts at once,
+# sample for sample. (--[no-]pause-fade)
+fade_on_pause = true
 # Once the device is back, resume what the interruption paused; false leaves it paused.
 resume_after_interruption = true
 # Let the DAC and what it feeds sleep: once nothing has played for this many seconds (the queue
@@ -101,6 +105,12 @@ skip_same_album = true
 # With a crossfade set, `next`, `previous` and a jump to another item while playing fade what
 # plays out over this many milliseconds (0 to 5000; 0: cut at once), then the item starts whole.
 manual_ms = 300
+
+[announce]
+# `announce {duck: true}` (tonearmctl announce --duck) plays the clip over the music instead of
+# fading the music out: what plays is lowered to this level meanwhile, 0 to 100 on the volume's
+# scale (50: what volume 50 is to 100, about -18 dB), and comes back up after.
+duck_level = 50
 
 [control]
 # Clients connected to the control socket at once. One more is answered with an error and closed,

@@ -141,16 +141,18 @@ struct Alarms: AsyncParsableCommand {
 /// `tonearmctl announce chime.wav --volume 70`.
 struct Announce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Play a clip over what plays (faded out), then come back to it exactly.")
+        abstract: "Play a clip over what plays (faded out, or lowered with --duck), then come back to it exactly.")
     @OptionGroup var options: ConnectionOptions
     @Argument(help: ArgumentHelp("A file or URL.", valueName: "url")) var url: String
     @Option(help: ArgumentHelp("The clip's volume, 0 to 100 (default the player's).", valueName: "level")) var volume: Int?
+    @Flag(help: "Play it over the music, lowered to announce.duck_level, instead of fading the music out.") var duck = false
 
     func run() async throws {
         var params: [String: JSONValue] = [
             "url": .string(url.contains("://") || url.hasPrefix("/") ? url : FileManager.default.currentDirectoryPath + "/" + url),
         ]
         if let volume { params["volume"] = .number(Double(volume)) }
+        if duck { params["duck"] = .bool(true) }
         try await options.run("announce", .object(params)) { result in
             guard case .number(let place)? = result.member("place"), place > 0 else { return "announcing" }
             return "announcing after \(Int(place)) other\(place == 1 ? "" : "s")"

@@ -48,6 +48,10 @@ struct Tonearmd: AsyncParsableCommand {
           help: "Let an item whose device is missing or busy wait for it, instead of failing the load.")
     var waitForDevice: Bool?
 
+    @Flag(name: .customLong("pause-fade"), inversion: .prefixedNo,
+          help: "Fade out over 5 ms on pause and in on play (no click), instead of stopping at once.")
+    var pauseFade: Bool?
+
     @Flag(name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
           help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
@@ -89,6 +93,7 @@ struct Tonearmd: AsyncParsableCommand {
             settings.output.openTimeoutMilliseconds = openTimeoutMilliseconds
         }
         if let waitForDevice { settings.output.waitForDevice = waitForDevice }
+        if let pauseFade { settings.output.fadesOnPause = pauseFade }
         if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
         if let stateDirectory {
             guard stateDirectory.hasPrefix("/") else { throw ValidationError("--state-directory needs an absolute path") }
@@ -154,7 +159,7 @@ struct Tonearmd: AsyncParsableCommand {
         signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output, input: settings.input)
         let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain,
-                            crossfade: settings.crossfade)
+                            crossfade: settings.crossfade, announcements: settings.announcements)
         let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
             environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
         // One daemon per state directory; held until the process ends.

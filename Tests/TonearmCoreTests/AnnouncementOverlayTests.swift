@@ -11,6 +11,8 @@ struct AnnouncementOverlayTests {
     static let chime = Overlay.Clip(url: "file:///chime.wav", volume: 60)
     static let speech = Overlay.Clip(url: "http://tts/1.mp3", volume: nil)
     static let third = Overlay.Clip(url: "file:///third.wav", volume: nil)
+    static let doorbell = Overlay.Clip(url: "file:///doorbell.wav", volume: 80, duck: true)
+    static let paused = Overlay.ReturnPoint(queueID: 7, position: 42.5, playing: false, live: false)
 
     enum EventKind: CaseIterable { case announce, clipEnded, clipFailed, interrupted }
 
@@ -23,11 +25,17 @@ struct AnnouncementOverlayTests {
         }
     }
 
-    /// An overlay in `phase` (chime playing; speech waiting when more wait).
+    /// An overlay in `phase` (chime playing, or the doorbell ducking; speech waiting when more wait).
     static func overlay(_ phase: Overlay.Phase) -> Overlay {
         var overlay = Overlay()
-        if phase != .quiet { _ = overlay.handle(.announce(chime, returnPoint: point)) }
-        if phase == .announcingWithMoreWaiting { _ = overlay.handle(.announce(speech, returnPoint: later)) }
+        switch phase {
+        case .quiet: break
+        case .announcing, .announcingWithMoreWaiting: _ = overlay.handle(.announce(chime, returnPoint: point))
+        case .ducking, .duckingWithMoreWaiting: _ = overlay.handle(.announce(doorbell, returnPoint: point))
+        }
+        if phase == .announcingWithMoreWaiting || phase == .duckingWithMoreWaiting {
+            _ = overlay.handle(.announce(speech, returnPoint: later))
+        }
         return overlay
     }
 
@@ -56,6 +64,18 @@ struct AnnouncementOverlayTests {
         Row(phase: .announcingWithMoreWaiting, event: .clipEnded, effect: .play(speech), after: .announcing, playing: speech),
         Row(phase: .announcingWithMoreWaiting, event: .clipFailed, effect: .play(speech), after: .announcing, playing: speech),
         Row(phase: .announcingWithMoreWaiting, event: .interrupted, effect: .abandon(point), after: .quiet, playing: nil),
+        // Ducking: the music plays on under the clips; nothing to come back to, the level comes back.
+        // One that joins the run ducks too, whatever it asked.
+        Row(phase: .ducking, event: .announce(third, returnPoint: later), effect: .queued(position: 1),
+            after: .duckingWithMoreWaiting, playing: doorbell),
+        Row(phase: .ducking, event: .clipEnded, effect: .unduck, after: .quiet, playing: nil),
+        Row(phase: .ducking, event: .clipFailed, effect: .unduck, after: .quiet, playing: nil),
+        Row(phase: .ducking, event: .interrupted, effect: .abandonDucked, after: .quiet, playing: nil),
+        Row(phase: .duckingWithMoreWaiting, event: .announce(third, returnPoint: later), effect: .queued(position: 2),
+            after: .duckingWithMoreWaiting, playing: doorbell),
+        Row(phase: .duckingWithMoreWaiting, event: .clipEnded, effect: .play(speech), after: .ducking, playing: speech),
+        Row(phase: .duckingWithMoreWaiting, event: .clipFailed, effect: .play(speech), after: .ducking, playing: speech),
+        Row(phase: .duckingWithMoreWaiting, event: .interrupted, effect: .abandonDucked, after: .quiet, playing: nil),
     ]
 
     @Test(arguments: rows)
@@ -64,7 +84,31 @@ struct AnnouncementOverlayTests {
         #expect(overlay.phase == row.phase)
         #expect(overlay.handle(row.event) == row.effect)
         #expect(overlay.phase == row.after && overlay.playing == row.playing)
-        #expect(overlay.returnPoint == (row.after == .quiet ? nil : Self.point) || row.phase == .quiet)
+        let ducked = row.phase == .ducking || row.phase == .duckingWithMoreWaiting
+        #expect(overlay.returnPoint == (row.after == .quiet || ducked ? nil : Self.point) || row.phase == .quiet)
+    }
+
+    /// Ducking needs something playing to lower: over a pause, the clip plays as any other, and
+    /// playback comes back to the point after it.
+    @Test func aDuckOverNothingPlayingInterruptsAsUsual() {
+        var overlay = Overlay()
+        #expect(overlay.handle(.announce(Self.doorbell, returnPoint: Self.paused)) == .fadeOutAndPlay(Self.doorbell))
+        #expect(overlay.phase == .announcing && overlay.returnPoint == Self.paused)
+        #expect(overlay.handle(.clipEnded) == .resume(Self.paused))
+    }
+
+    /// The first of a run decides: a duck that joins an interrupting run interrupts, and a plain
+    /// one that joins a ducking run ducks.
+    @Test func theFirstOfARunDecides() {
+        var interrupting = Self.overlay(.announcing)
+        _ = interrupting.handle(.announce(Self.doorbell, returnPoint: Self.later))
+        #expect(interrupting.handle(.clipEnded) == .play(Self.doorbell) && interrupting.phase == .announcing)
+        #expect(interrupting.handle(.clipEnded) == .resume(Self.point))
+        var ducking = Overlay()
+        #expect(ducking.handle(.announce(Self.doorbell, returnPoint: Self.point)) == .duckAndPlay(Self.doorbell))
+        _ = ducking.handle(.announce(Self.chime, returnPoint: Self.point))
+        #expect(ducking.handle(.clipEnded) == .play(Self.chime) && ducking.phase == .ducking)
+        #expect(ducking.handle(.clipEnded) == .unduck && ducking.phase == .quiet && !ducking.ducks)
     }
 
     @Test func everyPhaseAndEventKindHasARow() {

@@ -26,10 +26,17 @@ struct EngineSeekPauseTests {
                 "first sample after seek(\(target)) must be sample \(firstSample)")
     }
 
-    @Test func pauseStopsPromptlyAndResumesWithoutLosingSamples() async throws {
+    /// A pause: prompt, the position holds, and play goes on from there losing or repeating no
+    /// sample. Without the pause fade, sample for sample; with it, the 5 ms before the pause
+    /// fade down to silence and the 5 ms after it fade up (linear, within 1 LSB), every other
+    /// sample as it is.
+    @Test(arguments: [false, true])
+    func pauseStopsPromptlyAndResumesWithoutLosingSamples(fades: Bool) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw"), pace: true, speed: 4))
+        var configuration = OutputConfiguration(device: dir.fileDevice("out.raw"), pace: true, speed: 4)
+        configuration.fadesOnPause = fades
+        let engine = PlayerEngine(configuration: configuration)
         let recorder = EngineRecorder(engine)
         engine.load(url: Fixtures.url("tone.wav"))
         #expect(await eventually { engine.status == .readyToPlay })
@@ -51,8 +58,20 @@ struct EngineSeekPauseTests {
         engine.shutdown()
         await engine.waitUntilShutDown()
         let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
-        #expect(pcm == (try Fixtures.wavPCM("tone.wav")), "pause and resume lose or repeat no sample")
+        let reference = try Fixtures.wavPCM("tone.wav")
+        #expect(pcm.count == reference.count, "pause and resume lose or repeat no sample")
+        guard fades else {
+            #expect(pcm == reference, "pause and resume change no sample")
+            return
+        }
+        let heard = samples(pcm), source = samples(reference)
+        let pause = Int((pausedAt * 44_100).rounded())
+        let check = PauseFadeCheck(capture: heard, source: source, pauseFrame: pause, rate: 44_100, channels: 2)
+        #expect(check.holds, "\(check)")
+        #expect(heard[(pause - 1) * 2] == 0 && source[(pause - 1) * 2] != 0, "silent at the pause")
     }
+
+    private func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
 
     @Test func pacedPlaybackKeepsTime() async throws {
         let engine = PlayerEngine(configuration: OutputConfiguration(device: "null", pace: true, speed: 4))

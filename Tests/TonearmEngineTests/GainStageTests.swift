@@ -56,6 +56,28 @@ struct GainStageTests {
         #expect(run(&stage, frames: 10).allSatisfy { $0 == 10_000 })
     }
 
+    /// A pause's fade: the ramp lands on silence exactly at its last frame (however the pieces
+    /// fall), a resume brings it back up over as many frames, and after that the path is
+    /// bit-perfect again; the sleep timer's level is untouched meanwhile.
+    @Test(arguments: [1, 7, 5000])
+    func aPauseMutesToSilenceAndAResumeComesBackBitPerfect(piece: Int) {
+        var stage = GainStage()
+        let ramp = GainStage.rampFrames(sampleRate: Self.format.sampleRate)
+        stage.mute(frames: ramp)
+        let down = run(&stage, frames: ramp + 10, piece: piece)
+        for frame in 0..<ramp + 10 {
+            let expected = frame < ramp ? (10_000 * (1 - Double(frame + 1) / Double(ramp))).rounded() : 0
+            #expect(abs(Double(down[frame * 2]) - expected) <= 1, "frame \(frame): \(down[frame * 2])")
+        }
+        #expect(down[(ramp - 1) * 2] == 0 && stage.isMuted && stage.fadeLevel == 1)
+        stage.unmute(frames: ramp)
+        let up = run(&stage, frames: ramp * 3, piece: piece)
+        for frame in 0..<ramp {
+            #expect(abs(Double(up[frame * 2]) - (10_000 * Double(frame + 1) / Double(ramp)).rounded()) <= 1, "frame \(frame)")
+        }
+        #expect(up[(ramp - 1) * 2] == 10_000 && up.suffix(ramp * 4).allSatisfy { $0 == 10_000 } && !stage.isMuted)
+    }
+
     /// The volume's ramp and a fade multiply.
     @Test func aFadeRidesOnTheVolume() {
         var stage = GainStage()

@@ -123,7 +123,7 @@ extension DaemonTests {
             #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
             #expect(try client.call("pause").stateName == "paused")
-            let position = try #require(client.call("status").result?["position"] as? Double)
+            let position = try #require(waitForHeldPosition(client)["position"] as? Double)
             #expect(try client.call("announce", ["url": media.chime]).result?["place"] as? Int == 0)
             #expect(try client.call("announce", ["url": media.speech, "volume": 100]).result?["place"] as? Int == 1)
             let after = try waitUntilDone(client)
@@ -248,11 +248,108 @@ extension DaemonTests {
             #expect(whole, "after the chime, the queue from its start")
         }
 
+        /// `duck`: the music plays on under the clip, lowered to `announce.duck_level` (50: what
+        /// volume 50 is, × 0.125) over 0.3 s, the clip mixed over it at its own volume, then the
+        /// music comes back up; nothing stops, the position runs on. The clip is a constant level,
+        /// so what is mixed in is that level wherever it starts: the capture is checked against
+        /// the music × the documented ramp, plus the clip over a run of exactly its length.
+        @Test func aDuckedClipPlaysOverTheMusicLowered() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let media = try Self.media(capture.dir)
+            let clip = try Self.make(capture.dir, "level.wav", "aevalsrc=0.1", rate: Self.rate, seconds: 1)
+            let level = try #require(clip.1.first)
+            try #require(clip.1.allSatisfy { $0 == level } && clip.1.count == Self.rate * 2)
+            let speed = 2.0
+            let (daemon, client) = try start(capture, speed: speed)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
+            let before = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
+            let announced = try client.call("announce", ["url": clip.0, "duck": true, "volume": 100])
+            #expect(announced.result?["place"] as? Int == 0, "\(announced)")
+            let during = try #require(client.call("status").result)
+            #expect(during.name == "playing" && (during["announcing"] as? [String: Any])?["ducking"] as? Bool == true, "\(during)")
+            let after = try waitUntilDone(client)
+            let went = (after["position"] as? Double ?? 0) - (before["position"] as? Double ?? 0)
+            #expect(after.name == "playing" && went > 1, "the music went on meanwhile: \(after)")
+            usleep(600_000)
+            #expect(try client.call("pause").stateName == "paused")
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            let music = media.musicPCM
+            try #require(pcm.count < music.count, "the music did not end")
+
+            // The duck's ramp and the clip start about together (the fade at the next write, the
+            // clip once the decoder opened it), a few frames apart either way: the ramp's start is
+            // the one that leaves a constant over a window where both are under way (the clip's
+            // level), found coarse then fine.
+            let duck = 0.125, rampFrames = Int((0.3 * Double(Self.rate) * speed).rounded())
+            let firstDiffering = try #require((0..<pcm.count).first { pcm[$0] != music[$0] }) / 2
+            func musicLevel(_ frame: Int, rampStart: Int) -> Double {
+                frame < rampStart ? 1 : 1 + (duck - 1) * Double(min(frame - rampStart + 1, rampFrames)) / Double(rampFrames)
+            }
+            func rest(_ frame: Int, _ channel: Int, rampStart: Int) -> Double {
+                Double(pcm[frame * 2 + channel]) - (Double(music[frame * 2 + channel]) * musicLevel(frame, rampStart: rampStart)).rounded()
+            }
+            let window = (firstDiffering + 4000)..<(firstDiffering + 6000)
+            func spread(_ start: Int) -> Double { window.reduce(0) { $0 + abs(rest($1, 0, rampStart: start) - Double(level)) } }
+            let coarse = try #require(stride(from: firstDiffering - 3000, through: firstDiffering + 3000, by: 50).min { spread($0) < spread($1) })
+            let rampStart = try #require((coarse - 50...coarse + 50).min { spread($0) < spread($1) })
+            // Then: only the music (rest 0) until the clip, the clip's level over exactly its
+            // length, and only the lowered music again until it comes back up.
+            let clipStart = try #require((min(rampStart, firstDiffering)..<pcm.count / 2).first {
+                abs(rest($0, 0, rampStart: rampStart) - Double(level)) <= 2
+            })
+            let clipFrames = clip.1.count / 2
+            var offBefore = 0, offInClip = 0
+            for frame in min(rampStart, clipStart)..<clipStart {
+                for channel in 0..<2 where abs(rest(frame, channel, rampStart: rampStart)) > 1 { offBefore += 1 }
+            }
+            for frame in clipStart..<clipStart + clipFrames {
+                for channel in 0..<2 where abs(rest(frame, channel, rampStart: rampStart) - Double(level)) > 2 { offInClip += 1 }
+            }
+            #expect(offBefore == 0, "the music alone, along the ramp, before the clip: \(offBefore) samples off")
+            #expect(offInClip == 0, "the clip over the lowered music, \(clipFrames) frames from \(clipStart): \(offInClip) samples off")
+            #expect(abs(rest(clipStart + clipFrames, 0, rampStart: rampStart)) <= 1
+                    && abs(rest(clipStart + clipFrames, 1, rampStart: rampStart)) <= 1, "and nothing more of it")
+            // Back up at full level: the music as it is, up to the pause's own fade.
+            let tail = (pcm.count / 2 - 220 - 4000)..<(pcm.count / 2 - 220)
+            #expect(tail.allSatisfy { pcm[$0 * 2] == music[$0 * 2] && pcm[$0 * 2 + 1] == music[$0 * 2 + 1] }, "at full level again")
+        }
+
+        /// A command during a ducked clip ends it: the clip stops, the music's level comes back,
+        /// and the command acts on the music as it is (a pause stays where it was heard).
+        @Test func aPauseDuringADuckedClipEndsItAndTheMusicComesBackUp() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let media = try Self.media(capture.dir)
+            let clip = try Self.make(capture.dir, "long.wav", "sine=f=660", rate: 22050, seconds: 5)
+            let (daemon, client) = try start(capture)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
+            #expect(try client.call("announce", ["url": clip.0, "duck": true]).result?["place"] as? Int == 0)
+            usleep(400_000)
+            #expect(try client.call("pause").stateName == "paused")
+            let paused = try #require(client.call("status").result)
+            #expect(paused["announcing"] == nil, "\(paused)")
+            let position = try #require(paused["position"] as? Double)
+            #expect(try client.call("play").stateName == "playing")
+            usleep(500_000)
+            _ = try client.call("pause")
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            // After the play: the music (never interrupted, so at its own frames in the capture)
+            // from where it paused, after its 5 ms fade-in, at full level, and no clip.
+            let from = Int((position * Double(Self.rate)).rounded())
+            try #require(pcm.count >= (from + 4220) * 2)
+            let resumed = pcm[(from + 220) * 2..<(from + 4220) * 2]
+            #expect(resumed.elementsEqual(media.musicPCM[(from + 220) * 2..<(from + 4220) * 2]), "the music, whole again, from \(from)")
+        }
+
         @Test func badAnnouncementsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
             for params: [String: Any] in [[:], ["url": Fixtures.path("tone.wav"), "volume": 101],
-                                          ["url": Fixtures.path("tone.wav"), "duck": true], ["url": 3]] {
+                                          ["url": Fixtures.path("tone.wav"), "duck": "yes"], ["url": 3]] {
                 let answer = try client.call("announce", params)
                 #expect(answer.errorCode == -32602 && answer.errorMessage?.isEmpty == false, "\(params): \(answer)")
             }

@@ -66,7 +66,8 @@ extension DaemonTests {
         @Test func aVolumeSetWhilePausedIsInForceWhenPlayResumes() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace"])
+            // Without the pause's fades, so the level is judged sample for sample from the resume.
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--no-pause-fade"])
             defer { withExtendedLifetime(daemon) {} }
             let client = try daemon.connect()
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav")]).stateName == "ready")

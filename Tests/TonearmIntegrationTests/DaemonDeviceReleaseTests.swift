@@ -98,31 +98,41 @@ extension DaemonTests {
         /// Paused long enough, the device is released; play opens it again and goes on from the
         /// sample it paused at. The `file:` capture keeps what the device was handed (its close
         /// writes the frames it held unheard too), so it is the file up to what was handed over,
-        /// then the file again from the paused position: nothing heard is lost.
-        @Test func aLongPauseReleasesTheDeviceAndLosesNoSample() throws {
+        /// then the file again from the paused position: nothing heard is lost. With the pause's
+        /// fades, the device held nothing unheard: the file is the track with the two fades.
+        @Test(arguments: [false, true])
+        func aLongPauseReleasesTheDeviceAndLosesNoSample(fades: Bool) throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
-            let (daemon, client, watcher) = try start(capture, speed: 2, output: "release_after_s = 0.5\n" + (try recordingHooks(capture)))
+            let output = "release_after_s = 0.5\nfade_on_pause = \(fades)\n" + (try recordingHooks(capture))
+            let (daemon, client, watcher) = try start(capture, speed: 2, output: output)
             defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("add", ["urls": [Fixtures.path("tone.wav")], "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 0.8 }
             let paused = try client.call("pause")
             #expect(paused.stateName == "paused", "\(paused)")
-            let before = try #require(client.call("status").result?["position"] as? Double)
+            let before = try #require((fades ? waitForHeldPosition(client) : client.call("status").result)?["position"] as? Double)
             let asleep = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { Self.deviceOpen($0) == false }
             #expect(asleep["position"] as? Double == before, "the position holds through the release")
             try waitForHooks(capture, ["open", "close"])
             let handed = capture.settled().count
             let resume = Int((before * 44100).rounded()) * 4
-            #expect(resume < handed, "paused at \(resume) bytes, \(handed) handed to the device")
+            // A pause that fades is heard to its end before the device pauses: it held nothing more.
+            #expect(fades ? resume == handed : resume < handed, "paused at \(resume) bytes, \(handed) handed to the device")
             #expect(try client.call("play").stateName == "playing")
             _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
             #expect(capture.opens == 2)
             let tone = try Fixtures.wavPCM("tone.wav")
             let pcm = capture.settled()
             #expect(pcm.count == handed + tone.count - resume, "\(pcm.count) bytes")
-            #expect(pcm.prefix(handed) == tone.prefix(handed) && pcm.dropFirst(handed) == tone.dropFirst(resume),
-                    "the file to what was handed over, then from where it paused")
+            if fades {
+                let check = PauseFadeCheck(capture: DaemonSleepTests.samples(pcm), source: DaemonSleepTests.samples(tone),
+                                           pauseFrame: resume / 4, rate: 44100, channels: 2)
+                #expect(check.holds, "faded out, released, and faded in from the same sample: \(check)")
+            } else {
+                #expect(pcm.prefix(handed) == tone.prefix(handed) && pcm.dropFirst(handed) == tone.dropFirst(resume),
+                        "the file to what was handed over, then from where it paused")
+            }
             #expect(hookRuns(capture) == ["open", "close", "open"])
         }
 

@@ -233,7 +233,8 @@ extension DaemonTests {
         @Test func deviceThatCannotPauseResumesAtWhatWasHeard() throws {
             let device = try FaultDevice(speed: 2, canPause: false)
             defer { device.remove() }
-            let (daemon, client, _) = try start(device)
+            // Paused at once (no fade written after what it holds): what it held unheard is dropped.
+            let (daemon, client, _) = try start(device, ["--no-pause-fade"])
             defer { withExtendedLifetime(daemon) {} }
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }

@@ -39,10 +39,15 @@ extension DaemonTests {
             #expect(abs((ended["position"] as? Double ?? 0) - duration) < 0.1)
         }
 
-        @Test func pauseAndResumeMidTrackWithPacing() throws {
+        /// `pause` and `play` mid-track: the position holds while paused and nothing is lost or
+        /// repeated. By default the pause fades out over 5 ms and play fades in from the same
+        /// sample; with `--no-pause-fade` the capture is the track sample for sample.
+        @Test(arguments: [true, false])
+        func pauseAndResumeMidTrackWithPacing(fades: Bool) throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "3"])
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "3"]
+                                           + (fades ? [] : ["--no-pause-fade"]))
             let client = try daemon.connect()
             #expect(try client.call("load", ["url": Fixtures.path("tone.flac"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }
@@ -50,15 +55,26 @@ extension DaemonTests {
             #expect(pause.stateName == "paused" && pause.result?["changed"] as? Bool == true)
             let unchanged = try client.call("pause")
             #expect(unchanged.result?["changed"] as? Bool == false, "pause while paused: accepted, nothing changed")
+            if fades { _ = try waitForHeldPosition(client) }
             let first = try client.call("status").result?["position"] as? Double ?? -1
             usleep(300_000)
             let second = try client.call("status").result?["position"] as? Double ?? -2
             #expect(first == second && first > 1.0 && first < 2.9, "position holds while paused: \(first) vs \(second)")
             #expect(try client.call("play").stateName == "playing")
             _ = try waitForStatus(client) { $0.name == "ended" }
-            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == (try Fixtures.wavPCM("tone.wav")),
-                    "nothing lost or repeated across the pause")
+            let capture = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+            let source = try Fixtures.wavPCM("tone.wav")
+            #expect(capture.count == source.count, "nothing lost or repeated across the pause")
+            if fades {
+                let check = PauseFadeCheck(capture: samples(capture), source: samples(source),
+                                           pauseFrame: Int((first * 44_100).rounded()), rate: 44_100, channels: 2)
+                #expect(check.holds, "\(check)")
+            } else {
+                #expect(capture == source, "sample for sample across the pause")
+            }
         }
+
+        private func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
 
         @Test(arguments: [1.25, 2.0004])
         func seekLandsOnTheExactSample(_ target: Double) throws {

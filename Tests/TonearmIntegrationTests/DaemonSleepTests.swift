@@ -32,7 +32,7 @@ extension DaemonTests {
         static func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
 
         /// Fades out linearly over `fade_s`, pauses once the silence is heard, and `play` goes on
-        /// at full level from the last sample heard.
+        /// from the last sample heard: the pause's 5 ms fade-in, then full level.
         @Test func aSleepTimerFadesOutThenPausesAndPlayResumesAtFullLevel() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
@@ -48,7 +48,7 @@ extension DaemonTests {
             _ = try readEvents(watcher, timeout: 10 * Sanitizer.timeScale) { $0.transitionTo == "paused" }
             let pausedAfter = Date().timeIntervalSince(asked)
             #expect(pausedAfter >= 1.5 && pausedAfter < 1.5 + 1.5 * Sanitizer.timeScale, "paused after \(pausedAfter) s")
-            let status = try #require(client.call("status").result)
+            let status = try waitForHeldPosition(client)
             #expect(status["sleep"] is NSNull, "\(status)")
             let heard = Int(((status["position"] as? Double ?? 0) * Double(Self.rate)).rounded())
 
@@ -81,7 +81,16 @@ extension DaemonTests {
             let after = Self.samples(capture.settled())
             let resumed = Array(after[before.count...])
             try #require(resumed.count > Self.rate, "\(resumed.count) samples after the play")
-            let fromHeard = Array(resumed[0..<Self.rate]) == Array(source.pcm[heard * 2..<heard * 2 + Self.rate])
+            // It fades in over 5 ms from there (the pause's fade the other way), then plays as it is.
+            let ramp = Self.rate / 200
+            var rampWorst = 0.0
+            for frame in 0..<ramp {
+                let level = Double(frame + 1) / Double(ramp)
+                let expected = (Double(source.pcm[(heard + frame) * 2]) * level).rounded()
+                rampWorst = max(rampWorst, abs(Double(resumed[frame * 2]) - expected))
+            }
+            #expect(rampWorst <= 1, "fades in from the sample heard last (worst \(rampWorst)); starts \(resumed.prefix(8)), heard at \(heard)")
+            let fromHeard = Array(resumed[ramp * 2..<Self.rate]) == Array(source.pcm[(heard + ramp) * 2..<heard * 2 + Self.rate])
             #expect(fromHeard, "full level, from the sample heard last; starts \(resumed.prefix(8)), heard at \(heard)")
         }
 

@@ -118,6 +118,20 @@ public func waitForStatus(_ client: LineClient, timeout: Double = 10,
     }
 }
 
+/// Once paused, the status whose position has stopped: a pause that fades out takes effect
+/// once its fade is heard (what the device holds later), and the position runs on until then.
+public func waitForHeldPosition(_ client: LineClient, timeout: Double = 10) throws -> [String: Any] {
+    var last: Double?
+    var same = 0
+    return try waitForStatus(client, timeout: timeout) { status in
+        let position = status["position"] as? Double
+        same = position != nil && position == last ? same + 1 : 0
+        last = position
+        if same < 5 { usleep(40_000) }
+        return same >= 5
+    }
+}
+
 extension Dictionary where Key == String, Value == Any {
     public var name: String? { (self["state"] as? [String: Any])?["state"] as? String }
 }

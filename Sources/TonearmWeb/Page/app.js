@@ -209,9 +209,16 @@ function tick() {
 }
 document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
 
+// A pause is answered once it is heard (a few ms of fade after what the device holds), and the
+// status asked after it waits its turn: a click meanwhile undoes the click before, whatever the
+// status shown still says.
+let toggleAsked = null;
 $("toggle").addEventListener("click", () => {
   const state = now.status && now.status.state.state;
-  act(state === "playing" ? "pause" : "play").then(refreshStatus, () => {});
+  const method = toggleAsked ? (toggleAsked === "pause" ? "play" : "pause") : (state === "playing" ? "pause" : "play");
+  toggleAsked = method;
+  $("toggle").dataset.playing = String(method === "play");
+  act(method).finally(() => { if (toggleAsked === method) toggleAsked = null; }).then(refreshStatus, () => {});
 });
 $("previous").addEventListener("click", () => act("previous").then(refreshStatus, () => {}));
 $("next").addEventListener("click", () => act("next").then(refreshStatus, () => {}));

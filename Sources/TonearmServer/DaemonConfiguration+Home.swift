@@ -15,4 +15,16 @@ extension DaemonConfiguration {
             }
         }
     }
+
+    /// `[announce]`: how announcements play.
+    mutating func applyAnnounce(_ value: any TOMLValueConvertible, _ source: String) throws {
+        guard let announce = value.table else { throw Invalid("\(source): [announce] must be a table") }
+        for key in announce.keys {
+            let value = announce[key]!
+            switch key {
+            case "duck_level": announcements.duckLevel = try integer(value, "announce.duck_level", source, 0...100)
+            default: throw Invalid("\(source): unknown key 'announce.\(key)'")
+            }
+        }
+    }
 }

@@ -1,0 +1,124 @@
+import Foundation
+import TonearmMedia
+
+/// The clip mixed over the music (`playOverlay`), on the decoder thread: opened in the format the
+/// device is open in, decoded into its `OverlayRing` whenever half of the ring was mixed, ahead
+/// of the music's own decoding (the ring holds half a second; the pipe seconds). Its open and
+/// each read give up after a while (a slow server would otherwise hold up the music's decoding).
+extension EngineControl {
+    /// How long the clip's open, and each of its reads, may take.
+    static let overlayOpenSeconds = 3.0
+    static let overlayReadSeconds = 1.0
+
+    /// Whether the clip needs the decoder: a new request (or one withdrawn), or room in its ring.
+    /// Lock held.
+    func overlayNeedsWork(_ state: DecoderState) -> Bool {
+        if overlaySerial != state.overlaySerial { return true }
+        guard state.overlayDecoder != nil, let ring = overlay, !ring.ended else { return false }
+        // Topped up once half of it was mixed, then filled to the brim.
+        return ring.room >= ring.capacity / 2 || (state.overlayFilling && ring.room > 0)
+    }
+
+    /// One step for the clip: take up the request, or fill its ring. Lock held, released around
+    /// FFmpeg and copies.
+    func overlayStep(_ state: inout DecoderState) {
+        assertOn(.decoder)
+        if overlaySerial != state.overlaySerial {
+            takeOverlayRequest(&state)
+            return
+        }
+        guard let ring = overlay, let decoder = state.overlayDecoder else { return }
+        state.overlayFilling = ring.room > 0
+        guard state.overlayFilling else { return }
+        let serial = overlaySerial
+        if state.overlayPending > 0 {
+            let frames = min(state.overlayPending, ring.room)
+            let start = ring.written
+            lock.unlock()
+            ring.fill(from: decoder.scratch + state.overlayPendingOffset * ring.format.bytesPerFrame, frames: frames, at: start)
+            lock.lock()
+            guard serial == overlaySerial, overlay === ring else { return }
+            ring.written += frames
+            state.overlayPending -= frames
+            state.overlayPendingOffset += frames
+            return
+        }
+        lock.unlock()
+        overlayCancellation.setDeadline(secondsFromNow: Self.overlayReadSeconds)
+        let result: Result<MediaDecoder.Chunk, EngineFailure>
+        do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
+        lock.lock()
+        guard serial == overlaySerial, overlay === ring else { return }
+        switch result {
+        case .success(.frames(let count, _, _)):
+            state.overlayPending = count
+            state.overlayPendingOffset = 0
+        case .success(.endOfStream):
+            finishOverlayDecoding(ring, &state)
+        case .failure:
+            // Cut short (a read that failed or took too long): what was decoded plays, then it
+            // ends as any clip does.
+            finishOverlayDecoding(ring, &state)
+        }
+    }
+
+    private func finishOverlayDecoding(_ ring: OverlayRing, _ state: inout DecoderState) {
+        ring.ended = true
+        let closing = state.overlayDecoder
+        state.overlayDecoder = nil
+        state.overlayPending = 0
+        lock.unlock()
+        withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
+        lock.lock()
+        if ring.isDone, overlay === ring { endOverlay(ring) }
+    }
+
+    /// Closes the clip decoded before, and opens the one asked for now, if any.
+    private func takeOverlayRequest(_ state: inout DecoderState) {
+        state.overlaySerial = overlaySerial
+        state.overlayPending = 0
+        let closing = state.overlayDecoder
+        state.overlayDecoder = nil
+        guard let (item, gain) = overlayRequest else {
+            lock.unlock()
+            withExtendedLifetime(closing) {}
+            lock.lock()
+            return
+        }
+        let serial = overlaySerial
+        let format = deviceOpen ? deviceFormat : nil
+        lock.unlock()
+        withExtendedLifetime(closing) {}
+        let opened: Result<(MediaDecoder, OverlayRing), EngineFailure>
+        if let format {
+            overlayCancellation.reset()
+            overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)
+            do throws(EngineFailure) {
+                let decoder = try MediaDecoder(url: item.url, input: input, cancellation: overlayCancellation)
+                try decoder.configureOutput(format)
+                opened = .success((decoder, OverlayRing(itemID: item.id, format: format, gain: gain)))
+            } catch {
+                opened = .failure(error)
+            }
+        } else {
+            opened = .failure(EngineFailure(.deviceUnavailable, "nothing plays to mix '\(item.path)' over"))
+        }
+        lock.lock()
+        guard serial == overlaySerial else { return }  // withdrawn or replaced meanwhile: dropped
+        switch opened {
+        case .success(let (decoder, ring)):
+            state.overlayDecoder = decoder
+            overlay = ring
+        case .failure(let failure):
+            overlayRequest = nil
+            post(.failed(itemID: item.id, failure))
+        }
+    }
+
+    /// The clip is over (all of it mixed, or it could not go on): posted as its end. Lock held.
+    func endOverlay(_ ring: OverlayRing) {
+        overlay = nil
+        overlayRequest = nil
+        post(.didPlayToEnd(itemID: ring.itemID))
+    }
+}

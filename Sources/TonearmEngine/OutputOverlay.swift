@@ -1,0 +1,38 @@
+import TonearmMedia
+
+/// The clip mixed over the music (`playOverlay`), on the output thread: each piece of music
+/// written takes as many of the clip's frames as its ring holds, added after the music's gain.
+/// The clip goes on as the music is written: paused with it, and cut when the music's format
+/// changes under it (the device reopened for another item) or nothing more is written.
+extension EngineControl {
+    struct OverlayPiece {
+        let ring: OverlayRing
+        let start: Int
+        let frames: Int
+    }
+
+    /// The clip's frames for the next `frames` frames of `head` about to be scaled and written.
+    /// Output thread, lock held.
+    func overlayPiece(for head: PCMChunk, frames: Int) -> OverlayPiece? {
+        assertOn(.output)
+        guard frames > 0, let ring = overlay else { return nil }
+        guard ring.format == head.format else {
+            endOverlay(ring)
+            return nil
+        }
+        let count = min(frames, ring.available)
+        return count > 0 ? OverlayPiece(ring: ring, start: ring.mixed, frames: count) : nil
+    }
+
+    /// The piece was mixed: its room goes back to the decoder, and a clip mixed to its end is
+    /// over. Output thread, lock held.
+    func overlayMixed(_ piece: OverlayPiece) {
+        assertOn(.output)
+        let ring = piece.ring
+        guard overlay === ring else { return }
+        let halfFreeBefore = ring.room >= ring.capacity / 2
+        ring.mixed += piece.frames
+        if !halfFreeBefore && ring.room >= ring.capacity / 2 { lock.wakeDecoder() }
+        if ring.isDone { endOverlay(ring) }
+    }
+}

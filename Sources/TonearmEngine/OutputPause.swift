@@ -1,0 +1,102 @@
+import Foundation
+
+/// Pausing and resuming the device, on the output thread. A pause that never clicks
+/// (`output.fade_on_pause`): the output writes 5 ms more, fading to silence, after what the
+/// device holds, and pauses the device once that fade is heard. The position runs on until then
+/// and stops where the fade ends; a play resumes from there, fading in over 5 ms
+/// (`startConsuming`). The pause takes effect what the device holds later (at most `buffer_ms`).
+extension EngineControl {
+    enum PauseFadeStep {
+        /// The fade's frames are written next, as while playing.
+        case writeFade
+        /// The output slept until the fade is heard (or a command came).
+        case waited
+        /// Nothing (more) to fade: the device pauses now.
+        case pauseNow
+    }
+
+    /// One step of a pause: output thread, lock held, pause asked (`playRequested` false).
+    func fadeOutForPause(_ head: PCMChunk?, _ state: inout OutputState) -> PauseFadeStep {
+        assertOn(.output)
+        guard configuration.fadesOnPause, clock.consuming, let device = state.device, deviceLostReason == nil else {
+            state.pauseFadeToWrite = nil
+            return .pauseNow
+        }
+        if state.pauseFadeToWrite == nil {
+            if state.gain.isMuted { return .pauseNow }
+            let frames = GainStage.rampFrames(sampleRate: device.format.sampleRate)
+            // Frames a short write left scaled and unwritten go out first, as they are; the ramp
+            // starts with the first frame scaled from now on.
+            let scaledAhead = head.map { $0.gained - $0.written } ?? 0
+            state.pauseFadeToWrite = scaledAhead + frames
+            state.gain.mute(frames: frames)
+        }
+        if let left = state.pauseFadeToWrite, left > 0, let head, head.remainingFrames > 0,
+           head.runStart == nil || (head.runStart == .advance && head.format == deviceFormat) {
+            return .writeFade
+        }
+        // The fade is written (or what follows cannot be written now: the end of the queue, an
+        // item that needs the device reopened): the pause stands where the device runs out.
+        let now = EngineLock.now()
+        let due = clock.writtenHeardAt ?? now
+        pauseRequestedAt = due
+        if now < due {
+            lock.waitOutput(untilMonotonic: due)
+            return .waited
+        }
+        state.pauseFadeToWrite = nil
+        return .pauseNow
+    }
+
+    // MARK: The device's pause and resume
+
+    /// Returns whether it did anything (and so released the lock for a while).
+    func pauseDevice(_ state: inout OutputState) -> Bool {
+        assertOn(.output)
+        guard clock.consuming, let device = state.device else { return false }
+        // With pacing the clock is ours: it stops when the pause was asked. A real device
+        // played on until now.
+        let now = configuration.pace ? clockNow : EngineLock.now()
+        // Rounded up: the heard frame is the whole frames written minus what is held, rounded
+        // down, so this keeps the position a client read a moment ago to the frame.
+        clock.heldFrames = clock.held(now: now).rounded(.up)
+        clock.heldAt = now
+        clock.consuming = false
+        stoppedConsumingAt = now
+        lock.unlock()
+        let inPlace = device.pauseNow()
+        lock.lock()
+        state.devicePaused = inPlace
+        if !inPlace { rewindToHeard(now: now) }
+        setTimeControl(.paused)
+        return true
+    }
+
+    func startConsuming(_ state: inout OutputState) {
+        assertOn(.output)
+        if state.devicePaused, let device = state.device {
+            lock.unlock()
+            device.resume()
+            lock.lock()
+            state.devicePaused = false
+        } else {
+            // A device that dropped on pause lost what it held; the pipe restarts at what was heard.
+            clock.heldFrames = 0
+        }
+        state.gain.settle()
+        if state.gain.isMuted, let device = state.device {
+            // Resuming what a pause faded out: it fades in again from where it stopped.
+            state.gain.unmute(frames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
+        }
+        state.idleSince = nil
+        clock.consuming = true
+        clock.heldAt = EngineLock.now()
+        state.paceAnchor = clock.heldAt
+        state.pacedFrames = Int(clock.heldFrames.rounded())
+        state.paceRoom = 0
+        state.waitingReported = false
+        // A device back from a loss is not playing until it proved itself (`confirmRestore`).
+        guard state.unconfirmedRestore == nil else { return }
+        setTimeControl(.playing)
+    }
+}
