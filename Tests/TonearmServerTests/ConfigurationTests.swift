@@ -41,7 +41,8 @@ struct ConfigurationTests {
                       "[output]\nrelease_after_s = -2", "[output]\nrelease_after_s = \"soon\"", "[output]\non_open = \"amp on\"",
                       "[output]\non_close = [\"amp\", 1]", "[output]\non_open = [\"\"]", "[output]\nhook_timeout_ms = 0",
                       "crossfade = 3", "[crossfade]\nskip_same_album = 1", "[crossfade]\nseconds = 3",
-                      "[crossfade]\nmanual_ms = 5001", "[crossfade]\nmanual_ms = 0.5"])
+                      "[crossfade]\nmanual_ms = 5001", "[crossfade]\nmanual_ms = 0.5", "[output]\nfade_on_pause = 1",
+                      "announce = 50", "[announce]\nduck_level = 101", "[announce]\nduck_level = -1", "[announce]\nlevel = 50"])
     func invalidConfigIsRefusedWithAReason(_ text: String) {
         #expect(throws: DaemonConfiguration.Invalid.self) { try DaemonConfiguration().applying(toml: text, source: "t") }
     }
@@ -66,6 +67,13 @@ struct ConfigurationTests {
         #expect(DaemonConfiguration.embeddedDefault().crossfade.manualSeconds == 0.3)
         let config = try DaemonConfiguration().applying(toml: "[crossfade]\nskip_same_album = false\nmanual_ms = 0", source: "t")
         #expect(!config.crossfade.skipSameAlbum && config.crossfade.manualSeconds == 0)
+    }
+
+    @Test func pauseFadesAndDucking() throws {
+        let defaults = DaemonConfiguration.embeddedDefault()
+        #expect(defaults.output.fadesOnPause && defaults.announcements.duckLevel == 50)
+        let config = try DaemonConfiguration().applying(toml: "[output]\nfade_on_pause = false\n[announce]\nduck_level = 20", source: "t")
+        #expect(!config.output.fadesOnPause && config.announcements.duckLevel == 20)
     }
 
     @Test func snapcastOutputAndNetworkInput() throws {
