@@ -2,27 +2,30 @@ import Foundation
 import TonearmMedia
 
 /// The clip mixed over the music (`playOverlay`), on the decoder thread: opened in the format the
-/// device is open in, decoded into its `OverlayRing` whenever half of the ring was mixed, ahead
-/// of the music's own decoding (the ring holds half a second; the pipe seconds). Its open and
-/// each read give up after a while (a slow server would otherwise hold up the music's decoding).
+/// device is open in, decoded into its `OverlayRing` whenever half of the ring was mixed (the
+/// ring holds a second, the pipe seconds), taking turns with the music's own work step by step
+/// (a clip that arrives slowly never starves the music), and filled to the brim when the music
+/// has nothing to do. Its open and each read give up after a while: a slow server would
+/// otherwise hold up the music's decoding.
 extension EngineControl {
     /// How long the clip's open, and each of its reads, may take.
     static let overlayOpenSeconds = 3.0
     static let overlayReadSeconds = 1.0
 
-    /// Whether the clip needs the decoder: a new request (or one withdrawn), or room in its ring.
-    /// Lock held.
-    func overlayNeedsWork(_ state: DecoderState) -> Bool {
+    /// Whether the clip needs the decoder: a new request (or one withdrawn), or half of its ring
+    /// free (`urgent`); else, unless `urgent`, room left in a ring being filled. Lock held.
+    func overlayNeedsWork(_ state: DecoderState, urgent: Bool = false) -> Bool {
         if overlaySerial != state.overlaySerial { return true }
         guard state.overlayDecoder != nil, let ring = overlay, !ring.ended else { return false }
-        // Topped up once half of it was mixed, then filled to the brim.
-        return ring.room >= ring.capacity / 2 || (state.overlayFilling && ring.room > 0)
+        if ring.room >= ring.capacity / 2 { return true }
+        return !urgent && state.overlayFilling && ring.room > 0
     }
 
     /// One step for the clip: take up the request, or fill its ring. Lock held, released around
     /// FFmpeg and copies.
     func overlayStep(_ state: inout DecoderState) {
         assertOn(.decoder)
+        state.overlayTookTurn = true
         if overlaySerial != state.overlaySerial {
             takeOverlayRequest(&state)
             return
@@ -77,8 +80,12 @@ extension EngineControl {
     private func takeOverlayRequest(_ state: inout DecoderState) {
         state.overlaySerial = overlaySerial
         state.overlayPending = 0
-        let closing = state.overlayDecoder
+        state.overlayFilling = false
+        // The ring done with is let go here, off the lock, so that its memory is seldom the
+        // output thread's to free.
+        let closing = (state.overlayDecoder, state.overlayRing)
         state.overlayDecoder = nil
+        state.overlayRing = nil
         guard let (item, gain) = overlayRequest else {
             lock.unlock()
             withExtendedLifetime(closing) {}
@@ -87,12 +94,13 @@ extension EngineControl {
         }
         let serial = overlaySerial
         let format = deviceOpen ? deviceFormat : nil
+        // Made ready under the lock: a withdrawal from now on cancels this open.
+        overlayCancellation.reset()
+        overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)
         lock.unlock()
         withExtendedLifetime(closing) {}
         let opened: Result<(MediaDecoder, OverlayRing), EngineFailure>
         if let format {
-            overlayCancellation.reset()
-            overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)
             do throws(EngineFailure) {
                 let decoder = try MediaDecoder(url: item.url, input: input, cancellation: overlayCancellation)
                 try decoder.configureOutput(format)
@@ -104,10 +112,17 @@ extension EngineControl {
             opened = .failure(EngineFailure(.deviceUnavailable, "nothing plays to mix '\(item.path)' over"))
         }
         lock.lock()
-        guard serial == overlaySerial else { return }  // withdrawn or replaced meanwhile: dropped
+        guard serial == overlaySerial else {
+            // Withdrawn or replaced meanwhile: dropped, FFmpeg's release off the lock.
+            lock.unlock()
+            withExtendedLifetime(opened) {}
+            lock.lock()
+            return
+        }
         switch opened {
         case .success(let (decoder, ring)):
             state.overlayDecoder = decoder
+            state.overlayRing = ring
             overlay = ring
         case .failure(let failure):
             overlayRequest = nil
@@ -115,10 +130,13 @@ extension EngineControl {
         }
     }
 
-    /// The clip is over (all of it mixed, or it could not go on): posted as its end. Lock held.
+    /// The clip is over (all of it mixed, or it could not go on): posted as its end, and the
+    /// decoder told to let its decoder go. Lock held (output or decoder thread).
     func endOverlay(_ ring: OverlayRing) {
         overlay = nil
         overlayRequest = nil
+        overlaySerial += 1
+        lock.wakeDecoder()
         post(.didPlayToEnd(itemID: ring.itemID))
     }
 }

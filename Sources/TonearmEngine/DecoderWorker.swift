@@ -72,6 +72,10 @@ extension EngineControl {
         var overlayPendingOffset = 0
         /// Filling the clip's ring up to the brim (it started at half empty).
         var overlayFilling = false
+        /// The last step was the clip's: the music's work, if any, goes next.
+        var overlayTookTurn = false
+        /// The clip's ring, held here too so that it is let go on this thread.
+        var overlayRing: OverlayRing?
     }
 
     /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
@@ -117,28 +121,36 @@ extension EngineControl {
                 takeTarget(&state)
             } else if let item = state.item, abandoned.contains(item.id) {
                 leaveAbandoned(&state)
-            } else if overlayNeedsWork(state) {
+            } else if !state.overlayTookTurn, overlayNeedsWork(state, urgent: true) {
                 overlayStep(&state)
             } else if state.pendingFrames > 0 || state.endPending {
+                state.overlayTookTurn = false
                 place(&state)
             } else if state.reconnect != nil {
                 reconnectStep(&state)
             } else if let until = state.readPausedUntil {
                 // Woken early by the output (the pipe ran low) or a prebuffer wait: read at once.
+                // While the music's reading rests, a clip over it takes its turns.
                 let ahead = state.item.flatMap { item in state.decoder.map { secondsAheadOfHeard(item, $0, state) } }
-                if EngineLock.now() < until, !outputAwaitsFill, (ahead ?? pipe.bufferedSeconds) > readResumeLevel {
+                if overlayNeedsWork(state) {
+                    overlayStep(&state)
+                } else if EngineLock.now() < until, !outputAwaitsFill, (ahead ?? pipe.bufferedSeconds) > readResumeLevel {
                     lock.waitDecoder(untilMonotonic: until)
                 } else {
                     state.readPausedUntil = nil
                 }
             } else if state.decoder != nil, !state.finished {
+                state.overlayTookTurn = false
                 decodeStep(&state)
             } else if state.finished, let item = state.item, let next, next.after == item.id,
                       next.item.id != state.failedNextID {
                 openNext(next.item, &state)
             } else if tailIsOrphaned(state) {
                 handOnOrphanedTail(&state)
+            } else if overlayNeedsWork(state) {
+                overlayStep(&state)
             } else {
+                state.overlayTookTurn = false
                 lock.waitDecoder()
             }
         }
@@ -146,6 +158,7 @@ extension EngineControl {
         lock.unlock()
         state.decoder = nil
         state.overlayDecoder = nil
+        state.overlayRing = nil
     }
 
     /// The format chunks of a source are converted to: the configured or followed one, or what
@@ -513,7 +526,8 @@ extension EngineControl {
                 // once a second however small the codec's frames are. The output thread wakes us
                 // (a clip over the music, at half of its ring, too: that is served meanwhile).
                 let myEpoch = epoch
-                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id), !overlayNeedsWork(state) {
+                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id),
+                      !overlayNeedsWork(state, urgent: true) {
                     lock.waitDecoder()
                 }
                 return

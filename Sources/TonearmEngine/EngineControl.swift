@@ -126,12 +126,15 @@ final class EngineControl: @unchecked Sendable {
     /// How long an item and the next overlap, seconds (0: gapless joins). The decoder reads it
     /// when it nears an item's end. Callers.
     var crossfadeSeconds = 0.0
-    /// A clip to mix over the music (`playOverlay`), or nil (`stopOverlay`), and a serial that
-    /// tells each request from the one before. Callers; the decoder thread opens it.
+    /// A clip to mix over the music, and a serial that tells each request from the one before.
+    /// Set and cleared by callers (`playOverlay`, `stopOverlay`); cleared by the decoder thread
+    /// when the clip cannot be opened, and by whichever thread ends it (`endOverlay`). The
+    /// decoder thread opens what it names.
     var overlayRequest: (item: EngineItem, gain: Double)?
     var overlaySerial = 0
-    /// The clip's ring once the decoder opened it: published by the decoder thread, filled by it,
-    /// mixed and ended (set to nil) by the output thread; callers clear it with the request.
+    /// The clip's ring once the decoder thread opened it (it publishes and fills it); mixed by the
+    /// output thread, which clears it at its end or at the end of its fade-out; a new request
+    /// (callers) replaces it at once; `endOverlay` clears it from either thread.
     var overlay: OverlayRing?
     /// Lets the clip's blocking I/O give up: withdrawn, replaced, or past its deadline.
     let overlayCancellation = CancellationFlag()

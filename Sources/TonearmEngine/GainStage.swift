@@ -23,6 +23,8 @@ struct GainStage {
     /// Whether a pause's fade (`mute`) brought the level down, all the way or part of it, and
     /// nothing brought it back up since.
     var isMuted: Bool { !muting.isUnity }
+    /// Whether the last frame scaled was silenced by a pause's fade, and stays so.
+    var isSilenced: Bool { muting.level == 0 && muting.target == 0 }
 
     mutating func settle() { settles = true }
 

@@ -5,7 +5,18 @@ import Foundation
 /// device holds, and pauses the device once that fade is heard. The position runs on until then
 /// and stops where the fade ends; a play resumes from there, fading in over 5 ms
 /// (`startConsuming`). The pause takes effect what the device holds later (at most `buffer_ms`).
+/// A clocked device (ALSA, not paced) is given 10 ms of silence after the fade, so that it is
+/// still running, on silence, when it is paused in place: run dry it would underrun, and a
+/// device that stopped is dropped and refilled (a live stream joined again) instead.
 extension EngineControl {
+    /// Zeros for that silence: 64 KiB, enough for 10 ms of 8 channels of 32 bits at 192 kHz.
+    /// Never written after it is made, so shared without a lock.
+    nonisolated(unsafe) private static let silence: UnsafeMutableRawPointer = {
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 16)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0, count: 65_536)
+        return bytes
+    }()
+
     enum PauseFadeStep {
         /// The fade's frames are written next, as while playing.
         case writeFade
@@ -18,12 +29,15 @@ extension EngineControl {
     /// One step of a pause: output thread, lock held, pause asked (`playRequested` false).
     func fadeOutForPause(_ head: PCMChunk?, _ state: inout OutputState) -> PauseFadeStep {
         assertOn(.output)
-        guard configuration.fadesOnPause, clock.consuming, let device = state.device, deviceLostReason == nil else {
+        // A network item that ran dry holds nothing to fade: it pauses at once.
+        guard configuration.fadesOnPause, clock.consuming, let device = state.device, deviceLostReason == nil,
+              !state.refilling else {
             state.pauseFadeToWrite = nil
             return .pauseNow
         }
         if state.pauseFadeToWrite == nil {
-            if state.gain.isMuted { return .pauseNow }
+            if state.gain.isSilenced { return .pauseNow }
+            state.pauseFadePadded = configuration.pace
             let frames = GainStage.rampFrames(sampleRate: device.format.sampleRate)
             // Frames a short write left scaled and unwritten go out first, as they are; the ramp
             // starts with the first frame scaled from now on.
@@ -37,6 +51,11 @@ extension EngineControl {
         }
         // The fade is written (or what follows cannot be written now: the end of the queue, an
         // item that needs the device reopened): the pause stands where the device runs out.
+        if !state.pauseFadePadded {
+            state.pauseFadePadded = true
+            padWithSilence(device, &state)
+            return .waited
+        }
         let now = EngineLock.now()
         let due = clock.writtenHeardAt ?? now
         pauseRequestedAt = due
@@ -46,6 +65,16 @@ extension EngineControl {
         }
         state.pauseFadeToWrite = nil
         return .pauseNow
+    }
+
+    /// Writes 10 ms of silence after what the device holds, outside the clock (no item's frames).
+    /// Releases the lock around the write.
+    private func padWithSilence(_ device: any OutputDevice, _ state: inout OutputState) {
+        let frames = min(device.format.sampleRate / 100, 65_536 / device.format.bytesPerFrame)
+        lock.unlock()
+        let outcome = device.write(Self.silence, frames: frames)
+        lock.lock()
+        if case .lost(let reason) = outcome { deviceWasLost(reason: reason, &state) }
     }
 
     // MARK: The device's pause and resume

@@ -58,8 +58,9 @@ extension EngineControl {
         /// The `fadeRequest` in force.
         var fadeSerial = 0
         /// A pause fading out (`fadesOnPause`): the frames of its fade still to write; nil when
-        /// no pause is fading.
+        /// no pause is fading. And whether the silence after it was written (or is not needed).
         var pauseFadeToWrite: Int?
+        var pauseFadePadded = false
     }
 
     func startOutputThread() {
@@ -540,7 +541,7 @@ extension EngineControl {
         if unscaled > 0 {
             let scaled = head.bytes + head.gained * format.bytesPerFrame
             state.gain.apply(to: scaled, frames: unscaled, format: format, target: gainTarget)
-            if let overlay { overlay.ring.mix(into: scaled, frames: overlay.frames, from: overlay.start) }
+            overlay?.mix(into: scaled)
             head.gained += unscaled
         }
         let outcome = device.write(pointer, frames: frames)

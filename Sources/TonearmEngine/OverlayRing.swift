@@ -4,8 +4,9 @@ import TonearmMedia
 /// format the device is open in, into this ring; the output thread mixes it into the music it
 /// writes, after the music's gain, at the clip's own gain. The memory is allocated once, when
 /// the clip opens (decoder thread, off the lock). `written`, `mixed` and `ended` change only
-/// under the engine lock; the frames between `mixed` and `written` are the output thread's to
-/// read, the rest of the ring the decoder thread's to fill.
+/// under the engine lock: `written` and `ended` by the decoder thread, `mixed` by the output
+/// thread, `fadeOutLeft` by callers and the output thread. The frames between `mixed` and
+/// `written` are the output thread's to read, the rest of the ring the decoder thread's to fill.
 final class OverlayRing {
     /// A second: more than the output writes at once (a paced piece, an ALSA period); the
     /// decoder tops it up when half of it was mixed.
@@ -21,6 +22,8 @@ final class OverlayRing {
     var mixed = 0
     /// The clip was decoded to its end (engine lock).
     var ended = false
+    /// Withdrawn (`stopOverlay`): the frames of its 5 ms fade-out still to mix; nil while it plays.
+    var fadeOutLeft: Int?
 
     init(itemID: Int, format: PCMFormat, gain: Double) {
         self.itemID = itemID
@@ -52,12 +55,15 @@ final class OverlayRing {
     }
 
     /// Adds `frames` frames of the clip from `start` on, × `gain`, into `destination` (in the
-    /// same format), rounded and clipped. Output thread, off the lock.
-    func mix(into destination: UnsafeMutableRawPointer, frames: Int, from start: Int) {
+    /// same format), rounded and clipped; fading out along the last `fadeOut.left` frames of a
+    /// fade of `fadeOut.length` (the last one silent). Output thread, off the lock.
+    func mix(into destination: UnsafeMutableRawPointer, frames: Int, from start: Int,
+             fadeOut: (left: Int, length: Int)? = nil) {
         let channels = format.channels
         for frame in 0..<frames {
+            let level = fadeOut.map { Double(max(0, $0.left - frame - 1)) / Double($0.length) } ?? 1
             PCMMix.frame(into: destination, at: frame * channels, from: storage, at: (start + frame) % capacity * channels,
-                         channels: channels, type: format.sampleType, keep: 1, add: gain)
+                         channels: channels, type: format.sampleType, keep: 1, add: gain * level)
         }
     }
 }

@@ -262,13 +262,16 @@ public final class PlayerEngine: Sendable {
         }
     }
 
-    /// Stops the clip mixed over the music, if any: nothing more of it is mixed from the next write.
+    /// Stops the clip mixed over the music, if any: it fades out over 5 ms from the next write
+    /// (no news of it follows).
     public func stopOverlay() {
         control.lock.withLock {
             guard control.overlayRequest != nil else { return }
             control.overlayRequest = nil
             control.overlaySerial += 1
-            control.overlay = nil
+            if let ring = control.overlay, ring.fadeOutLeft == nil {
+                ring.fadeOutLeft = GainStage.rampFrames(sampleRate: ring.format.sampleRate)
+            }
             control.overlayCancellation.cancel()
             control.lock.wakeDecoder()
         }
@@ -360,6 +363,7 @@ public final class PlayerEngine: Sendable {
     /// Stops the threads (the output closes the device at once). Idempotent.
     public func shutdown() {
         control.lock.withLock {
+            control.overlayCancellation.cancel()
             control.shuttingDown = true
             control.target = nil
             control.beginEpoch()

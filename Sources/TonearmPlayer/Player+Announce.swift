@@ -22,7 +22,9 @@ extension Player {
         if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
         return try model.withLock { m throws(PlayerError) in
             let point = returnPoint(m)
-            let clip = AnnouncementOverlay.Clip(url: url.absoluteString, volume: volume, duck: duck)
+            // Ducking needs sound under it now: an item still loading has no device open to mix into.
+            let ducks = duck && machine.currentState.wantsSound
+            let clip = AnnouncementOverlay.Clip(url: url.absoluteString, volume: volume, duck: ducks)
             switch m.announcements.handle(.announce(clip, returnPoint: point)) {
             case .refused:
                 throw .invalid("\(AnnouncementOverlay.maximumWaiting) announcements wait already")
@@ -135,10 +137,12 @@ extension Player {
     func interruptAnnouncement(_ m: inout Model, playing: Bool?) -> AnnouncementOverlay.ReturnPoint? {
         let effect = m.announcements.handle(.interrupted)
         if effect == .abandonDucked {
-            // The music never stopped: the clip goes, the level comes back, the command acts on it.
+            // The music never stopped: the clip fades out in 5 ms, the level comes back (over the
+            // duck's time; a pause fades out at the lowered level and resumes at the full one),
+            // and the command acts on the music.
             m.announcementEngineID = nil
             engine.stopOverlay()
-            engine.fade(to: 1, over: 0)
+            engine.fade(to: 1, over: playing == false ? 0 : Self.announcementFade)
             changeObserver?.playerChanged()
             return nil
         }
@@ -228,11 +232,12 @@ extension Player.Model {
 extension PlaybackState {
     var isLoading: Bool { if case .loading = self { true } else { false } }
 
-    /// Nothing plays or is about to: a clip over the music has nothing to go on with.
+    /// Nothing plays or is about to: a clip over the music has nothing to go on with (paused
+    /// here by a lost device: a user's pause ends the clip as any command does).
     var hasNothingToDuck: Bool {
         switch self {
-        case .idle, .ended, .failed: true
-        case .ready, .loading, .playing, .paused, .buffering, .seeking: false
+        case .idle, .ended, .failed, .paused, .ready: true
+        case .loading, .playing, .buffering, .seeking: false
         }
     }
 }

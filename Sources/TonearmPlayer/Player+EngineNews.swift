@@ -14,10 +14,13 @@ extension Player {
             let previous = m.context.currentItem
             let actions = EngineEventAdapter.actions(for: event, context: &m.context)
             for action in actions { machine.send(action) }
-            if m.announcements.ducks, machine.currentState.hasNothingToDuck {
-                // The music under an announcement ended (or failed): nothing carries the clip on.
-                logger.info("announcement cut: nothing plays under it any more")
-                interruptAnnouncement(&m, playing: nil)
+            defer {
+                // Once the news is dealt with (an ended item may have opened the next): music that
+                // stopped under a ducked announcement carries the clip no further.
+                if m.announcements.ducks, machine.currentState.hasNothingToDuck {
+                    logger.info("announcement cut: nothing plays under it any more")
+                    interruptAnnouncement(&m, playing: nil)
+                }
             }
             if let clip = m.announcementEngineID, event.itemID == clip {
                 // An announcement's news: never the machine's (the adapter saw another item).

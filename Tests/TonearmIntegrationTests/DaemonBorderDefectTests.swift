@@ -102,7 +102,10 @@ extension DaemonTests {
             defer { dir.remove() }
             let frames = 44_100
             let files = try (1...4).map { code in try codedWAV(dir.path("item\(code).wav"), code: Int16(code * 1000), frames: frames) }
-            for (trial, before) in [0.3, 0.2, 0.1, 0.05, 0.01].enumerated() {
+            // 10 ms before the border is within a sanitizer build's jitter: there the edit may land
+            // after the border was heard, which is not the case this checks (the plain build does).
+            let margins = [0.3, 0.2, 0.1, 0.05] + (Sanitizer.active == nil ? [0.01] : [])
+            for (trial, before) in margins.enumerated() {
                 let capture = "out\(trial).raw"
                 let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice(capture), "--pace", "--buffer-ms", "200"])
                 defer { withExtendedLifetime(daemon) {} }
