@@ -11,7 +11,7 @@ extension Runner {
     func web() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let port = try freeLoopbackPort()
+        let port = try freeTCPPort()
         let config = directory.path("tonearmd.toml")
         try "[http]\nbind = \"127.0.0.1:\(port)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let running = try RunningDaemon(daemon, ["--device", "null", "--pace", "--config", config])

@@ -56,6 +56,9 @@ struct Tonearmd: AsyncParsableCommand {
           help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
 
+    @Option(help: "The web remote's address (http.bind), e.g. 127.0.0.1:6680; off: no web remote.")
+    var http: String?
+
     @Option(name: .customLong("state-directory"), help: "Where the state file (state.json) is kept.")
     var stateDirectory: String?
 
@@ -95,6 +98,17 @@ struct Tonearmd: AsyncParsableCommand {
         if let waitForDevice { settings.output.waitForDevice = waitForDevice }
         if let pauseFade { settings.output.fadesOnPause = pauseFade }
         if let resumeAfterInterruption { settings.output.resumeAfterInterruption = resumeAfterInterruption }
+        if let http {
+            if http == "off" {
+                settings.http.enabled = false
+            } else {
+                guard let address = TCPAddress(http) else {
+                    throw ValidationError("--http must be host:port such as 127.0.0.1:6680, or off; not '\(http)'")
+                }
+                settings.http.enabled = true
+                settings.http.bind = address
+            }
+        }
         if let stateDirectory {
             guard stateDirectory.hasPrefix("/") else { throw ValidationError("--state-directory needs an absolute path") }
             settings.stateDirectory = stateDirectory

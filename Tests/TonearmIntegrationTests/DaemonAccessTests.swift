@@ -9,7 +9,7 @@ extension DaemonTests {
     /// Access control (the unattended-running issue, §3): the socket's mode and group, peer
     /// credentials against the access lists (clients run as other users through util-linux's
     /// `setpriv`), and media roots.
-    @Suite("Daemon lets in only whom it should", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon lets in only whom it should", .serialized, .realDaemon(minutes: 3))
     struct DaemonAccessTests {
         private func daemon(_ dir: TemporaryDirectory, _ toml: String) throws -> DaemonProcess {
             let config = dir.path("tonearmd.toml")

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Alarms on the real daemon: ringing at local time (`TZ`), fading in, kept across a
     /// `kill -9`, a missed one not played late, and no wake-ups while waiting.
-    @Suite("Daemon alarms", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon alarms", .serialized, .realDaemon(minutes: 3))
     struct DaemonAlarmTests {
         typealias Capture = DaemonGaplessTests.Capture
         static let rate = 44100

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// Announcements on the real daemon, heard through the `file:` capture: the music (white
     /// noise, so any run of samples says where in the file it is), a clip at another rate, and
     /// the music again from where it was.
-    @Suite("Daemon announcements", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon announcements", .serialized, .realDaemon(minutes: 3))
     struct DaemonAnnounceTests {
         typealias Capture = DaemonGaplessTests.Capture
         static let rate = 44100

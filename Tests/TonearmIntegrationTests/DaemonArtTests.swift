@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Cover art for MPD clients (`albumart`, `readpicture`, `binarylimit`), fetched by Debian's
     /// mpc from the daemon and from Debian's MPD on the same tree.
-    @Suite("Daemon serves cover art as MPD does", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon serves cover art as MPD does", .serialized, .realDaemon(minutes: 3))
     struct DaemonArtTests {
         static let songs: [MusicTree.Song] = [
             .init("Covered/01 First.flac", ["artist": "Alpha", "title": "First"]),

@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// Bad paths, garbage and damaged media against the real daemon: each ends in a clear answer
     /// within a time bound, and the daemon keeps serving its other clients.
-    @Suite("Daemon survives bad paths and damaged media", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon survives bad paths and damaged media", .serialized, .realDaemon(minutes: 3))
     struct DaemonBadMediaTests {
         /// Loads `url`; returns the error kind, or nil when it loaded. Checks the answer came within `bound`.
         private func loadKind(_ client: LineClient, _ url: String, play: Bool = false, bound: Double = 3,

@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// At the gapless border and at the first sample (the defects issue's §2 and §3): the real
     /// daemon, a paced device, and what reaches the device.
-    @Suite("Daemon at the border and at the first sample", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Daemon at the border and at the first sample", .serialized, .realDaemon(minutes: 5, alone: true))
     struct DaemonBorderDefectTests {
         /// §2: seeks to 5 ms before the end of short gapless items, over and over: each lands
         /// across a border, and every one is answered; playback goes on afterwards.

@@ -10,7 +10,7 @@ extension DaemonTests {
     /// One client's abuse costs the daemon bounded memory and other clients nothing (the defects
     /// issue's §1-§4 and §8), on both protocols: the shared request path's back-pressure, the cap on
     /// unread output, the idle timeout, and the log of refusals.
-    @Suite("Daemon bounds what one client costs", .serialized, .timeLimit(.minutes(6)))
+    @Suite("Daemon bounds what one client costs", .serialized, .realDaemon(minutes: 6, alone: true))
     struct DaemonClientLimitTests {
         enum Front: String, CaseIterable, Sendable {
             case mpd, jsonRPC

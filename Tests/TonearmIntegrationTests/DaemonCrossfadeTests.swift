@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Crossfades on the real daemon, heard through the `file:` capture: outside the overlap the
     /// PCM is each item's own decode; inside it, the documented equal-power mix of the two.
-    @Suite("Daemon crossfade", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon crossfade", .serialized, .realDaemon(minutes: 3))
     struct DaemonCrossfadeTests {
         typealias Capture = DaemonGaplessTests.Capture
 

@@ -6,7 +6,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// The defects found by driving the daemon from outside (the defects issue), each reproduced
     /// with real clients, many trials, bounded in time.
-    @Suite("Daemon defects stay fixed", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon defects stay fixed", .serialized, .realDaemon(minutes: 2))
     struct DaemonDefectTests {
         /// 1. A FLAC seek after the decoder reached the end of the file lands like any other.
         @Test func flacSeekNearTheEndAfterEOF() throws {
@@ -220,7 +220,7 @@ extension DaemonTests {
             defer { dir.remove() }
             let path = dir.path("stale.sock")
             // A socket file nobody listens on, as a daemon killed with SIGKILL leaves behind.
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             let bound = bindUnixSocket(fd, path)
             close(fd)
             #expect(bound == 0)

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// `output.release_after_s` and the `on_open`/`on_close` hooks, on the real daemon: the
     /// capture device counts its opens (`Capture`), and a hook script writes each run to a file.
-    @Suite("Daemon lets the device sleep", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon lets the device sleep", .serialized, .realDaemon(minutes: 3))
     struct DaemonDeviceReleaseTests {
         typealias Capture = DaemonGaplessTests.Capture
 

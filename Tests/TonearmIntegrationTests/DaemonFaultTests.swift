@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// The real tonearmd on the fault-injecting test device (Tests/FaultDevice): the device paces
     /// playback like a sound card and fails on command; each test checks what reached the device.
-    @Suite("Daemon survives output faults", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Daemon survives output faults", .serialized, .realDaemon(minutes: 1))
     struct DaemonFaultTests {
         static let rate = 44100
         static let bytesPerFrame = 4

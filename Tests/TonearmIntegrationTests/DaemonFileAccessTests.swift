@@ -9,7 +9,7 @@ extension DaemonTests {
     /// A playlist a client names is checked on the file actually opened (the other defects
     /// issue's §5 and §7): a read-only peer cannot read a file it could not read itself through a
     /// playlist link, and a link that flips between the check and the read changes nothing.
-    @Suite("Daemon reads files for a client as the client could", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon reads files for a client as the client could", .serialized, .realDaemon(minutes: 3, alone: true))
     struct DaemonFileAccessTests {
         /// Runs a few MPD commands as `uid` through a small Python client; returns what came back.
         private func mpd(as uid: Int, _ socket: String, _ commands: [String]) throws -> String {

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Queues played through the real daemon and captured through ALSA's `file` device, piped
     /// into a script that appends what it receives and counts how often the device was opened.
-    @Suite("Daemon plays a queue gaplessly", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon plays a queue gaplessly", .serialized, .realDaemon(minutes: 2))
     struct DaemonGaplessTests {
         /// A capture device that keeps everything across reopens and counts the opens.
         struct Capture {

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// Debian's real Icecast server, fed by `ffmpeg -re` with an MP3 and an Ogg/Opus mount, played
     /// by the real daemon; the MP3 mount's title is changed through Icecast's admin interface
     /// while it plays.
-    @Suite("Daemon plays a real Icecast server", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon plays a real Icecast server", .serialized, .realDaemon(minutes: 2))
     struct DaemonIcecastTests {
         @Test func anMP3MountPlaysAndItsTitleIsAnnouncedWhenHeard() throws {
             let icecast = try IcecastServer()

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// Every loaded item ends, and the engine plays only when the state says so (the outside
     /// passes' issue, §13): on a device that never blocks, an item can play to its end within
     /// the time a load's reply takes.
-    @Suite("Daemon ends every item it plays", .serialized, .timeLimit(.minutes(4)))
+    @Suite("Daemon ends every item it plays", .serialized, .realDaemon(minutes: 4))
     struct DaemonItemEndTests {
         /// A load made while another item plays, back to back with the next, on unpaced `null`:
         /// each second item of a pair reaches `ended`. It used to start playing before the

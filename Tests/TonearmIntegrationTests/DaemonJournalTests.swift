@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// An acknowledged change is durable before its reply (the defects issue's §4): the real
     /// daemon, killed with SIGKILL right after a reply, restarted on the same state directory.
-    @Suite("Daemon keeps every acknowledged change", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Daemon keeps every acknowledged change", .serialized, .realDaemon(minutes: 5))
     struct DaemonJournalTests {
         private func start(_ stateDirectory: String) throws -> (DaemonProcess, LineClient) {
             let daemon = try DaemonProcess(arguments: ["--device", "null"], environment: ["STATE_DIRECTORY": stateDirectory])

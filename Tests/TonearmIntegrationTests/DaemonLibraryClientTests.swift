@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The library as M.A.L.P. and myMPD browse it, through python-mpd2, held to Debian's MPD.
-    @Suite("Daemon's library answers phone and web clients' queries", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Daemon's library answers phone and web clients' queries", .serialized, .realDaemon(minutes: 5))
     struct DaemonLibraryClientTests {
         /// One answer as JSON with sorted keys (python-mpd2 gives dictionaries), without `key`.
         private static func canonical(_ value: Any?, dropping key: String?) -> String {

@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The library as MPD clients see it, held to Debian's MPD 0.23 scanning the same tree.
-    @Suite("Daemon keeps a music library MPD clients browse", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon keeps a music library MPD clients browse", .serialized, .realDaemon(minutes: 3))
     struct DaemonLibraryTests {
         /// Formats whose decoders report the same format and length in MPD and in FFmpeg (MPD's
         /// own MP3 and Opus decoders say other bits per sample), with Unicode names, nesting, an

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// The library follows the music directory as it changes (inotify), and where the kernel
     /// allows no more watches, by whole scans at `library.rescan_interval_s`.
-    @Suite("Daemon's library follows the music directory", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon's library follows the music directory", .serialized, .realDaemon(minutes: 3))
     struct DaemonLibraryWatchTests {
         /// The bound: a change is in the database within 2 s (longer under a sanitizer).
         static let within = 2.0 * Sanitizer.timeScale
@@ -103,7 +103,7 @@ extension DaemonTests {
 extension DaemonTests {
     /// `listallinfo` of a library larger than a client's output cap is streamed: a client that
     /// reads slowly gets all of it, and the daemon holds about one part of it at a time.
-    @Suite("Daemon streams long library listings", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon streams long library listings", .serialized, .realDaemon(minutes: 3))
     struct DaemonListingStreamTests {
         @Test func aListingOverTheOutputCapReachesASlowReaderWhole() throws {
             let directory = try TemporaryDirectory()

@@ -7,7 +7,7 @@ import Glibc
 
 extension DaemonTests {
     /// Many clients, a client that never reads, and thousands of cycles against the real daemon.
-    @Suite("Daemon under load", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon under load", .serialized, .realDaemon(minutes: 3, alone: true))
     struct DaemonLoadTests {
         @Test func twoHundredClientsAtOnceAndANonReaderIsDropped() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Untagged files leveled by the loudness the daemon measures itself (EBU R128), held to
     /// FFmpeg's ebur128 filter on what the `file:` device received.
-    @Suite("Daemon levels untagged files by measured loudness", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon levels untagged files by measured loudness", .serialized, .realDaemon(minutes: 3))
     struct DaemonLoudnessTests {
         typealias Capture = DaemonGaplessTests.Capture
         static let rate = 44100

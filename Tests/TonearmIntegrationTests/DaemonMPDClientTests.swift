@@ -10,7 +10,7 @@ extension DaemonTests {
     /// The MPD clients people already use, unchanged, against the real daemon: Debian's `mpc`,
     /// and python-mpd2 (from PyPI, in a virtualenv the test makes) driven as Home Assistant's MPD
     /// integration drives it. What they say is checked against the JSON-RPC view and the audio.
-    @Suite("Real MPD clients drive the daemon", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Real MPD clients drive the daemon", .serialized, .realDaemon(minutes: 5))
     struct DaemonMPDClientTests {
         /// tone.wav (3 s) cut in three, for a gapless capture; and three long files for control.
         static let cuts = [0, 37817, 91009, 132300]

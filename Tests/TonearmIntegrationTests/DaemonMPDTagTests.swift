@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The tags of a song, as Debian's MPD 0.23 shows them beside the daemon, on the same files.
-    @Suite("Daemon shows every tag MPD shows", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon shows every tag MPD shows", .serialized, .realDaemon(minutes: 2))
     struct DaemonMPDTagTests {
         /// Every tag MPD knows, as `tagtypes` lists them.
         static let tagNames: Set<String> = [

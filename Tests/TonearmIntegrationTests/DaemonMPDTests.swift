@@ -9,7 +9,7 @@ import Glibc
 extension DaemonTests {
     /// MPD's protocol on the real daemon's MPD socket, spoken by a plain client; the answers
     /// expected are those Debian's MPD 0.23 gives (docs/mpd.md).
-    @Suite("Daemon speaks MPD's protocol", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon speaks MPD's protocol", .serialized, .realDaemon(minutes: 3))
     struct DaemonMPDTests {
         /// A daemon whose music directory is a fresh temporary directory holding `files` (fixture
         /// names, or name → fixture).
@@ -299,7 +299,7 @@ extension DaemonTests {
             // A TCP port other machines can reach without a password: the daemon will not start.
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            try "[mpd]\nbind = \"0.0.0.0:\(port + 1)\"\n".write(toFile: dir.path("c.toml"), atomically: true, encoding: .utf8)
+            try "[mpd]\nbind = \"0.0.0.0:\(try freeTCPPort())\"\n".write(toFile: dir.path("c.toml"), atomically: true, encoding: .utf8)
             let open = try DaemonProcess(arguments: ["--device", "null", "--config", dir.path("c.toml")])
             let deadline = Date().addingTimeInterval(10)
             while open.process.isRunning && Date() < deadline { usleep(20_000) }

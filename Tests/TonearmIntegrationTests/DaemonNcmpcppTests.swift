@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// Debian's ncmpcpp, unchanged, in a tmux pane of its own: its media library lists the
     /// library's artists, an artist's albums and songs, and its search engine finds a title.
-    @Suite("Daemon's library in ncmpcpp", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon's library in ncmpcpp", .serialized, .realDaemon(minutes: 2))
     struct DaemonNcmpcppTests {
         /// A tmux server on a socket of its own running one program in a 160×40 pane; stopped
         /// by the pane's PID and the server's.

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// Sources over HTTP, served by `TestHTTPServer` on loopback, played by the real daemon into
     /// ALSA's `file` device: the same samples as the local file, seeks included; and every bad
     /// server or forbidden protocol gets a clear error while the daemon goes on serving.
-    @Suite("Daemon plays files and streams over HTTP", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon plays files and streams over HTTP", .serialized, .realDaemon(minutes: 3))
     struct DaemonNetworkTests {
         /// A daemon writing to `out.raw`, with `[input]` settings of its own.
         private func start(_ dir: TemporaryDirectory, input: String = "", extra: [String] = []) throws -> (DaemonProcess, LineClient) {

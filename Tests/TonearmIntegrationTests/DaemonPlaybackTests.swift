@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The real tonearmd process, the ALSA `file:` device, and the PCM that came out.
-    @Suite("Daemon playback end to end", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Daemon playback end to end", .serialized, .realDaemon(minutes: 1))
     struct DaemonPlaybackTests {
         private func startDaemon(_ extra: [String] = []) throws -> (DaemonProcess, LineClient) {
             let daemon = try DaemonProcess(arguments: extra)

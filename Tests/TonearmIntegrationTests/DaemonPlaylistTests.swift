@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// Stored playlists as MPD clients keep them, held to Debian's MPD 0.23 on the same tree.
-    @Suite("Daemon keeps MPD's stored playlists", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon keeps MPD's stored playlists", .serialized, .realDaemon(minutes: 3))
     struct DaemonPlaylistTests {
         /// A reply's lines without `Last-Modified` (the two servers write their files a moment
         /// apart) and queue ids (MPD's first is 1, Tonearm's 0; see docs/mpd.md).

@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// Bad input in bulk on the control socket: every line gets a well-formed JSON-RPC answer (or,
     /// for a notification, none), the connection stays usable, and `ping` answers after each round.
-    @Suite("Protocol fuzz against the daemon", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Protocol fuzz against the daemon", .serialized, .realDaemon(minutes: 2, alone: true))
     struct DaemonProtocolFuzzTests {
         static let knownCodes: Set<Int> = [-32700, -32600, -32601, -32602, -32603, -32000, -32001, -32002]
 

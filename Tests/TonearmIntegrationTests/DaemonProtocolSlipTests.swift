@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// Protocol slips a fuzz found (the outside passes' issue, §9-§12 and §16): positions, ids,
     /// notifications and subscriptions as the protocol page promises them.
-    @Suite("Daemon keeps the protocol's promises", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon keeps the protocol's promises", .serialized, .realDaemon(minutes: 3))
     struct DaemonProtocolSlipTests {
         /// §9: a position is never before the item's start, whatever the decoder's first frame
         /// (Opus's pre-skip), in a seek's answer, in `status` and in MPD's `elapsed`.

@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The JSON-RPC protocol as any client sees it: answers, errors, events, limits, shutdown.
-    @Suite("Daemon protocol", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Daemon protocol", .serialized, .realDaemon(minutes: 1))
     struct DaemonProtocolTests {
         @Test func standardErrorsGetStandardCodes() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])

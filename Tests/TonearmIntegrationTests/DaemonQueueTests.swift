@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The queue methods and events through the real daemon's socket.
-    @Suite("Daemon queue", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Daemon queue", .serialized, .realDaemon(minutes: 1))
     struct DaemonQueueTests {
         private func start(_ extra: [String] = []) throws -> (DaemonProcess, LineClient, LineClient) {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "8"] + extra)

@@ -5,7 +5,7 @@ import TonearmTestSupport
 extension DaemonTests {
     /// The library's scan runs at idle priority on its own threads: playback on a device that
     /// paces like a sound card (and runs dry if it is not fed in time) never falters meanwhile.
-    @Suite("Daemon plays on while the library scans", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemon plays on while the library scans", .serialized, .realDaemon(minutes: 2, alone: true))
     struct DaemonScanWhilePlayingTests {
         @Test func aFullRescanNeverStarvesPlayback() throws {
             let directory = try TemporaryDirectory()

@@ -4,7 +4,7 @@ import TonearmTestSupport
 
 extension DaemonTests {
     /// The sleep timer on the real daemon, heard through the `file:` capture (`Capture`).
-    @Suite("Daemon sleep timer", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon sleep timer", .serialized, .realDaemon(minutes: 3))
     struct DaemonSleepTests {
         typealias Capture = DaemonGaplessTests.Capture
         static let rate = 44100
@@ -54,8 +54,9 @@ extension DaemonTests {
 
             // The capture: the sine as is, then a linear fade of 1 s, then silence.
             let before = Self.samples(capture.settled())
-            // The first frame that differs is the fade's first, or a little after it (near a zero
-            // crossing the first steps round to the same sample): the best fit of a few is taken.
+            // The first frame that differs is the fade's first, or up to a few dozen after it (a
+            // fade that begins on the way down to a zero crossing rounds to the same samples
+            // there): the best fit over a period of the sine before it is taken.
             // Best by the summed error: the worst error is a whole LSB at several starts a few
             // frames apart (the samples are integers), and the earliest of those would place the
             // fade's end early, where its last steps still round to ±1.
@@ -72,7 +73,7 @@ extension DaemonTests {
                 }
                 return (worst, total)
             }
-            let fits = (max(0, firstDiffering - 20)...firstDiffering).map { (start: $0, error: errors($0)) }
+            let fits = (max(0, firstDiffering - Self.rate / 440)...firstDiffering).map { (start: $0, error: errors($0)) }
             let best = try #require(fits.min { $0.error.total < $1.error.total })
             let (fadeStart, worst) = (best.start, best.error.worst)
             // Off by one frame, the summed error is about 1800 LSB; in place, it is a few rounding steps.

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// Tonearm as the player of a Snapcast system: Debian's real snapserver with a TCP source in
     /// server mode, two real snapclients writing what their room hears to files, and tonearmd with
     /// `output.kind = "snapcast"` playing a queue into it.
-    @Suite("Daemon plays into Snapcast", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon plays into Snapcast", .serialized, .realDaemon(minutes: 3, alone: true))
     struct DaemonSnapcastTests {
         private func startDaemon(_ rig: SnapcastRig, extra: String = "") throws -> (DaemonProcess, LineClient) {
             let config = rig.directory.path("tonearmd.toml")

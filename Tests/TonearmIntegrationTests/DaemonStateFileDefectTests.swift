@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// The state file under hostile conditions (the defects issue's §5-§11): the real daemon on a
     /// real state directory that holds what the daemon did not put there.
-    @Suite("Daemon's state file under hostile conditions", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Daemon's state file under hostile conditions", .serialized, .realDaemon(minutes: 5))
     struct DaemonStateFileDefectTests {
         private func start(_ stateDirectory: String, _ extra: [String] = [], user: Int? = nil) throws -> (DaemonProcess, LineClient) {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"] + extra,

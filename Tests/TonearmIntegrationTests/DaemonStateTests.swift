@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// Resume after a restart, a crash or a power loss (the unattended-running issue, §1): the
     /// real daemon, restarted on the same state directory.
-    @Suite("Daemon comes back where it was", .serialized, .timeLimit(.minutes(10)))
+    @Suite("Daemon comes back where it was", .serialized, .realDaemon(minutes: 10))
     struct DaemonStateTests {
         private func start(_ stateDirectory: String, _ extra: [String] = []) throws -> (DaemonProcess, LineClient) {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"] + extra,

@@ -7,7 +7,7 @@ extension DaemonTests {
     /// `FaultProxy` that throttles, stalls, cuts and refuses, at real time: the state machine
     /// says `buffering` when the network falls behind, the connection is regained with back-off,
     /// and a connection that never comes back fails the item with `network` and the queue moves on.
-    @Suite("Daemon rides out network faults", .serialized, .timeLimit(.minutes(4)))
+    @Suite("Daemon rides out network faults", .serialized, .realDaemon(minutes: 4))
     struct DaemonStreamFaultTests {
         struct Rig {
             let dir: TemporaryDirectory

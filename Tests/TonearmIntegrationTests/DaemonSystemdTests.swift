@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// systemd's protocols, driven by the real daemon and, for socket activation, systemd's own
     /// `systemd-socket-activate`; the test plays systemd's notify socket itself.
-    @Suite("Daemon speaks systemd's protocols", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon speaks systemd's protocols", .serialized, .realDaemon(minutes: 3))
     struct DaemonSystemdTests {
         /// READY=1 once the socket accepts, STATUS= with what plays, WATCHDOG=1 while healthy,
         /// STOPPING=1 at SIGTERM.
@@ -74,7 +74,7 @@ extension DaemonTests {
                 .filter { ProcessInfo.processInfo.environment[$0] != nil }.flatMap { ["-E", $0] }
             activator.arguments = ["-l", socketPath, "-l", mpdPath, "--fdname=control:mpd", "-E", "NOTIFY_SOCKET=\(notify.path)",
                                    "-E", "STATE_DIRECTORY=\(dir.path("state"))"] + passed
-                + [DaemonProcess.binary(), "--device", "null"]
+                + [DaemonProcess.binary(), "--device", "null", "--http", "off"]
             let log = dir.path("daemon.log")
             _ = FileManager.default.createFile(atPath: log, contents: nil)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))

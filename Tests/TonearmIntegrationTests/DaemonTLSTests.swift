@@ -10,7 +10,7 @@ extension DaemonTests {
     /// redirect is followed only to an address of an allowed protocol, and a network source
     /// never opens a local file. Real https servers on loopback (Python's, with certificates made
     /// here by openssl), the real daemon.
-    @Suite("Daemon trusts stations only so far", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Daemon trusts stations only so far", .serialized, .realDaemon(minutes: 3))
     struct DaemonTLSTests {
         /// A test authority and three certificates: one it signed for 127.0.0.1, one it signed
         /// for another host, and one self-signed for 127.0.0.1.

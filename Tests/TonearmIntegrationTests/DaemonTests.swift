@@ -1,8 +1,8 @@
 import Testing
 
-/// Every suite that drives a real tonearmd process. Their tests block the thread they run on
-/// (plain sockets, like any script), so they run one at a time: on a 2-core machine two of
-/// them at once would hold every thread of Swift's cooperative pool, and the engine's async
-/// tests running alongside would starve.
-@Suite("The real daemon", .serialized)
+/// Every suite that drives a real tonearmd process (and its peers: servers, clients, a browser).
+/// Each suite runs its own tests one at a time; the suites share the machine through
+/// `.realDaemon` (TonearmTestSupport): a few tests at once, each on a thread of its own, those
+/// that measure the machine itself alone.
+@Suite("The real daemon")
 struct DaemonTests {}

@@ -8,7 +8,7 @@ import Glibc
 extension DaemonTests {
     /// The systemd units, checked with systemd's own tools where this machine allows (there is no
     /// running systemd here, so nothing is started through systemctl or systemd-run).
-    @Suite("The systemd units hold", .serialized, .timeLimit(.minutes(3)))
+    @Suite("The systemd units hold", .serialized, .realDaemon(minutes: 3))
     struct DaemonUnitTests {
         static let repository = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent().path
         static let service = repository + "/systemd/tonearmd.service"
@@ -75,7 +75,9 @@ extension DaemonTests {
             let daemon = Process()
             daemon.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
             daemon.arguments = ["-f", "-qq", "-o", trace, DaemonProcess.binary()] + arguments
-                + ["--device", "null", "--pace", "--speed", "4", "--state-directory", dir.path("state")]
+                + ["--device", "null", "--pace", "--speed", "4", "--state-directory", dir.path("state"),
+                   // The shipped config's web remote, on a port of its own (others run beside this test).
+                   "--http", "127.0.0.1:\(try freeTCPPort())"]
             daemon.standardOutput = FileHandle.nullDevice
             daemon.standardError = FileHandle.nullDevice
             try daemon.run()

@@ -6,7 +6,7 @@ extension DaemonTests {
     /// The web remote (`[http]`) on the real daemon: the page in Debian's headless Chromium,
     /// driven by Selenium (Tests/Scripts/web_remote_browser.py), and what no browser sends, by
     /// hand.
-    @Suite("Daemon serves a web remote", .serialized, .timeLimit(.minutes(4)))
+    @Suite("Daemon serves a web remote", .serialized, .realDaemon(minutes: 4, alone: true))
     struct DaemonWebTests {
         /// Three 120 s songs in two albums, with a cover beside the first album: one plays
         /// through the longest test (about 33 s under a sanitizer) without ending.
@@ -33,11 +33,11 @@ extension DaemonTests {
 
         /// The daemon on `music`, its web remote on a free port, paced like a sound card.
         static func start(_ directory: TemporaryDirectory, music: String, http: String = "") throws -> (DaemonProcess, Int) {
-            let port = try freeLoopbackPort()
+            let port = try freeTCPPort()
             let config = directory.path("tonearmd.toml")
             try "[library]\nmusic_directory = \"\(music)\"\n[http]\nbind = \"127.0.0.1:\(port)\"\n\(http)"
                 .write(toFile: config, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", config])
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", config], webRemote: true)
             let client = try daemon.connect()
             let deadline = Date().addingTimeInterval(20 * Sanitizer.timeScale)
             while true {

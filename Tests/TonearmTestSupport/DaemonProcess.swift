@@ -25,8 +25,11 @@ public final class DaemonProcess {
     ///   other groups; the test must run as root). Its directory is given to that user.
     /// - Parameter launcher: a command that runs the daemon (its path and arguments follow), and
     ///   execs it so that the process stays the daemon's: e.g. a shell that sets a limit first.
+    /// - Parameter webRemote: whether the daemon serves its web remote (as its config says);
+    ///   by default it does not, or every daemon would ask for the default port at once.
     public init(arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil,
-                launcher: [String] = []) throws {
+                launcher: [String] = [], webRemote: Bool = false) throws {
+        let arguments = webRemote || arguments.contains("--http") ? arguments : arguments + ["--http", "off"]
         directory = try TemporaryDirectory()
         socketPath = directory.path("tonearm.sock")
         logPath = directory.path("tonearmd.log")

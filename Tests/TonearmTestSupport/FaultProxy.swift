@@ -78,7 +78,7 @@ public final class FaultProxy: @unchecked Sendable {
     private func startAccepting(_ fd: Int32) {
         Thread { [self] in
             while true {
-                let client = accept(fd, nil, nil)
+                let client = acceptClosingOnExec(fd)
                 if client < 0 {
                     if errno == EINTR { continue }
                     break

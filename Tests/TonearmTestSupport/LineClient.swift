@@ -17,7 +17,7 @@ public final class LineClient {
     }
 
     public init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
         guard var address = unixSocketAddress(path) else { throw Failure(description: "path too long") }
         let result = withUnsafePointer(to: &address) {

@@ -93,7 +93,7 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
 /// A file's bytes, read with POSIX calls: Foundation's readers leak their buffer on an empty file,
 /// which LeakSanitizer reports.
 public func readWholeFile(_ path: String) -> [UInt8] {
-    let fd = open(path, O_RDONLY)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return [] }
     defer { close(fd) }
     var bytes: [UInt8] = []

@@ -91,7 +91,7 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            let fd = accept(listener, nil, nil)
+            let fd = acceptClosingOnExec(listener)
             if fd < 0 {
                 if errno == EINTR { continue }
                 break

@@ -17,7 +17,7 @@ public final class WebClient {
 
     /// Connects to 127.0.0.1:`port`.
     public init(port: Int, timeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LineClient.Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var seconds = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
@@ -160,21 +160,4 @@ public final class WebClient {
 
 extension Array where Element == UInt8 {
     func containsSequence(_ needle: [UInt8]) -> Bool { firstRange(of: needle) != nil }
-}
-
-/// A TCP port free on loopback now (the kernel's choice), for a daemon the test starts next.
-public func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-        }
-    }
-    guard bound else { throw LineClient.Failure(description: "no free port: \(String(cString: strerror(errno)))") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
