@@ -49,6 +49,11 @@ struct FadeRequest {
     var to: Double = 1
     var seconds: Double = 0
     var serial = 0
+
+    /// Its length in frames of `format`, paced at `speed`.
+    func frames(_ format: PCMFormat, _ speed: Double) -> Int {
+        Int((seconds * Double(format.sampleRate) * speed).rounded())
+    }
 }
 
 /// What the decoder must produce in the current epoch.
@@ -117,6 +122,8 @@ final class EngineControl: @unchecked Sendable {
     var volume: Double = 1
     /// A slow fade over the volume, applied by the output from its next write (`fade`). Callers.
     var fadeRequest = FadeRequest()
+    /// The music's level under a ducked announcement, a factor beside the fade's (`duck`). Callers.
+    var duckRequest = FadeRequest()
     /// Paused: the device's unheard audio is dropped and refilled from the heard sample (after a
     /// fade-out, so that play resumes at full level at once). Set by callers, cleared by the
     /// output thread.

@@ -15,11 +15,15 @@ struct GainStage {
     private var settles = true
     /// A slow fade on top of the volume (the sleep timer's fade-out, an alarm's fade-in).
     private var fade = LinearRamp()
+    /// The music lowered under a ducked announcement: a level of its own, so that the duck's
+    /// end brings back whatever the fade stands at, not full level.
+    private var ducking = LinearRamp()
     /// The pause's few milliseconds: down to silence before the device pauses, up again on
     /// resume, so neither clicks (`mute`, `unmute`).
     private var muting = LinearRamp()
 
     var fadeLevel: Double { fade.level }
+    var duckLevel: Double { ducking.level }
     /// Whether a pause's fade (`mute`) brought the level down, all the way or part of it, and
     /// nothing brought it back up since.
     var isMuted: Bool { !muting.isUnity }
@@ -31,6 +35,11 @@ struct GainStage {
     /// Fades from `from` (nil: the level now) to `target` over `frames` frames (0: at once).
     mutating func fade(from: Double?, to target: Double, frames: Int) {
         fade.move(from: from, to: target, frames: frames)
+    }
+
+    /// Moves the duck's level to `target` over `frames` frames (0: at once).
+    mutating func duck(to target: Double, frames: Int) {
+        ducking.move(from: nil, to: target, frames: frames)
     }
 
     /// Brings the next `frames` frames down to silence (a pause's fade-out).
@@ -51,18 +60,18 @@ struct GainStage {
             current = target
             settles = false
         }
-        if current == target && target == 1 && fade.isUnity && muting.isUnity { return }
+        if current == target && target == 1 && fade.isUnity && ducking.isUnity && muting.isUnity { return }
         let channels = format.channels
         let rampFrames = Self.rampFrames(sampleRate: format.sampleRate)
         let step = (target - current) / Double(rampFrames)
         var gain = current
-        var fade = fade, muting = muting
+        var fade = fade, ducking = ducking, muting = muting
         func nextGain() -> Double {
             if gain != target {
                 gain += step
                 if (step > 0 && gain > target) || (step < 0 && gain < target) { gain = target }
             }
-            return gain * fade.next() * muting.next()
+            return gain * fade.next() * ducking.next() * muting.next()
         }
         switch format.sampleType {
         case .s16: Self.scale(Int16.self, pointer, frames: frames, channels: channels, nextGain)
@@ -76,6 +85,7 @@ struct GainStage {
         }
         current = gain
         self.fade = fade
+        self.ducking = ducking
         self.muting = muting
     }
 

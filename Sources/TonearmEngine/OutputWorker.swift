@@ -55,8 +55,9 @@ extension EngineControl {
         var idleSince: Double?
         /// The device was closed for idleness: a play opens it again for what is heard next.
         var released = false
-        /// The `fadeRequest` in force.
+        /// The `fadeRequest` and the `duckRequest` in force.
         var fadeSerial = 0
+        var duckSerial = 0
         /// A pause fading out (`fadesOnPause`): the frames of its fade still to write; nil when
         /// no pause is fading. And whether the silence after it was written (or is not needed).
         var pauseFadeToWrite: Int?
@@ -522,10 +523,15 @@ extension EngineControl {
         liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked for "once paused"
         // (the sleep timer's back to full) is in force from the resume.
-        if fadeRequest.serial != state.fadeSerial && state.pauseFadeToWrite == nil {
-            state.fadeSerial = fadeRequest.serial
-            let frames = fadeRequest.seconds * Double(format.sampleRate) * speed
-            state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: Int(frames.rounded()))
+        if state.pauseFadeToWrite == nil {
+            if fadeRequest.serial != state.fadeSerial {
+                state.fadeSerial = fadeRequest.serial
+                state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: fadeRequest.frames(format, speed))
+            }
+            if duckRequest.serial != state.duckSerial {
+                state.duckSerial = duckRequest.serial
+                state.gain.duck(to: duckRequest.to, frames: duckRequest.frames(format, speed))
+            }
         }
         let gainTarget = volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
         lastWrittenItem = head.itemID

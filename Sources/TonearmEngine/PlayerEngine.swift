@@ -318,6 +318,16 @@ public final class PlayerEngine: Sendable {
         }
     }
 
+    /// Lowers the music (under a ducked announcement) to `level` (0–1) over `seconds`, or brings
+    /// it back with 1: a factor of its own beside `fade`'s, so that each comes back to where the
+    /// other stands.
+    public func duck(to level: Double, over seconds: Double) {
+        control.lock.withLock {
+            control.duckRequest = FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0),
+                                              serial: control.duckRequest.serial + 1)
+        }
+    }
+
     /// Paused: drops what the device holds unheard (faded out, say) and refills from the sample
     /// heard last, so that play resumes from there with the gain of now. No effect while playing.
     public func refillWhilePaused() {

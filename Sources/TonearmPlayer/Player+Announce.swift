@@ -50,7 +50,7 @@ extension Player {
                 return 0
             case .duckAndPlay(let clip):
                 logger.info("announcement over the music", metadata: ["url": "\(clip.url)"])
-                engine.fade(to: Self.factor(announcementSettings.duckLevel), over: Self.announcementFade)
+                engine.duck(to: Self.factor(announcementSettings.duckLevel), over: Self.announcementFade)
                 playOverMusic(clip, &m)
                 changeObserver?.playerChanged()
                 return 0
@@ -124,7 +124,7 @@ extension Player {
         case .play(let next): m.announcements.ducks ? playOverMusic(next, &m) : playClip(next, &m)
         case .resume(let point): comeBack(to: point, playing: point.playing, &m)
         case .unduck:
-            engine.fade(to: 1, over: Self.announcementFade)
+            engine.duck(to: 1, over: Self.announcementFade)
             changeObserver?.playerChanged()
         default: break
         }
@@ -142,7 +142,7 @@ extension Player {
             // and the command acts on the music.
             m.announcementEngineID = nil
             engine.stopOverlay()
-            engine.fade(to: 1, over: playing == false ? 0 : Self.announcementFade)
+            engine.duck(to: 1, over: playing == false ? 0 : Self.announcementFade)
             changeObserver?.playerChanged()
             return nil
         }

@@ -78,6 +78,29 @@ struct GainStageTests {
         #expect(up[(ramp - 1) * 2] == 10_000 && up.suffix(ramp * 4).allSatisfy { $0 == 10_000 } && !stage.isMuted)
     }
 
+    /// A duck (the music under a ducked announcement) is a level of its own: it multiplies with
+    /// the sleep timer's fade, and its end brings the music back to where that fade stands by
+    /// then, not to full level.
+    @Test(arguments: [1, 7, 5000])
+    func aDuckAndAFadeAreSeparateLevels(piece: Int) {
+        var stage = GainStage()
+        stage.duck(to: 0.5, frames: 0)
+        stage.fade(from: nil, to: 0, frames: 1000)
+        let during = run(&stage, frames: 400, piece: piece)
+        for frame in 0..<400 {
+            let expected = (10_000 * 0.5 * (1 - Double(frame + 1) / 1000)).rounded()
+            #expect(abs(Double(during[frame * 2]) - expected) <= 1, "frame \(frame): \(during[frame * 2])")
+        }
+        stage.duck(to: 1, frames: 100)
+        let after = run(&stage, frames: 700, piece: piece)
+        for frame in 0..<700 {
+            let duck = 0.5 + 0.5 * Double(min(frame + 1, 100)) / 100
+            let fade = max(0, 1 - Double(400 + frame + 1) / 1000)
+            #expect(abs(Double(after[frame * 2]) - (10_000 * duck * fade).rounded()) <= 1, "frame \(frame): \(after[frame * 2])")
+        }
+        #expect(stage.duckLevel == 1 && stage.fadeLevel == 0 && after.suffix(200).allSatisfy { $0 == 0 })
+    }
+
     /// The volume's ramp and a fade multiply.
     @Test func aFadeRidesOnTheVolume() {
         var stage = GainStage()

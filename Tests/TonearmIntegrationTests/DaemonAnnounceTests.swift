@@ -345,6 +345,45 @@ extension DaemonTests {
             #expect(resumed.elementsEqual(media.musicPCM[(from + 220) * 2..<(from + 4220) * 2]), "the music, whole again, from \(from)")
         }
 
+        /// The sleep timer's fade and a duck are levels of their own: a ducked clip that ends
+        /// while the sleep timer fades the music out brings it back up only to where that fade
+        /// stands, and the fade goes on to silence; the next play is at full level.
+        @Test func aDuckedClipsEndLeavesTheSleepTimersFadeGoingOn() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let media = try Self.media(capture.dir)
+            let clip = try Self.make(capture.dir, "chime.wav", "sine=f=880", rate: Self.rate, seconds: 0.4)
+            let (daemon, client) = try start(capture, speed: 1)
+            defer { withExtendedLifetime(daemon) {} }
+            #expect(try client.call("add", ["urls": [media.music], "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) >= 1 }
+            #expect(try client.call("announce", ["url": clip.0, "duck": true, "volume": 100]).result?["place"] as? Int == 0)
+            // The fade runs from 0.3 s to 2.3 s from now; the clip and the duck's way back up are
+            // over by about 1 s.
+            #expect(try client.call("sleep", ["after_s": 2.3, "fade_s": 2.0]).result?["sleep"] != nil)
+            _ = try waitUntilDone(client)
+            _ = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { $0.name == "paused" }
+            // Paused once the silence is heard: what the output wrote ahead is all written by then.
+            let paused = try waitForHeldPosition(client)
+            #expect(paused["sleep"] is NSNull, "\(paused)")
+            let pcm = DaemonSleepTests.samples(capture.settled())
+            let last = try #require(pcm.lastIndex { $0 != 0 }) / 2
+            // The music is white noise at 0.3 of full scale: a level of 1 would show samples up
+            // to ~9800 here; the fade's last 150 ms are at most 7.5 % of it.
+            let window: Int = Self.rate * 3 / 20
+            let endStart: Int = max(0, last - window) * 2
+            let loudest: Int = pcm[endStart...].map { abs(Int($0)) }.max() ?? 0
+            #expect(loudest < 800, "the music faded out to the pause: \(loudest) in its last 150 ms")
+
+            #expect(try client.call("play").stateName == "playing")
+            usleep(600_000)
+            _ = try client.call("pause")
+            let resumed = Array(DaemonSleepTests.samples(capture.settled())[pcm.count...])
+            try #require(resumed.count > 12_000, "\(resumed.count) samples after the play")
+            let back = resumed[4000..<12_000]
+            #expect(Self.find(back, in: media.musicPCM) != nil, "full level again after the play")
+        }
+
         @Test func badAnnouncementsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()

@@ -2,36 +2,50 @@ import Foundation
 import Synchronization
 import Testing
 
-/// How the tests that drive real processes (a tonearmd, a peer, a browser) share the machine:
-/// a few at a time, each on a thread of its own, each bounded in time from its own start.
+/// How the suites that drive real processes (a tonearmd, a peer, a browser) share the machine:
+/// a few suites at a time, each on a thread of its own, each test bounded in time from its own
+/// start.
 ///
 /// Those tests block the thread they run on (plain sockets and waits, like any script). On
 /// Swift's cooperative pool (as many threads as cores: 2 here) two of them would hold every
 /// thread and starve the engine's async tests. Run on a task executor of their own they block
-/// only that, so `slots` of them (2, or `TONEARM_TEST_SLOTS`) run side by side while the pool
-/// serves everything else.
+/// only that, so `slots` suites (2, or `TONEARM_TEST_SLOTS`) run side by side, each its tests
+/// one after another, while the pool serves everything else.
 ///
-/// Swift Testing's `.timeLimit` would count the wait for a slot as the test's own time; this
-/// trait's `limit` starts once the test has its slot, and a test over it is recorded as failed
-/// (its body, blocked in a sync call, runs on to its own timeouts, as under `.timeLimit`).
-/// `alone` is for suites that measure the machine itself (latencies, CPU, throughput): such a
-/// suite takes every slot for the whole of its run, its tests one after another in slot 0.
+/// The slot is taken per suite, not per test: Swift Testing lets only so many test cases run at
+/// once (twice the cores), and a test case waiting here for a slot would hold one of those
+/// places, so that a suite holding every slot could wait for a place behind tests that wait for
+/// it. A suite waiting for a slot holds no place. And Swift Testing's `.timeLimit` would count
+/// such a wait as the test's own time; `limit` starts with the test, and a test over it is
+/// recorded as failed (its body, blocked in a sync call, runs on to its own timeouts, as under
+/// `.timeLimit`). `alone` is for suites that measure the machine itself (latencies, CPU,
+/// throughput): such a suite takes every slot.
 public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
     public let limit: Duration
     public let alone: Bool
     public var isRecursive: Bool { true }
 
+    /// The suite itself as well (a recursive trait's default leaves it out), and each test case.
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        test.isSuite || testCase != nil ? self : nil
+    }
+
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
         guard testCase != nil else {
-            // A suite (or a parameterized test as a whole): an alone suite holds every slot.
-            guard alone, test.isSuite else { return try await function() }
-            _ = await SlotGate.shared.enter(alone: true)
-            defer { SlotGate.shared.leave(0, alone: true) }
-            return try await function()
+            // A suite inside one that holds a slot already goes on in that slot.
+            guard SlotGate.held == nil else { return try await function() }
+            // Every suite starts within moments of the run's start: a second later the others
+            // are in line, and an alone suite goes after them.
+            if alone { try? await Task.sleep(for: .seconds(1)) }
+            let slot = await SlotGate.shared.enter(alone: alone)
+            defer { SlotGate.shared.leave(slot, alone: alone) }
+            return try await SlotGate.$held.withValue(slot) { try await function() }
         }
-        let slot = alone ? 0 : await SlotGate.shared.enter(alone: false)
-        defer { if !alone { SlotGate.shared.leave(slot, alone: false) } }
+        guard let slot = SlotGate.held else {
+            Issue.record("a .realDaemon test runs only in a suite with that trait")
+            return
+        }
         let limit = self.limit
         // The group ends only once both children have, so the body does not outlive this call.
         try await withoutActuallyEscaping(function) { body in
@@ -55,21 +69,24 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
 }
 
 extension Trait where Self == RealDaemonSlot {
-    /// A slot among the real-process tests, and at most `minutes` in it.
+    /// A slot among the real-process suites, and at most `minutes` for each of its tests.
     public static func realDaemon(minutes: Int, alone: Bool = false) -> Self {
         RealDaemonSlot(limit: .seconds(minutes * 60), alone: alone)
     }
 }
 
-/// The slots. Suites that run alone go first, one after another: the tests already in their
-/// slots finish, and nothing else is let in while one of them waits, so the machine empties
-/// once for all of them. The others are let in first come, first served.
+/// The slots. The other suites are let in first come, first served; those that run alone come
+/// last, one after another, once no other suite waits: by then the unit tests (which start
+/// with everything) are over too, so nothing but the machine's own work runs beside them.
 final class SlotGate: Sendable {
     static let shared = SlotGate(
         slots: ProcessInfo.processInfo.environment["TONEARM_TEST_SLOTS"].flatMap(Int.init).map { max(1, $0) } ?? 2)
 
     /// One thread per slot, for the life of the test process: a test in slot n runs on executors[n].
     let executors: [SlotThread]
+
+    /// The slot the suite running in this task holds (an alone suite: 0).
+    @TaskLocal static var held: Int?
 
     private struct Waiter {
         let alone: Bool
@@ -113,15 +130,15 @@ final class SlotGate: Sendable {
 
     /// Admits whom it can (lock held); returns whom to resume.
     private static func admit(_ s: inout State) -> [(CheckedContinuation<Int, Never>, Int)] {
-        if let first = s.waiting.firstIndex(where: \.alone) {
-            guard s.free.allSatisfy({ $0 }) else { return [] }
-            s.free = Array(repeating: false, count: s.free.count)
-            return [(s.waiting.remove(at: first).grant, 0)]
-        }
         var granted: [(CheckedContinuation<Int, Never>, Int)] = []
-        while !s.waiting.isEmpty, let slot = s.free.firstIndex(of: true) {
+        while let next = s.waiting.firstIndex(where: { !$0.alone }), let slot = s.free.firstIndex(of: true) {
             s.free[slot] = false
-            granted.append((s.waiting.removeFirst().grant, slot))
+            granted.append((s.waiting.remove(at: next).grant, slot))
+        }
+        if !s.waiting.contains(where: { !$0.alone }), s.free.allSatisfy({ $0 }),
+           let next = s.waiting.firstIndex(where: \.alone) {
+            s.free = Array(repeating: false, count: s.free.count)
+            granted.append((s.waiting.remove(at: next).grant, 0))
         }
         return granted
     }
