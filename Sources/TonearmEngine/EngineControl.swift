@@ -124,6 +124,12 @@ final class EngineControl: @unchecked Sendable {
     var fadeRequest = FadeRequest()
     /// The music's level under a ducked announcement, a factor beside the fade's (`duck`). Callers.
     var duckRequest = FadeRequest()
+    /// Callers waiting for a fade to be heard (`fadeHeard`), with its serial: appended by
+    /// callers, resumed by the output thread (`OutputFadeHeard`). Engine lock.
+    var fadeWaiters: [(serial: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    /// The fade whose last frame the output wrote last, and when that frame is heard. Output
+    /// thread, engine lock.
+    var fadeHeardAt: (serial: Int, at: Double)?
     /// Paused: the device's unheard audio is dropped and refilled from the heard sample (after a
     /// fade-out, so that play resumes at full level at once). Set by callers, cleared by the
     /// output thread.

@@ -24,6 +24,8 @@ struct GainStage {
 
     var fadeLevel: Double { fade.level }
     var duckLevel: Double { ducking.level }
+    /// Whether the fade's last frame was scaled (it stands at its target from now on).
+    var fadeIsSettled: Bool { fade.isSettled }
     /// Whether a pause's fade (`mute`) brought the level down, all the way or part of it, and
     /// nothing brought it back up since.
     var isMuted: Bool { !muting.isUnity }
@@ -113,6 +115,7 @@ struct LinearRamp {
     private var remaining = 0
 
     var isUnity: Bool { level == 1 && target == 1 }
+    var isSettled: Bool { remaining == 0 }
 
     /// From `from` (nil: the level now) to `target` over `frames` frames (0: at once).
     mutating func move(from: Double?, to target: Double, frames: Int) {

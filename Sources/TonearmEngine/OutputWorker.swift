@@ -74,6 +74,7 @@ extension EngineControl {
         recordThread(.output)
         while true {
             resumePauseWaitersIfDone()
+            resumeFadeWaitersIfHeard(now: EngineLock.now())
             if shuttingDown {
                 closeDevice(&state)
                 finishQueuedHooks()
@@ -521,9 +522,9 @@ extension EngineControl {
         let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
                                        prefersAlbum: head.prefersAlbumGain)
         liveGainInForce = head.liveGainDB
-        // A pause's fade-out goes on at the level it began with: a level asked for "once paused"
-        // (the sleep timer's back to full) is in force from the resume.
-        if state.pauseFadeToWrite == nil {
+        // A pause's fade-out goes on at the level it began with: a level asked with or after the
+        // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.
+        if playRequested && state.pauseFadeToWrite == nil {
             if fadeRequest.serial != state.fadeSerial {
                 state.fadeSerial = fadeRequest.serial
                 state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: fadeRequest.frames(format, speed))
@@ -585,6 +586,7 @@ extension EngineControl {
             }
             crossBorders(now: writtenAt)
             announceTitleIfHeard(&state, now: writtenAt)
+            noteFadeWritten(head, state, now: writtenAt)
         case .recovered:
             post(.underrun(itemID: head.itemID))
         case .lost(let reason):

@@ -310,11 +310,34 @@ public final class PlayerEngine: Sendable {
     /// Fades over the volume from `from` (nil: the level now) to `level` (0–1) over `seconds`
     /// of wall-clock time, starting with the next frames handed to the device. The level stays
     /// until the next fade: a sleep timer fades to 0, then back to 1 over 0 once paused.
-    public func fade(from: Double? = nil, to level: Double, over seconds: Double) {
+    /// Returns the fade's serial, for `fadeHeard`.
+    @discardableResult
+    public func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
         control.lock.withLock {
             let serial = control.fadeRequest.serial + 1
             control.fadeRequest = FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
                                               seconds: max(seconds, 0), serial: serial)
+            return serial
+        }
+    }
+
+    /// Returns once the last frame of fade `serial` is heard; or once it cannot be (nothing
+    /// plays, the device is away, or a newer fade replaced it).
+    public func fadeHeard(_ serial: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            control.lock.withLock {
+                let c = control
+                if let heard = c.fadeHeardAt, heard.serial == serial, heard.at <= EngineLock.now() {
+                    continuation.resume()
+                    return
+                }
+                guard c.fadeCanBeHeard, c.fadeRequest.serial == serial else {
+                    continuation.resume()
+                    return
+                }
+                c.fadeWaiters.append((serial, continuation))
+                c.lock.wakeOutput()
+            }
         }
     }
 

@@ -98,6 +98,7 @@ extension Player {
         m.announcementEngineID = m.nextEngineID
         engine.setVolume(Self.factor(clip.volume ?? m.volume))
         engine.fade(to: 1, over: 0)
+        engine.duck(to: 1, over: 0)
         _ = engine.open(EngineItem(id: m.nextEngineID, url: url), startAt: 0, playing: true)
     }
 
@@ -142,7 +143,10 @@ extension Player {
             // and the command acts on the music.
             m.announcementEngineID = nil
             engine.stopOverlay()
-            engine.duck(to: 1, over: playing == false ? 0 : Self.announcementFade)
+            // Music that plays on comes back up over the duck's time; after a stop, a load or a
+            // jump what plays next starts whole. A pause lifts it once asked (`perform`), so
+            // that the pause's fade-out is at the lowered level.
+            if playing != false { engine.duck(to: 1, over: playing == true ? Self.announcementFade : 0) }
             changeObserver?.playerChanged()
             return nil
         }
@@ -187,6 +191,7 @@ extension Player {
         timer.cancel(.announce)
         engine.setVolume(Self.factor(m.volume))
         engine.fade(to: 1, over: 0)
+        engine.duck(to: 1, over: 0)
         changeObserver?.playerChanged()
         guard let queueID = point.queueID, m.queue.item(id: queueID) != nil, machine.currentState.isActive else {
             // Nothing to come back to (stopped, ended, or the item left the queue): stopped.

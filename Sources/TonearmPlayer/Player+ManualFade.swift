@@ -3,8 +3,9 @@ import TonearmCore
 import TonearmEngine
 
 /// With a crossfade set, `next`, `previous` and a jump while playing fade what plays out over
-/// `crossfade.manual_ms` before the new item starts, instead of cutting it. The jump waits for
-/// the fade (and the output's lead, so the fade is heard); another jump meanwhile takes its place
+/// `crossfade.manual_ms` before the new item starts, instead of cutting it. The jump waits until
+/// the output says the fade's last frame is heard (`PlayerEngine.fadeHeard`; a timer a second
+/// after it was due stands in for an output that stalls); another jump meanwhile takes its place
 /// (and counts from its target: `next` three times skips three items, after one fade); any other
 /// command ends the fade at once and is carried out as it comes.
 extension Player {
@@ -12,6 +13,8 @@ extension Player {
     struct ManualFade {
         var queueID: Int
         var continuation: CheckedContinuation<Bool, Never>
+        /// The engine's fade.
+        var serial: Int
     }
 
     /// Where the next jump counts from: a jump waiting for its fade, else the current item (lock held).
@@ -25,7 +28,7 @@ extension Player {
                 if let waiting = m.manualFade {
                     // Another jump during the fade: this one takes its place, the fade goes on.
                     waiting.continuation.resume(returning: false)
-                    m.manualFade = ManualFade(queueID: queueID, continuation: continuation)
+                    m.manualFade = ManualFade(queueID: queueID, continuation: continuation, serial: waiting.serial)
                     return
                 }
                 let seconds = crossfadeSettings.manualSeconds
@@ -34,20 +37,25 @@ extension Player {
                     continuation.resume(returning: true)
                     return
                 }
-                engine.fade(to: 0, over: seconds)
-                m.manualFade = ManualFade(queueID: queueID, continuation: continuation)
-                timer.schedule(.manualFade, at: Date().addingTimeInterval(seconds + engine.outputLead)) { [weak self] in
-                    self?.manualFadeHeard()
+                let serial = engine.fade(to: 0, over: seconds)
+                m.manualFade = ManualFade(queueID: queueID, continuation: continuation, serial: serial)
+                Task { [weak self, engine] in
+                    await engine.fadeHeard(serial)
+                    self?.manualFadeHeard(serial)
+                }
+                timer.schedule(.manualFade, at: Date().addingTimeInterval(seconds + engine.outputLead + 1)) { [weak self] in
+                    self?.manualFadeHeard(serial)
                 }
             }
         }
     }
 
-    /// The fade is heard: the waiting jump goes on, at full level.
-    private func manualFadeHeard() {
+    /// Fade `serial` is heard: the waiting jump goes on, at full level.
+    private func manualFadeHeard(_ serial: Int) {
         model.withLock { m in
-            guard let waiting = m.manualFade else { return }
+            guard let waiting = m.manualFade, waiting.serial == serial else { return }
             m.manualFade = nil
+            timer.cancel(.manualFade)
             engine.fade(to: 1, over: 0)
             waiting.continuation.resume(returning: true)
         }

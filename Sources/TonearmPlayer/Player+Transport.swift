@@ -349,6 +349,10 @@ extension Player {
     func perform(_ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
                          _ engineCall: (PlaybackState, inout Model) -> Void) throws(PlayerError) -> PlaybackTransition {
         endManualFade(&m)
+        // A pause over a ducked clip fades out at the lowered level; the level is whole again
+        // from the resume (the output holds a level asked during a pause until then).
+        let liftsDuckOncePaused = action == .pause && m.announcements.ducks
+        defer { if liftsDuckOncePaused { engine.duck(to: 1, over: 0) } }
         switch action {
         case .play: interruptAnnouncement(&m, playing: true)
         case .pause: interruptAnnouncement(&m, playing: false)

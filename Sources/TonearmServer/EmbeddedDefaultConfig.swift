@@ -192,11 +192,11 @@ connection_timeout = 60
 [http]
 # The web remote: open http://BOX:6680/ on a phone or a laptop to see and control what plays
 # (the page, covers, and the control socket's JSON-RPC on a WebSocket at /rpc). The page is in
-# the daemon's own binary; nothing else to install.
+# the daemon's own binary; nothing else to install. (--http off)
 enabled = true
 # Where it listens. An address other machines can reach (e.g. "0.0.0.0:6680") needs a password:
 # the daemon refuses to start otherwise. When the port is taken, the daemon runs on without the
-# web remote and says why in its log.
+# web remote and says why in its log. (--http HOST:PORT)
 bind = "127.0.0.1:6680"
 # With a password, the page asks for it once and the browser keeps a token (an HttpOnly cookie);
 # each wrong password makes the next try from that address wait longer, and is logged.

@@ -124,6 +124,7 @@ extension DaemonTests {
             (["--reopen-interval-ms", "-5"], "--reopen-interval-ms must be from 100 to 600000"),
             (["--open-timeout-ms", "-5"], "--open-timeout-ms must be from 100 to 600000"),
             (["--speed", "-2"], "--speed must be above 0"),
+            (["--http", "6680"], "--http must be host:port such as 127.0.0.1:6680, or off"),
             (["--socket", "/tmp/" + String(repeating: "s", count: 120)], "longer than a Unix socket allows (107)"),
         ])
         func badFlagsAreAClearUsageError(_ arguments: [String], _ says: String) throws {

@@ -18,8 +18,8 @@ import Testing
 /// it. A suite waiting for a slot holds no place. And Swift Testing's `.timeLimit` would count
 /// such a wait as the test's own time; `limit` starts with the test, and a test over it is
 /// recorded as failed (its body, blocked in a sync call, runs on to its own timeouts, as under
-/// `.timeLimit`). `alone` is for suites that measure the machine itself (latencies, CPU,
-/// throughput): such a suite takes every slot.
+/// `.timeLimit`). `alone` is for suites whose bounds are tightest (latencies under 50 ms, load,
+/// throughput, real-time peers): such a suite takes every slot. Each suite must be `.serialized`.
 public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
     public let limit: Duration
     public let alone: Bool
@@ -46,7 +46,7 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
             Issue.record("a .realDaemon test runs only in a suite with that trait")
             return
         }
-        let limit = self.limit
+        let limit = self.limit, location = test.sourceLocation
         // The group ends only once both children have, so the body does not outlive this call.
         try await withoutActuallyEscaping(function) { body in
             try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -56,7 +56,7 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
                 }
                 group.addTask {
                     do { try await Task.sleep(for: limit) } catch { return false }
-                    Issue.record("Time limit was exceeded: \(limit) from the test's start")
+                    Issue.record("Time limit was exceeded: \(limit) from the test's start", sourceLocation: location)
                     return false
                 }
                 // The body's end, or the watchdog's issue first; either way the body is waited for.
@@ -76,8 +76,9 @@ extension Trait where Self == RealDaemonSlot {
 }
 
 /// The slots. The other suites are let in first come, first served; those that run alone come
-/// last, one after another, once no other suite waits: by then the unit tests (which start
-/// with everything) are over too, so nothing but the machine's own work runs beside them.
+/// last, one after another, once no other suite waits (every suite starts within moments of the
+/// run's start; an alone suite asks a second later): by then the unit tests, which start with
+/// everything, are mostly over.
 final class SlotGate: Sendable {
     static let shared = SlotGate(
         slots: ProcessInfo.processInfo.environment["TONEARM_TEST_SLOTS"].flatMap(Int.init).map { max(1, $0) } ?? 2)

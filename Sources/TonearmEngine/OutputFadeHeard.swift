@@ -1,0 +1,36 @@
+/// When a fade is heard (`PlayerEngine.fadeHeard`): the output notes, at the write that puts the
+/// fade's last frame on the device, when that frame will be heard, and resumes the callers
+/// waiting for it once that moment has come (checked each time round its loop, so within a
+/// write's worth of audio). A fade that cannot be heard (nothing plays, the device is away, a
+/// newer fade replaced it) resumes them at once: nobody waits for what will not come.
+extension EngineControl {
+    /// Output thread, lock held, after `head`'s write: the fade in force is whole on the device.
+    func noteFadeWritten(_ head: PCMChunk, _ state: OutputState, now: Double) {
+        assertOn(.output)
+        guard fadeHeardAt?.serial != state.fadeSerial, state.gain.fadeIsSettled, head.gained <= head.written else { return }
+        fadeHeardAt = (state.fadeSerial, clock.writtenHeardAt ?? now)
+    }
+
+    /// Whether the output is writing what plays, so that a fade asked now will be heard. Lock held.
+    var fadeCanBeHeard: Bool {
+        playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill && deviceLostReason == nil
+    }
+
+    /// Resumes the callers whose fade is heard, replaced, or cannot be heard. Lock held.
+    func resumeFadeWaitersIfHeard(now: Double) {
+        guard !fadeWaiters.isEmpty else { return }
+        let canBeHeard = fadeCanBeHeard
+        let heardAt = fadeHeardAt
+        var waiting = 0
+        for waiter in fadeWaiters {
+            let heard = heardAt.map { $0.serial == waiter.serial && $0.at <= now } ?? false
+            if heard || !canBeHeard || waiter.serial != fadeRequest.serial {
+                waiter.continuation.resume()
+            } else {
+                fadeWaiters[waiting] = waiter
+                waiting += 1
+            }
+        }
+        fadeWaiters.removeLast(fadeWaiters.count - waiting)
+    }
+}
