@@ -127,7 +127,7 @@ let package = Package(
             "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
-        .target(name: "TonearmTestSupport", path: "Tests/TonearmTestSupport"),
+        .target(name: "TonearmTestSupport", dependencies: ["TonearmSync"], path: "Tests/TonearmTestSupport"),
         .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmMedia", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
         .testTarget(name: "TonearmPlayerTests", dependencies: [
             "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", "TonearmTestSupport",

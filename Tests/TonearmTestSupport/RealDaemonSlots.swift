@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Testing
+import TonearmSync
 
 /// How the suites that drive real processes (a tonearmd, a peer, a browser) share the machine:
 /// a few suites at a time, each on a thread of its own, each test bounded in time from its own
@@ -99,11 +99,12 @@ final class SlotGate: Sendable {
         var waiting: [Waiter] = []
     }
 
-    private let state: Mutex<State>
+    /// `Locked`, not `Mutex`: ThreadSanitizer sees the ordering a pthread mutex makes (TonearmSync).
+    private let state: Locked<State>
 
     init(slots: Int) {
         executors = (0..<slots).map { SlotThread(name: "test slot \($0)") }
-        state = Mutex(State(free: Array(repeating: true, count: slots)))
+        state = Locked(State(free: Array(repeating: true, count: slots)))
     }
 
     /// Waits for a free slot (for all of them, `alone`) and returns its number.
@@ -147,7 +148,7 @@ final class SlotGate: Sendable {
 
 /// A task executor that runs its jobs, in order, on one thread of its own.
 final class SlotThread: TaskExecutor, Sendable {
-    private let jobs = Mutex<[UnownedJob]>([])
+    private let jobs = Locked<[UnownedJob]>([])
     private let ready = DispatchSemaphore(value: 0)
 
     init(name: String) {
