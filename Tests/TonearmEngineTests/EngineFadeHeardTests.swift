@@ -29,8 +29,9 @@ struct EngineFadeHeardTests {
         let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         // The fade stays at 0: its end is where the capture falls silent for good.
         let fadeEnd = try #require(samples.lastIndex { $0 != 0 }) / 2 + 1
-        // Heard once its last frame is behind the ear, and within a write's worth of audio of it.
-        #expect(fadeEnd <= heardFrame && heardFrame - fadeEnd < 8820, "the fade ended at \(fadeEnd), heard at \(heardFrame)")
+        // Heard once its last frame is behind the ear (how soon after is `took`'s bound: this
+        // position is read when the test's task runs again, late on a busy pool).
+        #expect(fadeEnd <= heardFrame, "the fade ended at \(fadeEnd), heard at \(heardFrame)")
         #expect(took >= 0.2 && took < 1 * Sanitizer.timeScale, "heard \(took) s after it was asked")
     }
 
