@@ -16,15 +16,19 @@ extension EngineControl {
         playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill && deviceLostReason == nil
     }
 
-    /// Resumes the callers whose fade is heard, replaced, or cannot be heard. Lock held.
+    /// Whether a caller waiting for fade `serial` may go: it is heard, replaced, or cannot be
+    /// heard. Lock held.
+    func fadeWaitIsOver(_ serial: Int, now: Double) -> Bool {
+        let heard = fadeHeardAt.map { $0.serial == serial && $0.at <= now } ?? false
+        return heard || !fadeCanBeHeard || serial != fadeRequest.serial
+    }
+
+    /// Resumes the callers whose wait is over. Lock held.
     func resumeFadeWaitersIfHeard(now: Double) {
         guard !fadeWaiters.isEmpty else { return }
-        let canBeHeard = fadeCanBeHeard
-        let heardAt = fadeHeardAt
         var waiting = 0
         for waiter in fadeWaiters {
-            let heard = heardAt.map { $0.serial == waiter.serial && $0.at <= now } ?? false
-            if heard || !canBeHeard || waiter.serial != fadeRequest.serial {
+            if fadeWaitIsOver(waiter.serial, now: now) {
                 waiter.continuation.resume()
             } else {
                 fadeWaiters[waiting] = waiter

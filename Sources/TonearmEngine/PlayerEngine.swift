@@ -327,11 +327,7 @@ public final class PlayerEngine: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             control.lock.withLock {
                 let c = control
-                if let heard = c.fadeHeardAt, heard.serial == serial, heard.at <= EngineLock.now() {
-                    continuation.resume()
-                    return
-                }
-                guard c.fadeCanBeHeard, c.fadeRequest.serial == serial else {
+                guard !c.fadeWaitIsOver(serial, now: EngineLock.now()) else {
                     continuation.resume()
                     return
                 }
