@@ -144,7 +144,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TonearmWebTests", dependencies: [
-            "TonearmWeb", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            "TonearmWeb", "TonearmFrontEnd", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         .testTarget(name: "TonearmServerTests", dependencies: [
             "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",

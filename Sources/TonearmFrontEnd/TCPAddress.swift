@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A TCP address a front-end listens on: `mpd.bind`, `http.bind`.
 public struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
@@ -16,8 +20,12 @@ public struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Reachable only from this machine.
+    /// Reachable only from this machine: `localhost`, `::1`, or an IPv4 address in 127.0.0.0/8
+    /// (an address, not a name: a host name such as "127.example.com" may resolve anywhere).
     public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" { return true }
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else { return false }
+        return UInt32(bigEndian: address.s_addr) >> 24 == 127
     }
 }

@@ -199,8 +199,16 @@ enabled = true
 # web remote and says why in its log. (--http HOST:PORT)
 bind = "127.0.0.1:6680"
 # With a password, the page asks for it once and the browser keeps a token (an HttpOnly cookie);
-# each wrong password makes the next try from that address wait longer, and is logged.
+# each wrong password makes the next try from that address wait longer, and is logged. A browser
+# has no credentials: with control.allow_uids/allow_gids/read_gids or mpd.password set, the web
+# remote needs a password too (or enabled = false); the daemon refuses to start otherwise.
 password = ""
+# A second password that only reads (status, the queue, the library, events), like read_gids.
+read_password = ""
+# Pages are served only to requests that name this server: by an address, "localhost", the
+# bind address, or this machine's host name (also NAME.local). Other names get 403, so a page
+# of another site whose name was pointed here (DNS rebinding) cannot act. More names here.
+allowed_hosts = []
 # Connections at once (pages, their WebSockets, covers); one more is answered 503 and closed.
 max_clients = 64
 

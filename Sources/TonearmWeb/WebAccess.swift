@@ -1,29 +1,105 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import TonearmFrontEnd
 import TonearmSync
 
-/// Who may use the web remote. With no password (a loopback bind), everyone who reaches it;
-/// with one, a browser that proved it once and holds the token this daemon made at start (an
-/// HttpOnly cookie, so the page's scripts never see it). Wrong passwords make the next try from
-/// the same address wait, longer each time, and are logged with the address.
+/// Who may use the web remote, and by which names. With no password (a loopback bind),
+/// everyone who reaches it; with one, a browser that proved it once and holds the token this
+/// daemon made at start (an HttpOnly cookie, so the page's scripts never see it). A second
+/// password (`http.read_password`) earns a token of its own that only reads. Wrong passwords
+/// make the next try from the same address wait, longer each time, and are logged with the
+/// address.
 final class WebAccess: Sendable {
     static let cookieName = "tonearm_token"
     let password: String?
+    let readPassword: String?
+    /// The names pages may reach this server by (lower case, no trailing dot).
+    let hosts: Set<String>
     private let token: String
+    private let readToken: String
     /// Wrong tries by peer address: how many, and until when the next one is refused.
     private let failures = Locked<[String: (count: Int, until: NIODeadline)]>([:])
 
-    init(password: String?) {
+    init(password: String?, readPassword: String? = nil, hosts: Set<String> = ["localhost"]) {
         self.password = password
-        var generator = SystemRandomNumberGenerator()
-        token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        self.readPassword = readPassword
+        self.hosts = Set(hosts.map(Self.normalized))
+        token = Self.randomToken()
+        readToken = Self.randomToken()
     }
 
-    /// The request carries what control needs: nothing without a password, else the token.
+    private static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// The names a server bound to `bind` answers to: `localhost`, the bind address when it
+    /// is a name, this machine's host name (short, and with `.local` for mDNS), and `extra`.
+    /// Addresses (IPv4, IPv6) need no listing: see `allowsHost`.
+    static func hosts(bind: TCPAddress, extra: [String]) -> Set<String> {
+        var names: Set<String> = ["localhost", bind.host]
+        var buffer = [CChar](repeating: 0, count: 256)
+        if gethostname(&buffer, buffer.count - 1) == 0 {
+            let name = String(cString: buffer)
+            if !name.isEmpty {
+                names.insert(name)
+                let short = name.split(separator: ".").first.map(String.init) ?? name
+                names.insert(short)
+                names.insert(short + ".local")
+            }
+        }
+        names.formUnion(extra)
+        return Set(names.map(normalized))
+    }
+
+    /// Whether the request names this server: its `Host` is an address (a page whose origin is
+    /// an address reached this very server by it), or one of `hosts`. A name other than these
+    /// is a page of another site whose DNS now points here: it may not even read the page.
+    /// A request without `Host` (HTTP/1.0 tools; every browser sends one) is let through.
+    func allowsHost(_ head: HTTPRequestHead) -> Bool {
+        guard let header = head.headers.first(name: "host") else { return head.version.major == 1 && head.version.minor == 0 }
+        let host = Self.hostName(hostHeader: header)
+        if host.isEmpty { return false }
+        if Self.isAddress(host) { return true }
+        return hosts.contains(Self.normalized(host))
+    }
+
+    /// What the request may do: control, read, or nothing (no token).
+    func level(_ head: HTTPRequestHead) -> AccessPolicy.Level {
+        guard password != nil else { return .control }
+        guard let presented = Self.cookie(Self.cookieName, in: head.headers) else { return .none }
+        if Self.sameBytes(presented, token) { return .control }
+        if readPassword != nil, Self.sameBytes(presented, readToken) { return .read }
+        return .none
+    }
+
+    /// The request carries a token (or none is needed): it may at least read.
     func allows(_ head: HTTPRequestHead) -> Bool {
-        guard password != nil else { return true }
-        return Self.cookie(Self.cookieName, in: head.headers).map { Self.sameBytes($0, token) } ?? false
+        level(head) != .none
+    }
+
+    private static func normalized(_ name: String) -> String {
+        var name = name.lowercased()
+        while name.hasSuffix(".") { name.removeLast() }
+        return name
+    }
+
+    static func isAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// The host of a `Host` header, without its port or an IPv6 address's brackets.
+    static func hostName(hostHeader: String) -> String {
+        let header = hostHeader.trimmingCharacters(in: .whitespaces)
+        if header.hasPrefix("[") {
+            guard let close = header.firstIndex(of: "]") else { return "" }
+            return String(header[header.index(after: header.startIndex)..<close])
+        }
+        guard let colon = header.lastIndex(of: ":") else { return header }
+        return String(header[..<colon])
     }
 
     /// A browser's request from a page of another site (a WebSocket or a form has no CORS to
@@ -60,11 +136,14 @@ final class WebAccess: Sendable {
 
     func login(_ attempt: String, from peer: String, now: NIODeadline = .now()) -> Login {
         guard let password else { return .accepted(cookie: "") }
+        let readPassword = self.readPassword
         return failures.withLock { failures in
             if let failed = failures[peer], failed.until > now {
                 return .wait(seconds: Int((failed.until - now).nanoseconds / 1_000_000_000) + 1)
             }
-            guard Self.sameBytes(attempt, password) else {
+            let controls = Self.sameBytes(attempt, password)
+            let reads = readPassword.map { Self.sameBytes(attempt, $0) } ?? false
+            guard controls || reads else {
                 let count = (failures[peer]?.count ?? 0) + 1
                 // 1, 2, 4 … seconds, at most a minute.
                 failures[peer] = (count, now + .seconds(Int64(min(60, 1 << min(count - 1, 6)))))
@@ -72,7 +151,8 @@ final class WebAccess: Sendable {
                 return .refused
             }
             failures[peer] = nil
-            return .accepted(cookie: "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000")
+            let granted = controls ? token : readToken
+            return .accepted(cookie: "\(Self.cookieName)=\(granted); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000")
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import TonearmFrontEnd
 
 /// What `/art` asks for: a library file or directory (a path in the music directory), or the
 /// queue item with this id.
@@ -45,6 +46,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var answering = false
     /// The client closed its side (connections allow half-closure): close ours once answered.
     private var inputClosed = false
+    /// A request held until the replies before it have left (the channel is writable again): a
+    /// client that pipelines requests and reads nothing gets one reply buffered, not thousands.
+    private var held: (head: HTTPRequestHead, body: ByteBuffer?)?
 
     init(_ shared: Context) {
         self.shared = shared
@@ -67,18 +71,26 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard !refused, let head else { return }
             self.head = nil
-            route(context, head, body)
+            if context.channel.isWritable { route(context, head, body) } else { held = (head, body) }
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let held {
+            self.held = nil
+            route(context, held.head, held.body)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read, head == nil, !answering {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read, head == nil, !answering, held == nil {
             context.close(promise: nil)
             return
         }
         if case .inputClosed = event as? ChannelEvent {
             inputClosed = true
-            if head == nil, !answering { context.close(promise: nil) }
+            if head == nil, !answering, held == nil { context.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -90,6 +102,12 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer?) {
+        guard shared.access.allowsHost(head) else {
+            let name = head.headers.first(name: "host") ?? "(none)"
+            shared.logger.warning("web remote: refused a request for another host name", metadata: ["host": "\(name)", "peer": "\(shared.peer)"])
+            return respond(context, head, .forbidden,
+                           text: "this server does not answer to the name '\(name)': use its address, or list the name in http.allowed_hosts")
+        }
         let (path, query) = Self.split(head.uri)
         switch path {
         case "/rpc":
@@ -105,7 +123,8 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             return login(context, head, body)
         case "/session":
             guard head.method == .GET || head.method == .HEAD else { return notGetOrHead(context, head) }
-            let json = "{\"password\":\(shared.access.password != nil),\"authorized\":\(shared.access.allows(head))}"
+            let level = shared.access.level(head)
+            let json = "{\"password\":\(shared.access.password != nil),\"authorized\":\(level != .none),\"read_only\":\(level == .read)}"
             return respond(context, head, .ok, bytes: Array(json.utf8), type: "application/json", extra: [("Cache-Control", "no-store")])
         default:
             guard head.method == .GET || head.method == .HEAD else { return notGetOrHead(context, head) }

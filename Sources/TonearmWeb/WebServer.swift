@@ -37,7 +37,8 @@ package struct WebServer: Sendable {
     }
 
     package func frontEnd() -> FrontEnd {
-        let access = WebAccess(password: settings.password)
+        let access = WebAccess(password: settings.password, readPassword: settings.readPassword,
+                               hosts: WebAccess.hosts(bind: settings.bind, extra: settings.allowedHosts))
         let server = self
         return FrontEnd(
             name: "http", address: .tcp(host: settings.bind.host, port: settings.bind.port), maxClients: settings.maxClients,
@@ -65,17 +66,20 @@ package struct WebServer: Sendable {
             maxFrameSize: rpc.maxLineLength,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, head in
-                let allowed = WebRequestHandler.split(head.uri).path == "/rpc" && WebAccess.isSameOrigin(head) && access.allows(head)
+                // Anything refused here is answered by the request handler, which says why.
+                let allowed = WebRequestHandler.split(head.uri).path == "/rpc" && access.allowsHost(head) && WebAccess.isSameOrigin(head)
+                    && access.allows(head)
                 return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
             },
-            upgradePipelineHandler: { channel, _ in
-                channel.eventLoop.makeCompletedFuture {
+            upgradePipelineHandler: { channel, head in
+                let level = access.level(head)
+                return channel.eventLoop.makeCompletedFuture {
                     // A message sent in fragments is put together first, within the same bound.
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
                                                     maxAccumulatedFrameSize: rpc.maxLineLength),
                         WebSocketLines())
-                    try rpc.serve(channel, access: .control, peer: peer)
+                    try rpc.serve(channel, access: level, peer: peer)
                 }
             })
         // Once upgraded, the page's requests are done with: the WebSocket's handlers take over.
@@ -83,12 +87,17 @@ package struct WebServer: Sendable {
         // A connection that sends no request for a minute (a page's keep-alive, or a client
         // that opens and waits) is closed: one timer while it is open, none once it is a WebSocket.
         let idle = NIOLoopBound(IdleStateHandler(readTimeout: .seconds(60)), eventLoop: channel.eventLoop)
+        // Reading stops while replies wait to be written (a client that sends and never reads);
+        // the WebSocket's own rules take over once upgraded.
+        let backPressure = NIOLoopBound(BackPressureHandler(), eventLoop: channel.eventLoop)
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
             withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
                 context.pipeline.syncOperations.removeHandler(requests.value, promise: nil)
                 context.pipeline.syncOperations.removeHandler(idle.value, promise: nil)
+                context.pipeline.syncOperations.removeHandler(backPressure.value, promise: nil)
             }))
         try channel.pipeline.syncOperations.addHandler(idle.value, position: .first)
+        try channel.pipeline.syncOperations.addHandler(backPressure.value, position: .first)
         try channel.pipeline.syncOperations.addHandler(handler)
     }
 

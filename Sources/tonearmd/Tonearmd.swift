@@ -129,6 +129,7 @@ struct Tonearmd: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "tonearmd")
+        if let config, let exposure = DaemonConfiguration.passwordExposure(configFile: config) { logger.warning("\(exposure)") }
         // settings.socket already holds --socket, TONEARM_SOCKET or the config's value, in that order.
         // systemd's side (read once, and removed from the environment): readiness and watchdog
         // messages, and sockets passed by socket activation.
@@ -158,7 +159,8 @@ struct Tonearmd: AsyncParsableCommand {
             mpd.inherited = socket.descriptor
             mpd.socket = InheritedSockets.path(of: socket.descriptor) ?? "(socket from systemd, fd \(socket.descriptor))"
         }
-        if let refusal = mpd.refusal(with: settings.security) ?? settings.http.refusal {
+        if let refusal = mpd.refusal(with: settings.security)
+            ?? settings.http.refusal(with: settings.security, mpdPassword: mpd.enabled ? mpd.password : nil) {
             logger.critical("\(refusal)")
             throw ExitCode.failure
         }

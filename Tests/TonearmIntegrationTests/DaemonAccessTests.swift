@@ -67,6 +67,27 @@ extension DaemonTests {
             #expect(try root.call("ping")["result"] as? String == "pong")
         }
 
+        /// A browser has no credentials: with access lists or an MPD password, a web remote
+        /// without a password would let every local user past them. The daemon refuses to start
+        /// and says why; with `http.password` it starts.
+        @Test func theWebRemoteIsNoWayPastTheAccessRules() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            for (toml, names) in [("[control]\nallow_uids = [0]\n", "control.allow_uids"), ("[mpd]\npassword = \"x\"\n", "mpd.password")] {
+                let config = dir.path("tonearmd.toml")
+                try (toml + "[http]\nbind = \"127.0.0.1:\(try freeTCPPort())\"\n").write(toFile: config, atomically: true, encoding: .utf8)
+                let refused = try DaemonProcess(arguments: ["--device", "null", "--config", config], webRemote: true)
+                refused.process.waitUntilExit()
+                #expect(refused.process.terminationStatus != 0)
+                #expect(refused.log.contains(names) && refused.log.contains("http.password"), "\(refused.log)")
+            }
+            let config = dir.path("tonearmd.toml")
+            try "[control]\nallow_uids = [0]\n[http]\nbind = \"127.0.0.1:\(try freeTCPPort())\"\npassword = \"p\"\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            let running = try DaemonProcess(arguments: ["--device", "null", "--config", config], webRemote: true)
+            #expect(try running.connect().call("ping")["result"] as? String == "pong")
+        }
+
         @Test func mediaOutsideTheRootsIsRefusedBeforeOpening() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }

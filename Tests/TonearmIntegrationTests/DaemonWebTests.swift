@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension DaemonTests {
     /// The web remote (`[http]`) on the real daemon: the page in Debian's headless Chromium,
@@ -49,6 +52,13 @@ extension DaemonTests {
             return (daemon, port)
         }
 
+        /// The process's resident memory (VmRSS), KiB.
+        static func residentKiB(_ pid: Int32) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+
         static func browserScript(_ arguments: [String]) throws {
             let root = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
             let artifacts = root.appendingPathComponent(".build/test-artifacts").path
@@ -78,7 +88,7 @@ extension DaemonTests {
         @Test func aPasswordIsAskedOnceAndKept() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let (daemon, port) = try Self.start(directory, music: try Self.tree(directory), http: "password = \"opensesame\"\n")
+            let (daemon, port) = try Self.start(directory, music: try Self.tree(directory), http: "password = \"opensesame\"\nread_password = \"lookonly\"\n")
             try withExtendedLifetime(daemon) {
                 try Self.browserScript(["password", "http://127.0.0.1:\(port)/", "opensesame"])
                 // Without the token: no WebSocket, no covers; the page itself and its session say so.
@@ -86,7 +96,7 @@ extension DaemonTests {
                 #expect(try web.upgrade()?.status == 401)
                 #expect(try WebClient(port: port).request("GET", "/art?uri=Alpha/One")?.status == 401)
                 let session = try #require(try WebClient(port: port).request("GET", "/session"))
-                #expect(session.text == "{\"password\":true,\"authorized\":false}", "\(session.text)")
+                #expect(session.text == "{\"password\":true,\"authorized\":false,\"read_only\":false}", "\(session.text)")
                 // With it: both.
                 let login = try #require(try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"opensesame\"}".utf8)))
                 #expect(login.status == 204)
@@ -94,6 +104,19 @@ extension DaemonTests {
                 #expect(try WebClient(port: port).upgrade(headers: ["Cookie": cookie])?.status == 101)
                 #expect(try WebClient(port: port).request("GET", "/art?uri=Alpha/One", headers: ["Cookie": cookie])?.status == 200)
                 #expect(daemon.log.contains("web remote: wrong password"), "the wrong password is logged")
+                // The read password's token reads and is refused control, as read_gids on the socket.
+                let readLogin = try #require(try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"lookonly\"}".utf8)))
+                let readCookie = try #require(readLogin.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+                #expect(try WebClient(port: port).request("GET", "/session", headers: ["Cookie": readCookie])?.text
+                        == "{\"password\":true,\"authorized\":true,\"read_only\":true}")
+                let reader = try WebClient(port: port)
+                #expect(try reader.upgrade(headers: ["Cookie": readCookie])?.status == 101)
+                #expect(reader.sendText("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}"))
+                #expect(try reader.message()?["result"] != nil)
+                #expect(reader.sendText("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"volume\",\"params\":{\"level\":3}}"))
+                let refused = try #require(try reader.message())
+                #expect(((refused["error"] as? [String: Any])?["message"] as? String)?.contains("needs control access") == true,
+                        "\(refused)")
             }
         }
 
@@ -131,6 +154,13 @@ extension DaemonTests {
                 #expect(try WebClient(port: port).request("DELETE", "/")?.status == 405)
 
                 #expect(try WebClient(port: port).upgrade(headers: ["Origin": "http://evil.example"])?.status == 403)
+                // DNS rebinding: a page of another site whose name now points here names itself
+                // in Host and Origin alike; neither the WebSocket nor the page is served to it.
+                let rebound = ["Host": "rebind.evil.example:\(port)", "Origin": "http://rebind.evil.example:\(port)"]
+                #expect(try WebClient(port: port).upgrade(headers: rebound)?.status == 403)
+                #expect(try WebClient(port: port).request("GET", "/", headers: rebound)?.status == 403)
+                #expect(try WebClient(port: port).request("GET", "/art?uri=Alpha/One", headers: rebound)?.status == 403)
+                #expect(try WebClient(port: port).request("GET", "/", headers: ["Host": "localhost:\(port)"])?.status == 200)
                 #expect(try WebClient(port: port).upgrade(headers: ["Origin": "http://127.0.0.1"])?.status == 101,
                         "the page's own origin (Host is 127.0.0.1)")
             }
@@ -149,6 +179,23 @@ extension DaemonTests {
                 #expect(try page.upgrade()?.status == 101)
                 #expect(page.sendText("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\",\"params\":{\"events\":[\"queue\"]}}"))
                 #expect(try page.message()?["id"] as? Int == 1)
+
+                // 10,000 pipelined requests, no reply read: the daemon stops reading them once
+                // its replies wait (it grew by 265 MiB when it answered them all into memory).
+                let before = Self.residentKiB(daemon.process.processIdentifier)
+                let pipeliner = try WebClient(port: port)
+                _ = fcntl(pipeliner.fd, F_SETFL, fcntl(pipeliner.fd, F_GETFL) | O_NONBLOCK)
+                let all = Array(String(repeating: "GET /app.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 10_000).utf8)
+                var sent = 0
+                let sending = Date()
+                while sent < all.count, Date().timeIntervalSince(sending) < 5 {
+                    let count = all[sent...].withUnsafeBytes { Glibc.send(pipeliner.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if count > 0 { sent += count } else { usleep(10_000) }
+                }
+                usleep(UInt32(2_000_000 * Sanitizer.timeScale))
+                let grown = Self.residentKiB(daemon.process.processIdentifier) - before
+                print("pipelined: \(sent) bytes sent, RSS grew by \(grown) KiB")
+                #expect(grown < 48 * 1024, "RSS grew by \(grown) KiB after \(sent) bytes of pipelined requests")
 
                 // A 10 MB body: refused at its head, and the connection closed.
                 let big = try WebClient(port: port)

@@ -98,7 +98,8 @@ public final class WebClient {
 
     /// A GET (or `method`) with `headers`, and its response.
     public func request(_ method: String = "GET", _ path: String, headers: [String: String] = [:], body: [UInt8] = []) throws -> Response? {
-        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        var text = "\(method) \(path) HTTP/1.1\r\n"
+        if !headers.keys.contains(where: { $0.lowercased() == "host" }) { text += "Host: 127.0.0.1\r\n" }
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if !body.isEmpty { text += "Content-Length: \(body.count)\r\n" }
         send(text + "\r\n")

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
+import TonearmFrontEnd
 @testable import TonearmWeb
 
 @Suite("The web remote's page and access rules", .timeLimit(.minutes(1)))
@@ -51,6 +52,72 @@ struct WebPageTests {
     ])
     func onlyThisServersPagesMayAct(headers: [(String, String)], allowed: Bool) {
         #expect(WebAccess.isSameOrigin(head(headers)) == allowed)
+    }
+
+    /// DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 sends
+    /// `Host: evil.example`. Only this server's own names and addresses are served.
+    @Test(arguments: [
+        ("127.0.0.1:6680", true), ("[::1]:6680", true), ("192.168.1.20", true), ("localhost:6680", true),
+        ("LOCALHOST.:6680", true), ("jukebox.example.net:6680", true), ("box", true), ("box.local:6680", true),
+        ("rebind.evil.example:6680", false), ("evil.example", false), ("127.evil.example", false), ("", false),
+        ("[::1", false), ("box.evil.example", false),
+    ])
+    func onlyThisServersNamesAreServed(host: String, allowed: Bool) {
+        let access = WebAccess(password: nil, hosts: ["localhost", "box", "box.local", "jukebox.example.net"])
+        #expect(access.allowsHost(head([("Host", host)])) == allowed, "Host: \(host)")
+    }
+
+    @Test func aRequestWithoutHostIsServedOnlyOverHTTP10() {
+        let access = WebAccess(password: nil)
+        #expect(!access.allowsHost(head([])), "HTTP/1.1 needs Host")
+        #expect(access.allowsHost(HTTPRequestHead(version: .http1_0, method: .GET, uri: "/", headers: [:])))
+    }
+
+    @Test func theBoxsOwnNamesAreKnown() {
+        let names = WebAccess.hosts(bind: TCPAddress("0.0.0.0:6680")!, extra: ["Jukebox.Example.net."])
+        #expect(names.isSuperset(of: ["localhost", "jukebox.example.net"]))
+        var buffer = [CChar](repeating: 0, count: 256)
+        #expect(gethostname(&buffer, 255) == 0)
+        let name = String(cString: buffer).lowercased()
+        #expect(names.contains(name) && names.contains((name.split(separator: ".").first.map(String.init) ?? name) + ".local"))
+    }
+
+    /// A read password earns a token that reads; the password, one that controls.
+    @Test func aReadPasswordGivesAReadOnlyToken() throws {
+        let access = WebAccess(password: "boss", readPassword: "guest")
+        let start = NIODeadline.now()
+        guard case .accepted(let control) = access.login("boss", from: "a", now: start),
+              case .accepted(let read) = access.login("guest", from: "b", now: start) else {
+            Issue.record("both passwords are accepted")
+            return
+        }
+        let controlToken = String(control.split(separator: ";")[0]), readToken = String(read.split(separator: ";")[0])
+        #expect(controlToken != readToken)
+        #expect(access.level(head([("Cookie", controlToken)])) == .control)
+        #expect(access.level(head([("Cookie", readToken)])) == .read)
+        #expect(access.level(head([])) == .none)
+        #expect(WebAccess(password: "boss").login("guest", from: "c", now: start) == .refused, "no read password: refused")
+        #expect(WebAccess(password: nil).level(head([])) == .control)
+    }
+
+    @Test func theWebRemoteNeedsAPasswordWhereverOthersDo() {
+        var settings = WebSettings()
+        let open = ControlSecurity()
+        var listed = ControlSecurity()
+        listed.policy.allowUIDs = [0]
+        #expect(settings.refusal(with: open, mpdPassword: nil) == nil, "loopback, no lists, no MPD password")
+        #expect(settings.refusal(with: listed, mpdPassword: nil)?.contains("control.allow_uids") == true)
+        #expect(settings.refusal(with: open, mpdPassword: "x")?.contains("mpd.password") == true)
+        settings.bind = TCPAddress("127.evil.example:6680")!
+        #expect(settings.refusal(with: open, mpdPassword: nil)?.contains("other machines") == true, "a name is not an address")
+        settings.password = "p"
+        #expect(settings.refusal(with: listed, mpdPassword: "x") == nil)
+        settings.readPassword = "p"
+        #expect(settings.refusal(with: open, mpdPassword: nil)?.contains("must differ") == true)
+        settings.password = nil
+        #expect(settings.refusal(with: open, mpdPassword: nil)?.contains("without http.password") == true)
+        settings.enabled = false
+        #expect(settings.refusal(with: listed, mpdPassword: "x") == nil, "off: nothing to refuse")
     }
 
     @Test func aWrongPasswordMakesTheNextTryWait() {
