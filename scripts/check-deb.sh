@@ -32,6 +32,13 @@ timeout 60 systemd-analyze verify /lib/systemd/system/tonearmd.socket /lib/syste
 id -nG tonearm | grep -qw audio || fail "the tonearm user is not in audio"
 MANWIDTH=80 man -l /usr/share/man/man8/tonearmd.8.gz 2>/dev/null | grep -q '^CONFIGURATION' || fail "tonearmd(8) has no CONFIGURATION"
 grep -qx /etc/tonearm/tonearmd.toml /var/lib/dpkg/info/tonearm.conffiles || fail "the config is not a conffile"
+[ "$(stat -c '%a %U %G' /etc/tonearm/tonearmd.toml)" = "640 root tonearm" ] \
+    || fail "the config (it may hold passwords) is $(stat -c '%a %U %G' /etc/tonearm/tonearmd.toml), not 640 root tonearm"
+setpriv --reuid=tonearm --regid=audio --init-groups cat /etc/tonearm/tonearmd.toml >/dev/null \
+    || fail "the service user cannot read its config"
+if setpriv --reuid=nobody --regid=nogroup --clear-groups cat /etc/tonearm/tonearmd.toml >/dev/null 2>&1; then
+    fail "any user can read the config"
+fi
 
 # The service as systemd would start it: its user and group, its directories, its ExecStart.
 exec_start=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/tonearmd.service)
@@ -64,5 +71,6 @@ done
 left=$(find /etc/systemd /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked \
        -name 'tonearmd*' 2>/dev/null || true)
 [ -z "$left" ] || fail "left after purge: $left"
+! dpkg-statoverride --list /etc/tonearm/tonearmd.toml >/dev/null || fail "the config's mode override is left after purge"
 id tonearm >/dev/null || fail "the system user should stay"
 echo "check-deb: $deb installs, plays as tonearm, and purges clean"

@@ -74,7 +74,9 @@ for unit in tonearmd.service tonearmd.socket; do
         "systemd/$unit" > "$out/$unit"
     install -D -m 644 "$out/$unit" "$root/lib/systemd/system/$unit"
 done
-install -D -m 644 config/tonearmd.toml "$root/etc/tonearm/tonearmd.toml"
+# 0640: it may hold http.password and mpd.password. Its group becomes tonearm once postinst has
+# made the group (dpkg-statoverride, which upgrades keep).
+install -D -m 640 config/tonearmd.toml "$root/etc/tonearm/tonearmd.toml"
 doc=$root/usr/share/doc/tonearm
 install -D -m 644 README.md "$doc/README.md"
 install -m 644 docs/protocol.md docs/mpd.md docs/architecture.md "$doc/"

@@ -487,3 +487,20 @@ func bool(_ value: any TOMLValueConvertible, _ key: String, _ source: String) th
     guard let flag = value.bool else { throw DaemonConfiguration.Invalid("\(source): \(key) must be true or false") }
     return flag
 }
+
+extension DaemonConfiguration {
+    /// A warning when the config file at `path` sets a password (`http.password`,
+    /// `http.read_password`, `mpd.password`) and users other than its owner and group may read
+    /// it; nil otherwise. The package installs it 0640 root:tonearm.
+    public static func passwordExposure(configFile path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IROTH != 0,
+              let file = try? DaemonConfiguration().applying(tomlFile: path) else { return nil }
+        let keys = [(file.http.password, "http.password"), (file.http.readPassword, "http.read_password"),
+                    (file.mpd.password, "mpd.password")].compactMap { $0.0 == nil ? nil : $0.1 }
+        guard !keys.isEmpty else { return nil }
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        return "\(path) holds \(keys.joined(separator: ", ")) and every user may read it (mode \(mode)): "
+            + "chmod o-r it (the package installs it 0640 root:tonearm)"
+    }
+}

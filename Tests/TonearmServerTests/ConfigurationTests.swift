@@ -20,6 +20,22 @@ struct ConfigurationTests {
         #expect(parsed.socket == nil && parsed.logLevel == .info)
     }
 
+    /// A config file that holds a password and that every user may read is warned about.
+    @Test func aPasswordInAFileOthersReadIsWarnedAbout() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("tonearmd.toml")
+        try "[mpd]\npassword = \"hunter2\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(chmod(path, 0o644) == 0)
+        let warning = try #require(DaemonConfiguration.passwordExposure(configFile: path))
+        #expect(warning.contains("mpd.password") && warning.contains("644") && !warning.contains("hunter2"), "\(warning)")
+        #expect(chmod(path, 0o640) == 0)
+        #expect(DaemonConfiguration.passwordExposure(configFile: path) == nil, "only its owner and group read it")
+        try "[http]\npassword = \"\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(chmod(path, 0o644) == 0)
+        #expect(DaemonConfiguration.passwordExposure(configFile: path) == nil, "no password in it")
+    }
+
     @Test func fileThenEnvironmentOverride() throws {
         let config = try DaemonConfiguration.embeddedDefault().applying(toml: """
             socket = "/tmp/a.sock"
