@@ -108,7 +108,7 @@ let package = Package(
         ]),
         // The benchmark (docs/performance.md); run through `make bench`.
         .executableTarget(name: "tonearm-bench", dependencies: [
-            "TonearmTestSupport",
+            "CLinux", "TonearmTestSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "tonearmctl", dependencies: [

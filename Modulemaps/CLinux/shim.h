@@ -3,6 +3,7 @@
 /* glibc calls that Swift's Glibc module leaves out (GNU extensions). */
 #include <pthread.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/syscall.h>
@@ -40,6 +41,16 @@ static inline int tonearm_pidfd_open(pid_t pid) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+/* glibc 2.34+, a GNU extension like the one above: spawn.h declares it only under _GNU_SOURCE. */
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+/// Adds to `actions` a close, in the child, of every descriptor from `from` up (glibc does it
+/// with close_range(2)), so a spawned program inherits none of the daemon's sockets, files,
+/// epoll, inotify or eventfd descriptors whatever their close-on-exec flag. 0 or an errno value.
+static inline int tonearm_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
 #endif

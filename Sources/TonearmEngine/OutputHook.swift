@@ -48,9 +48,12 @@ public struct OutputHookRun: Sendable, Equatable {
 }
 
 /// Runs a hook command: no shell (argv[0] is looked up in PATH), stdin from /dev/null, stdout and
-/// stderr the daemon's (the journal), default signal handling and an empty signal mask (the
-/// daemon's own are not inherited), in a process group of its own so a timeout kills what it
-/// started too. Waits for the exit in poll(2) on a pidfd, up to `timeout`: no polling.
+/// stderr the daemon's (the journal) and no other descriptor: every one from 3 up is closed in the
+/// child, close-on-exec or not (NIO opens its sockets and its epoll without it), so a process the
+/// hook leaves running holds none of the daemon's ports once it stops. Default signal handling and
+/// an empty signal mask (the daemon's own are not inherited), in a process group of its own so a
+/// timeout kills what it started too. Waits for the exit in poll(2) on a pidfd, up to `timeout`:
+/// no polling.
 enum OutputHookRunner {
     static func run(_ moment: OutputHookRun.Moment, _ command: [String], timeout: Double) -> OutputHookRun {
         let started = EngineLock.now()
@@ -74,6 +77,10 @@ enum OutputHookRunner {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let closing = tonearm_spawn_close_from(&actions, 3)
+        guard closing == 0 else {
+            return done(.couldNotStart("cannot close the daemon's descriptors: \(String(cString: strerror(closing)))"))
+        }
         let argv = command.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

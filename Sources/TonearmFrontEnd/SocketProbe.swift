@@ -18,7 +18,7 @@ enum SocketProbe {
     static func probe(_ path: String) -> Finding {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return .nothing }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .stale }
         defer { close(fd) }
         var address = sockaddr_un()

@@ -36,4 +36,19 @@ struct OutputHookTests {
         usleep(1_500_000)
         #expect(!FileManager.default.fileExists(atPath: marker), "its child was killed too")
     }
+
+    /// A hook (and whatever it leaves running) holds none of the daemon's descriptors: NIO opens
+    /// its sockets and epoll without close-on-exec, and a left-over child holding the listening
+    /// sockets made the next start fail with "Address already in use".
+    @Test func aHookInheritsOnlyTheStandardDescriptors() throws {
+        let leaky = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // no close-on-exec, as NIO's
+        try #require(leaky >= 0)
+        defer { close(leaky) }
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("hook-fds-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        // `exec`: the shell keeps nothing of its own; ls's one other descriptor is the directory it reads (3).
+        let run = OutputHookRunner.run(.onOpen, ["/bin/sh", "-c", "exec ls /proc/self/fd > \"$0\"", out], timeout: 5)
+        #expect(run.outcome == .exited(0), "\(run.summary)")
+        #expect(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n") == ["0", "1", "2", "3"])
+    }
 }
