@@ -34,12 +34,21 @@ public struct Alarm: Sendable, Equatable, Codable {
 /// time zone (`TZ`, /etc/localtime), read as the daemon starts.
 public final class AlarmClock: Sendable {
     public static let maximumCount = 100
+    /// Ids go to clients as JSON numbers (exact up to 2^53); bounding `next_id` by it also means
+    /// `nextID += 1` never overflows.
+    static let maximumID = 1 << 53
+    /// An alarm's next moment is at most nine days after the moment it was reckoned from: one past
+    /// 2200 is damage (and past 2262 the timer's wait could not even be expressed in nanoseconds).
+    static var latestMoment: Date { WallClockTimer<Player.TimerKey>.latest }
     /// Rung this much after its moment (the clock jumped forward, the machine slept), an alarm
     /// is a missed one.
     static let lateness = 60.0
 
     private struct Book {
         var file: StateFile?
+        /// Why `file` is nil: not read yet, or an unusable file that could not be set aside (it is
+        /// never written over).
+        var noFile = "alarms are not ready yet (the daemon is starting)"
         var alarms: [Alarm] = []
         var nextID = 1
     }
@@ -52,6 +61,32 @@ public final class AlarmClock: Sendable {
             case format
             case nextID = "next_id"
             case alarms
+        }
+
+        /// Why this is not an alarms file the clock can run on, if it is not: every value the
+        /// clock computes with is bounded here, so a damaged or hand-edited file is set aside
+        /// rather than trapping later (a timer past 2262, `next_id + 1`, a fade's frame count).
+        var problem: String? {
+            if format != 1 { return "format \(format) is not 1" }
+            guard (1...AlarmClock.maximumID).contains(nextID) else { return "next_id \(nextID) is out of 1…2^53" }
+            guard alarms.count <= AlarmClock.maximumCount else { return "\(alarms.count) alarms, over \(AlarmClock.maximumCount)" }
+            var ids = Set<Int>()
+            for alarm in alarms {
+                guard (1..<nextID).contains(alarm.id), ids.insert(alarm.id).inserted else {
+                    return "alarm id \(alarm.id) is not unique, or not from 1 to below next_id \(nextID)"
+                }
+                if alarm.rule == nil { return "alarm \(alarm.id): time '\(alarm.time)' is not HH:MM or HH:MM:SS" }
+                if let volume = alarm.volume, !(0...100).contains(volume) { return "alarm \(alarm.id): volume \(volume) is out of 0…100" }
+                guard alarm.fadeIn.isFinite, (0...600).contains(alarm.fadeIn) else {
+                    return "alarm \(alarm.id): fade_in_s \(alarm.fadeIn) is out of 0…600"
+                }
+                // `.distantFuture` is what the clock itself writes for "never" (see `ringDue`).
+                let at = alarm.nextAt.timeIntervalSince1970
+                guard alarm.nextAt == .distantFuture || (at >= 0 && alarm.nextAt < AlarmClock.latestMoment) else {
+                    return "alarm \(alarm.id): next_at \(at) is not a moment from 1970 to 2200"
+                }
+            }
+            return nil
         }
     }
 
@@ -79,26 +114,41 @@ public final class AlarmClock: Sendable {
 
     /// Reads `alarms.json` from `directory`: alarms whose moment passed meanwhile are logged
     /// as missed and set for their next one; the earliest is armed. A file that is not an
-    /// alarms file is set aside (`alarms.json.bad-<time>`) and the daemon starts with none.
+    /// alarms file (or holds values out of range, see `Saved.problem`), or that cannot be read, is
+    /// set aside (`alarms.json.bad-<time>`) and the daemon starts with none; should that rename
+    /// fail too, the file is left as it is and alarm changes are refused, not saved over it.
     public func keep(in directory: String, now: Date = Date()) async {
         await onJobs { [self] in
             let file = StateFile(directory: directory, name: "alarms.json")
             var saved = Saved(nextID: 1, alarms: [])
+            let problem: String?
             switch StateFile.readRegularFile(file.path, limit: 1 << 20) {
             case .success(let bytes):
                 do {
                     saved = try Self.decoder.decode(Saved.self, from: Data(bytes))
-                    if let bad = saved.alarms.first(where: { $0.rule == nil }) { throw Failure.invalid("alarm \(bad.id): time '\(bad.time)'") }
+                    problem = saved.problem
                 } catch {
-                    let kept = file.setAside(reason: "\(error)", now: now)
-                    logger.error("alarms file is not usable; starting with none", metadata: ["file": "\(file.path)", "error": "\(error)",
-                                                                                            "kept": "\(kept)"])
-                    saved = Saved(nextID: 1, alarms: [])
+                    problem = bytes.isEmpty ? "the file is empty" : "not an alarms file (\(error))"
                 }
             case .failure(.missing):
-                break
+                problem = nil
             case .failure(let refusal):
-                logger.error("alarms file cannot be read; starting with none", metadata: ["file": "\(file.path)", "error": "\(refusal)"])
+                problem = refusal.description
+            }
+            var noFile: String?
+            if let problem {
+                saved = Saved(nextID: 1, alarms: [])
+                switch file.setAside(reason: problem, now: now) {
+                case .setAside(_, let keptAs):
+                    logger.error("alarms file is not usable; set aside, starting with none", metadata: [
+                        "file": "\(file.path)", "error": "\(problem)", "kept": "\(keptAs)"])
+                case .stuck(_, let renameError):
+                    noFile = "\(file.path) is not usable and could not be set aside (\(renameError)); alarm changes are not saved"
+                    logger.error("alarms file is not usable and cannot be set aside; starting with none, saving nothing", metadata: [
+                        "file": "\(file.path)", "error": "\(problem)", "rename": "\(renameError)"])
+                case .none, .state:
+                    break
+                }
             }
             var changed = false
             for index in saved.alarms.indices where saved.alarms[index].nextAt < now {
@@ -108,7 +158,10 @@ public final class AlarmClock: Sendable {
                 saved.alarms[index].nextAt = saved.alarms[index].rule?.nextFire(after: now, calendar: calendar) ?? .distantFuture
                 changed = true
             }
-            book.withLock { $0 = Book(file: file, alarms: saved.alarms, nextID: saved.nextID) }
+            book.withLock { book in
+                book = Book(file: noFile == nil ? file : nil, alarms: saved.alarms, nextID: saved.nextID)
+                if let noFile { book.noFile = noFile }
+            }
             if changed { try? save() }
             arm()
         }
@@ -127,6 +180,7 @@ public final class AlarmClock: Sendable {
         guard let next = rule.nextFire(after: now, calendar: calendar) else { throw .invalid("'\(time)' never comes") }
         return try await change { book throws(Failure) in
             guard book.alarms.count < Self.maximumCount else { throw .invalid("there are \(Self.maximumCount) alarms already") }
+            guard book.nextID < Self.maximumID else { throw .invalid("no alarm ids are left (next_id \(book.nextID))") }
             let alarm = Alarm(id: book.nextID, time: rule.time, days: Set(days).sorted(), url: url, volume: volume, fadeIn: fadeIn,
                               nextAt: next)
             book.nextID += 1
@@ -151,7 +205,7 @@ public final class AlarmClock: Sendable {
     private func change<T: Sendable>(_ edit: @escaping @Sendable (inout Book) throws(Failure) -> T) async throws(Failure) -> T {
         let result: Result<T, Failure> = await onJobs { [self] in
             let before = book.withLock { $0 }
-            guard before.file != nil else { return .failure(.notSaved("alarms are not ready yet (the daemon is starting)")) }
+            guard before.file != nil else { return .failure(.notSaved(before.noFile)) }
             do throws(Failure) {
                 let value = try book.withLock { (book: inout Book) throws(Failure) -> T in try edit(&book) }
                 do throws(StateFile.WriteError) { try save() } catch {

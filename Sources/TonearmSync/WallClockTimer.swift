@@ -4,7 +4,10 @@ import Foundation
 /// (`tonearm-timer`), with one wait armed for the earliest moment and none when nothing is due:
 /// an idle daemon with alarms set makes no wake-ups. The wait is on the real-time clock
 /// (`NSCondition.wait(until:)`, an absolute deadline), so a clock set forward or back (NTP at
-/// boot on a board without a battery-backed clock) moves the moment with it.
+/// boot on a board without a battery-backed clock) moves the moment with it. A moment past
+/// `latest` (year 2200) is never reached: it is waited for with no deadline, as nothing due, since
+/// `NSCondition.wait(until:)` turns its deadline into Int64 nanoseconds since 1970 and traps past
+/// 2262 (`Date.distantFuture` included).
 ///
 /// `@unchecked Sendable`: `due` and `finishing` are read and written only with `condition`
 /// locked; the actions are Sendable and run on the timer thread with nothing locked.
@@ -12,6 +15,8 @@ public final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable
     private let condition = NSCondition()
     private var due: [Key: (at: Date, action: @Sendable () -> Void)] = [:]
     private var finishing = false
+    /// Moments after this are waited for as never (see above).
+    public static var latest: Date { Date(timeIntervalSince1970: 7_258_118_400) }  // 2200-01-01T00:00:00Z
 
     public init(name: String = "tonearm-timer") {
         NamedThread.start(name) { [self] in run() }
@@ -52,6 +57,10 @@ public final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable
         condition.lock()
         while !finishing {
             guard let earliest = due.min(by: { $0.value.at < $1.value.at }) else {
+                condition.wait()
+                continue
+            }
+            if earliest.value.at >= Self.latest {
                 condition.wait()
                 continue
             }
