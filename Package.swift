@@ -139,7 +139,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "TonearmMPDTests", dependencies: [
-            "TonearmMPD", "TonearmFrontEnd", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
+            "TonearmMPD", "TonearmFrontEnd", "TonearmLibrary", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -27,6 +27,24 @@ public struct SourcePolicy: Sendable, Equatable {
         if let reason = refusal(url) { throw .failed(PlaybackError(.permissionDenied, reason)) }
     }
 
+    /// The rule both front-ends apply to what `add` queues, whatever named it (a path, a
+    /// directory, a playlist, a search, songs the library's database holds): each file as
+    /// `refusal` takes it, where it really is once links are resolved. The database names a song
+    /// by its place in the music directory, and `library.follow_symlinks` scans through a link
+    /// that may lead out of every root: such a song is refused here, at `add`, not when the
+    /// engine reaches it. The first file refused and why; nil: all may be queued.
+    public func refusal(adding urls: some Sequence<URL>) -> (url: URL, reason: String)? {
+        for url in urls {
+            if let reason = refusal(url) { return (url, reason) }
+        }
+        return nil
+    }
+
+    /// `refusal(adding:)` as `permission_denied`.
+    package func check(adding urls: some Sequence<URL>) throws(PlayerError) {
+        if let (_, reason) = refusal(adding: urls) { throw .failed(PlaybackError(.permissionDenied, reason)) }
+    }
+
     package static func protocolRefusal(_ scheme: String, _ input: InputConfiguration) -> String {
         "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))"
     }

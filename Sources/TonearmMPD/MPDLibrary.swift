@@ -244,6 +244,7 @@ final class MPDLibrary: Sendable {
             }) ?? false
             if held {
                 let urls = found.map { URL(fileURLWithPath: database.root + "/" + $0.uri, isDirectory: false) }
+                try checkSources(urls)
                 return (urls, Dictionary(zip(urls, found.map(\.mediaTags))) { first, _ in first })
             }
         }
@@ -265,6 +266,10 @@ final class MPDLibrary: Sendable {
             if let song = held[uri], let database {
                 // A song is a file: saying so spares a stat per song.
                 let url = URL(fileURLWithPath: database.root + "/" + song.uri, isDirectory: false)
+                do throws(MPDError) { try checkSources([url]) } catch {
+                    found.failure = error
+                    break
+                }
                 found.songs.append([url])
                 found.known[url] = song.mediaTags
                 continue
@@ -404,5 +409,11 @@ final class MPDLibrary: Sendable {
     /// `input.protocols` and `input.roots` confine MPD clients as they confine JSON-RPC clients.
     func checkSource(_ url: URL) throws(MPDError) {
         if let reason = sources.refusal(url) { throw MPDError(.permission, reason) }
+    }
+
+    /// What `add` (and `findadd`, `searchadd`) queue, by the rule JSON-RPC's `add` applies
+    /// (`SourcePolicy.refusal(adding:)`): songs the database holds included.
+    func checkSources(_ urls: [URL]) throws(MPDError) {
+        if let (_, reason) = sources.refusal(adding: urls) { throw MPDError(.permission, reason) }
     }
 }

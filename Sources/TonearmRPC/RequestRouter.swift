@@ -304,15 +304,12 @@ struct RequestRouter: Sendable {
             try sources.check(url)
             if let songs = library.songs[text] {
                 guard !songs.isEmpty else { throw RPC.Failure(.invalidParams, "invalid params: no songs under '\(text)' in the library") }
-                for song in songs {
-                    try sources.check(song)
-                    entries.append((song, nil))
-                }
+                try sources.check(adding: songs)
+                for song in songs { entries.append((song, nil)) }
             } else if url.isFileURL, let kind = PlaylistFile.kind(forPath: url.path) {
-                for entry in try playlistEntries(url, kind: kind, for: peer) {
-                    try sources.check(entry.url)
-                    entries.append(entry)
-                }
+                let listed = try playlistEntries(url, kind: kind, for: peer)
+                try sources.check(adding: listed.map { $0.url })
+                entries += listed
             } else {
                 entries.append((url, nil))
             }

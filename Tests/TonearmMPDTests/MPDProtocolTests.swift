@@ -4,8 +4,10 @@ import NIOCore
 import Testing
 import TonearmEngine
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
+import TonearmTestSupport
 @testable import TonearmMPD
 
 /// MPD's line syntax and argument rules, as MPD 0.23 applies them (src/util/Tokenizer.cxx,
@@ -144,6 +146,40 @@ struct MPDProtocolTests {
         #expect(all.names == ["playlist", "player", "mixer", "options", "update"])
         #expect(MPDSubsystems(name: "PLAYER") == .player)
         #expect(MPDSubsystems(name: "nonsense") == nil)
+    }
+
+    /// A song the database holds through a link out of `input.roots` (the scan follows
+    /// links) is refused at `add`, `addid` and in a batch, as JSON-RPC's `add` refuses it.
+    @Test func aSongThroughALinkOutOfTheRootsIsRefusedAtAdd() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let music = directory.path("music")
+        _ = try MusicTree(at: music, [.init("a.flac", ["title": "A"])])
+        _ = try MusicTree(at: directory.path("elsewhere"), [.init("x.flac", ["title": "X"])])
+        try FileManager.default.createSymbolicLink(atPath: music + "/link", withDestinationPath: directory.path("elsewhere"))
+        let database = try Library(configuration: LibraryConfiguration(musicDirectory: music),
+                                   databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { MediaTags.read($0) }
+        defer { database.shutdown() }
+        var news = database.subscribe().makeAsyncIterator()
+        let job = try database.update()
+        while let item = await news.next() {
+            if case .updateFinished(job, _) = item { break }
+        }
+        #expect(try database.list("link/x.flac") != nil, "the scan went through the link")
+
+        let library = MPDLibrary(root: music, sources: SourcePolicy(roots: MediaRoots([music])), database: database)
+        #expect(try library.songsToAdd("a.flac").urls.count == 1)
+        for uri in ["link/x.flac", "link"] {
+            #expect(throws: MPDError.self, "\(uri)") { try library.songsToAdd(uri) }
+        }
+        let batch = library.songsToAdd(["a.flac", "link/x.flac", "a.flac"])
+        #expect(batch.songs.count == 1 && batch.failure?.code == .permission, "\(batch.songs) \(String(describing: batch.failure))")
+    }
+
+    /// `update`'s refusals in MPD's words: a path outside the music directory, a full queue.
+    @Test func updateRefusalsAreMPDs() {
+        #expect(MPDCommands.updateRefusal(.queueFull) == MPDError(.updateAlready, "Update queue is full"))
+        #expect(MPDCommands.updateRefusal(.badPath("why")) == .argument("Malformed path: why"))
     }
 
     @Test func argumentCountsAreCheckedWithMPDsMessages() {
