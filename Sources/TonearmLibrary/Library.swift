@@ -24,7 +24,25 @@ public final class Library: Sendable {
         var running: Int?
         var queued = 0
         var offline: String?
+        /// `update` jobs asked for and not started yet, in order (a job leaves when it starts).
+        var waiting: [WaitingScan] = []
     }
+
+    /// A scan asked for by `update`, not started yet.
+    private struct WaitingScan: Sendable {
+        let job: Int
+        let path: String
+        let rescan: Bool
+
+        /// Whether this scan does what a request for `other` asks: the same path or one below
+        /// it, and files read again if that is asked.
+        func covers(_ other: String, rescan wanted: Bool) -> Bool {
+            (rescan || !wanted) && (path.isEmpty || other == path || other.hasPrefix(path + "/"))
+        }
+    }
+
+    /// Most `update` scans waiting at once beside the one running (MPD's update queue).
+    public static let updateQueueLimit = 32
 
     /// What a scan tells: a job started or ended, and whether the database changed.
     public enum LibraryNews: Sendable, Equatable {
@@ -75,7 +93,7 @@ public final class Library: Sendable {
         let watcher = LibraryWatcher(
             root: root, followSymlinks: configuration.followSymlinks, rescanInterval: configuration.rescanIntervalSeconds,
             logger: logger, refresh: { [weak self] directories, trees in self?.refresh(directories, trees: trees) },
-            rescanAll: { [weak self] in self?.update() })
+            rescanAll: { [weak self] in _ = try? self?.enqueueUpdate("", rescan: false, limited: false) })
         self.watcher.withLock { $0 = watcher }
         watcher.start()
     }
@@ -101,15 +119,54 @@ public final class Library: Sendable {
         }
     }
 
-    /// Asks for a scan of `path` (relative to the music directory; "" for all of it); with
-    /// `rescan`, unchanged files are read again. Returns the job's number at once.
+    /// Asks for a scan of `path` (relative to the music directory; "" or "/" for all of it);
+    /// with `rescan`, unchanged files are read again. Returns the job's number at once: a
+    /// waiting scan's when it covers the request (the same path or a parent), else a new one's.
+    /// Refused before anything is queued: a path `scanPath` refuses, and a new scan while
+    /// `updateQueueLimit` wait.
     @discardableResult
-    public func update(_ path: String = "", rescan: Bool = false) -> Int {
-        let job = nextJob()
-        scans.async { [self] in
-            run(job, path: path.isEmpty ? "/" : path) { now in try scanner.scan(under: path, rescan: rescan, now: now) }
+    public func update(_ path: String = "", rescan: Bool = false) throws(LibraryUpdateRefusal) -> Int {
+        try enqueueUpdate(Library.scanPath(path), rescan: rescan, limited: true)
+    }
+
+    /// A client's scan path as scans take it, relative to the music directory ("" for all of
+    /// it; "/", empty and "." components are dropped). Refused: a NUL byte (C and SQLite end
+    /// the string there: "Dir\0" would scan "Dir/" with each of its entries taken for "Dir"
+    /// itself, and remove every song under it), an absolute path, and "..".
+    public static func scanPath(_ text: String) throws(LibraryUpdateRefusal) -> String {
+        guard !text.utf8.contains(0) else { throw .badPath("the path contains a NUL byte") }
+        guard !text.hasPrefix("/") || text.allSatisfy({ $0 == "/" }) else {
+            throw .badPath("'\(text)' is absolute: give a path relative to the music directory")
         }
-        return job
+        let parts = text.split(separator: "/").filter { $0 != "." }
+        guard !parts.contains("..") else { throw .badPath("'\(text)' leads out of the music directory ('..')") }
+        return parts.joined(separator: "/")
+    }
+
+    /// Queues a scan of `path` (already checked), or answers with a waiting one that covers it;
+    /// `limited`: refused while `updateQueueLimit` wait (the watcher's whole-tree scan is not).
+    private func enqueueUpdate(_ path: String, rescan: Bool, limited: Bool) throws(LibraryUpdateRefusal) -> Int {
+        enum Answer { case covered(Int), queued(Int), full }
+        let answer: Answer = state.withLock { state in
+            if let covering = state.waiting.first(where: { $0.covers(path, rescan: rescan) }) { return .covered(covering.job) }
+            if limited, state.waiting.count >= Library.updateQueueLimit { return .full }
+            state.nextJob += 1
+            state.queued += 1
+            state.waiting.append(WaitingScan(job: state.nextJob, path: path, rescan: rescan))
+            return .queued(state.nextJob)
+        }
+        switch answer {
+        case .full:
+            throw .queueFull
+        case .covered(let job):
+            return job
+        case .queued(let job):
+            // Outside the lock: after `shutdown` the job runs here, and `run` takes the lock.
+            scans.async { [self] in
+                run(job, path: path.isEmpty ? "/" : path) { now in try scanner.scan(under: path, rescan: rescan, now: now) }
+            }
+            return job
+        }
     }
 
     private func nextJob() -> Int {
@@ -138,6 +195,8 @@ public final class Library: Sendable {
         state.withLock { state in
             state.queued -= 1
             state.running = job
+            // From now on a new request is not covered by this scan: it may have passed its path.
+            state.waiting.removeAll { $0.job == job }
         }
         news.yield(.updateStarted(job: job))
         logger.info("library scan started", metadata: ["job": "\(job)", "path": "\(path)"])
@@ -215,5 +274,20 @@ public final class Library: Sendable {
     /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
     public func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         try LibraryReader(database: database).walk(uri, withTags: withTags, visit)
+    }
+}
+
+/// Why `Library.update` queued nothing.
+public enum LibraryUpdateRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Not a path inside the music directory (a NUL byte, absolute, `..`); says why.
+    case badPath(String)
+    /// `Library.updateQueueLimit` scans are waiting already.
+    case queueFull
+
+    public var description: String {
+        switch self {
+        case .badPath(let why): why
+        case .queueFull: "Update queue is full (\(Library.updateQueueLimit) scans are waiting)"
+        }
     }
 }

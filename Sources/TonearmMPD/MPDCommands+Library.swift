@@ -76,22 +76,34 @@ extension MPDCommands {
     ]
 
     /// A scan of the music directory (or of one path in it) by the library, on its own thread;
-    /// the reply is the job's number. `rescan` reads unchanged files again.
+    /// the reply is the job's number (a waiting scan's that covers the path). `rescan` reads
+    /// unchanged files again. The path is checked by the library's rule (`Library.scanPath`).
     private static func update(_ call: MPDCall, rescan: Bool, into r: inout MPDResponse) throws(MPDError) {
         let library = call.environment.library
         guard library.root != nil else { throw MPDError(.noExist, "No database") }
-        let path = call.count == 1 ? normalized(call[0]) : ""
-        if path.hasPrefix("/") || path.split(separator: "/").contains("..") || SourcePolicy.uriScheme(of: path) != nil {
-            throw .argument("Malformed path")
+        let path = call.count == 1 ? call[0] : ""
+        if SourcePolicy.uriScheme(of: path) != nil { throw .argument("Malformed path") }
+        do throws(LibraryUpdateRefusal) {
+            guard let database = library.database else {
+                // A music directory without a database (it could not be opened): nothing to scan,
+                // the job is numbered and announced as MPD does for a database with nothing new.
+                _ = try Library.scanPath(path)
+                r.add("updating_db", call.environment.nextUpdateJob())
+                return
+            }
+            r.add("updating_db", try database.update(path, rescan: rescan))
+        } catch {
+            throw updateRefusal(error)
         }
-        guard let database = library.database else {
-            // A music directory without a database (it could not be opened): nothing to scan,
-            // the job is numbered and announced as MPD does for a database with nothing new.
-            r.add("updating_db", call.environment.nextUpdateJob())
-            return
+    }
+
+    /// The library's refusal in MPD's words: "Malformed path" for a path outside the music
+    /// directory, and MPD's own answer past 32 waiting scans (ACK 54 "Update queue is full").
+    static func updateRefusal(_ refusal: LibraryUpdateRefusal) -> MPDError {
+        switch refusal {
+        case .badPath(let why): .argument("Malformed path: \(why)")
+        case .queueFull: MPDError(.updateAlready, "Update queue is full")
         }
-        let trimmed = path.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
-        r.add("updating_db", database.update(trimmed, rescan: rescan))
     }
 
     // MARK: Searching the database
@@ -113,7 +125,9 @@ extension MPDCommands {
     /// `findadd`/`searchadd`: the songs a filter means, added to the queue in their order.
     private static func findAdd(_ call: MPDCall, fold: Bool) async throws(MPDError) -> ByteBuffer? {
         guard let (songs, root) = try await matchingSongs(call, from: 0, fold: fold) else { return nil }
-        let urls = songs.map { URL(fileURLWithPath: root + "/" + $0.uri) }
+        let urls = songs.map { URL(fileURLWithPath: root + "/" + $0.uri, isDirectory: false) }
+        let library = call.environment.library
+        try await library.perform { () throws(MPDError) in try library.checkSources(urls) }
         let known = Dictionary(zip(urls, songs.map(\.mediaTags))) { first, _ in first }
         do throws(PlayerError) { _ = try call.player.add(urls.map { ($0, nil) }, known: known) } catch { try settle(error) }
         return nil

@@ -20,8 +20,17 @@ extension RequestRouter {
         }
         switch request.method {
         case "library.update":
-            let path = try Self.libraryPath(try params.string("path") ?? "")
-            return ["job": JSONValue(library.update(path, rescan: try params.bool("rescan") ?? false))]
+            let (path, rescan) = (try params.string("path") ?? "", try params.bool("rescan") ?? false)
+            do throws(LibraryUpdateRefusal) {
+                return ["job": JSONValue(try library.update(path, rescan: rescan))]
+            } catch {
+                switch error {
+                case .queueFull:
+                    throw RPC.Failure(.rejected, "library.update: \(error); try again once one has run", data: ["kind": "update_queue_full"])
+                case .badPath:
+                    throw RPC.Failure(.invalidParams, "invalid params: 'path' must be a path inside the music directory: \(error)")
+                }
+            }
         case "library.stats":
             let stats = try await reading { try library.stats() }
             var answer: [String: JSONValue] = [

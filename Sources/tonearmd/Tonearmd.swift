@@ -207,7 +207,7 @@ struct Tonearmd: AsyncParsableCommand {
             }
         }
         defer { libraryNews?.cancel() }
-        if settings.library.scanOnStart { library?.update() }
+        if settings.library.scanOnStart { _ = try? library?.update() }
         if settings.library.watch { library?.startWatching() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         await player.alarms.keep(in: stateFile.directory)

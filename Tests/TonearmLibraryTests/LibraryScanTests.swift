@@ -38,7 +38,7 @@ struct LibraryScanTests {
         /// Runs a scan and waits for its news.
         func scan(_ path: String = "", rescan: Bool = false) async throws -> Library.LibraryNews {
             let news = library.subscribe()
-            let job = library.update(path, rescan: rescan)
+            let job = try library.update(path, rescan: rescan)
             for await item in news {
                 switch item {
                 case .updateFinished(job, _), .offline(job, _): return item
@@ -198,6 +198,55 @@ struct LibraryScanTests {
         #expect(fields[38] == "5", "SCHED_IDLE is policy 5: \(fields[38])")
         let io = try runTool("/usr/bin/ionice", ["-p", scanThread], timeout: 10)
         #expect(io.output.trimmingCharacters(in: .whitespacesAndNewlines) == "idle", "\(io.output)")
+    }
+
+    /// A NUL byte ends the path for stat(2) and for SQLite: "\0" scanned the root as a
+    /// directory whose every entry was the root itself, and removed every song. Refused, with
+    /// every other path that is not inside the music directory, before a job is queued.
+    @Test func aPathWithNULOrOutsideTheMusicDirectoryIsRefused() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        for bad in ["\u{0}", "Alpha\u{0}", "Alpha/\u{0}/One", "/etc", "../music", "Alpha/../../music"] {
+            await #expect(throws: LibraryUpdateRefusal.self, "\(bad.debugDescription)") { _ = try await setup.scan(bad) }
+            #expect(try setup.library.stats().songs == 5, "\(bad.debugDescription) erased songs")
+        }
+        #expect(try Library.scanPath("/") == "" && Library.scanPath("./Alpha//One/") == "Alpha/One")
+    }
+
+    /// While a scan runs, a request a waiting scan covers (its path or one below it) joins it,
+    /// and at most `updateQueueLimit` (32, MPD's) wait.
+    @Test func waitingScansAreCoalescedAndCapped() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try MusicTree(at: directory.path("music"), [.init("song.flac", ["title": "A"])])
+        // The first scan holds the scan thread in the tag reader until the gate opens.
+        let gate = DispatchSemaphore(value: 0)
+        let library = try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+                                  databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { url in
+            gate.wait()
+            gate.signal()
+            return MediaTags.read(url)
+        }
+        var news = library.subscribe().makeAsyncIterator()
+        let running = try library.update()
+        while let item = await news.next(), item != .updateStarted(job: running) {}
+
+        var jobs: [Int] = []
+        for n in 0..<Library.updateQueueLimit { jobs.append(try library.update("d\(n)")) }
+        #expect(Set(jobs).count == Library.updateQueueLimit && !jobs.contains(running), "\(jobs)")
+        #expect(try library.update("d5") == jobs[5] && library.update("d5//") == jobs[5] && library.update("d5/sub") == jobs[5])
+        #expect(throws: LibraryUpdateRefusal.queueFull) { try library.update("d32") }
+        #expect(throws: LibraryUpdateRefusal.queueFull) { try library.update("d5", rescan: true) }
+        #expect(throws: LibraryUpdateRefusal.queueFull) { try library.update() }
+
+        gate.signal()
+        let last = jobs[jobs.count - 1]
+        while let item = await news.next() {
+            if case .updateFinished(last, _) = item { break }
+        }
+        #expect(try library.update("d32") > last, "the queue drained, a new scan is taken")
+        library.shutdown()
     }
 
     /// Every tag the daemon knows has a code in the database.
