@@ -100,7 +100,7 @@ final class MPDEnvironment: Sendable {
                                             (.title, media?.title ?? (tags?.title == nil ? item.title : nil))]
         let overrides = given.compactMap { tag, value in value.map { MediaTags.Entry(tag, $0) } }
         writeTags(tags, overrides: overrides, shown: shown, into: &response)
-        if let duration = media?.duration ?? tags?.duration {
+        if let duration = media?.duration ?? tags?.duration ?? player.duration(of: item.url) {
             response.add("Time", Int(duration.rounded()))
             response.add("duration", seconds: duration)
         }

@@ -125,6 +125,9 @@ extension Player {
         if m.queue.version != before { publishQueue(m) }
         announceItem(id, m)
         refreshNext(&m)
+        // Where playback stands changed though the state did not (playing stays playing, so no
+        // transition is published): the snapshot takes the new item and its position now.
+        changeObserver?.playerChanged()
     }
 
     /// `single` in its oneshot form lasts until the item it was set for has ended (lock held).

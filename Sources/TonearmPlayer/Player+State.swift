@@ -4,7 +4,7 @@ import TonearmEngine
 
 /// Told of every change worth saving, and of the player's shutdown (see `StateKeeper`).
 public protocol PlayerChangeObserver: AnyObject, Sendable {
-    /// Where playback stands changed (a transition, the end of the resume at start): worth a
+    /// Where playback stands changed (a transition, a gapless join, the end of the resume at start): worth a
     /// snapshot. Queue edits, volume and ReplayGain go to `Player.changes` instead. Called with
     /// the player lock held: it must only note the change.
     func playerChanged()
@@ -20,7 +20,7 @@ struct WeakChangeObserver: Sendable {
 extension Player {
     /// The state to keep across a restart, as it is now.
     public var savedState: SavedPlayerState {
-        model.withLock { m in
+        var result: SavedPlayerState = model.withLock { m in
             let state = machine.currentState
             var queue = m.queue
             var position = 0.0
@@ -62,6 +62,14 @@ extension Player {
             saved.journalSequence = changes.recorded
             return saved
         }
+        // Outside the player lock: one look at the tags for the whole queue.
+        let items = result.queue.items
+        var known: [Int: Double] = [:]
+        for (item, seconds) in zip(items, tags.durations(for: items.map(\.url))) {
+            if let seconds { known[item.id] = seconds }
+        }
+        result.durations = known.isEmpty ? nil : known
+        return result
     }
 
     /// Brings back a saved state at start, at once: the queue, volume and ReplayGain. No I/O.
@@ -82,6 +90,13 @@ extension Player {
                 m.replayGain.preampDB = replayGain.preampDB
                 engine.setReplayGain(m.replayGain)
             }
+            // What was known of the items' durations is shown until their tags are read again.
+            var kept: [URL: Double] = [:]
+            for item in saved.queue.items {
+                if let seconds = saved.durations?[item.id], seconds.isFinite, seconds > 0,
+                   seconds <= SavedPlayerState.maximumPosition { kept[item.url] = seconds }
+            }
+            tags.keep(durations: kept)
             publishQueue(m)
             tags.request(m.queue.items.map(\.url))
             // Measured in the order they will play, from the current item on.

@@ -199,6 +199,10 @@ extension Player {
 
     public func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
 
+    /// A queued file's duration: as its tags say; until they are read again after a restart,
+    /// as the state file kept it.
+    public func duration(of url: URL) -> Double? { tags.duration(for: url) }
+
     /// Tags read after the next item was named (an album added and played at once): whether it
     /// joins gaplessly and how long it is are said to the engine again, before its border.
     func tagsRead(_ url: URL) {

@@ -26,6 +26,9 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
     public var journalSequence: Int?
     public var replayGainMode: String
     public var replayGainPreampDB: Double
+    /// The queue items' durations as their tags gave them, by item id: shown again after a
+    /// restart until the files are read anew. nil when none was known (and in older files).
+    public var durations: [Int: Double]?
 
     public init(queue: PlayQueue, playback: Playback, position: Double, volume: Int, replayGain: ReplayGainSettings) {
         self.queue = queue

@@ -18,7 +18,12 @@ extension SavedPlayerState {
     public mutating func apply(_ change: StateChange) throws(StateChangeError) {
         switch change {
         case .queue(let edit):
+            let current = queue.currentID
             do throws(QueueError) { try queue.apply(edit) } catch { throw StateChangeError(description: "\(error)") }
+            // `position` is seconds into the current item. An edit that changed the current item
+            // (a gapless join, a jump, its removal) leaves the new one at its start: the
+            // snapshot's position is the old item's, never to be resumed in another.
+            if queue.currentID != current { position = 0 }
         case .volume(let level):
             guard (0...100).contains(level) else { throw StateChangeError(description: "volume \(level) is out of 0…100") }
             volume = level

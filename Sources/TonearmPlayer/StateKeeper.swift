@@ -92,6 +92,9 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
 
     private func run() {
         condition.lock()
+        // While playing, when the position is next due: a journal append in between does not
+        // put it off (a steady run of commands would otherwise keep an old position on disk).
+        var positionDue = Date(timeIntervalSinceNow: interval)
         while !finishing {
             if journalPending {
                 journalPending = false
@@ -105,6 +108,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
                 condition.unlock()
                 save()
                 condition.lock()
+                positionDue = Date(timeIntervalSinceNow: interval)
                 continue
             }
             condition.unlock()
@@ -113,7 +117,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
             if dirty || journalPending || finishing { continue }
             if playing {
                 // While playing the position moves on: saved every `interval`.
-                if !condition.wait(until: Date(timeIntervalSinceNow: interval)) { dirty = true }
+                if !condition.wait(until: positionDue) { dirty = true }
             } else {
                 condition.wait()
             }

@@ -8,6 +8,8 @@ import TonearmSync
 /// a condition while there is nothing to read, and ends when the reader is released.
 final class TagReader: Sendable {
     private let work = Work()
+    /// Durations the state file kept, by URL: a file's until its tags are read again.
+    private let kept = Locked<[URL: Double]>([:])
 
     init() {
         let work = self.work
@@ -17,6 +19,29 @@ final class TagReader: Sendable {
     deinit { work.shutdown() }
 
     func tags(for url: URL) -> MediaTags? { work.cache.withLock { $0[url] } }
+
+    /// A file's duration: as read; until it is read, as the state file kept it.
+    func duration(for url: URL) -> Double? {
+        if let read = tags(for: url) { return read.duration }
+        return kept.withLock { $0[url] }
+    }
+
+    /// `duration(for:)` of each of `urls`, in order, with one look at each store.
+    func durations(for urls: [URL]) -> [Double?] {
+        let kept = self.kept.withLock { $0 }
+        return work.cache.withLock { cache in
+            urls.map { url -> Double? in
+                if let read = cache[url] { return read.duration }
+                return kept[url]
+            }
+        }
+    }
+
+    /// Durations known before a restart (the state file's), shown until the files are read.
+    func keep(durations: [URL: Double]) {
+        guard !durations.isEmpty else { return }
+        kept.withLock { $0.merge(durations) { _, new in new } }
+    }
 
     /// Queues URLs whose tags are not known yet.
     func request(_ urls: [URL]) { work.request(urls) }

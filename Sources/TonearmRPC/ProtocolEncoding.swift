@@ -149,9 +149,10 @@ enum ProtocolEncoding {
         .string(url.isFileURL ? url.path : url.absoluteString)
     }
 
-    static func queueItem(_ item: QueueItem, tags: MediaTags?, loudness: LoudnessMeasurement? = nil) -> JSONValue {
+    static func queueItem(_ item: QueueItem, tags: MediaTags?, duration: Double? = nil,
+                          loudness: LoudnessMeasurement? = nil) -> JSONValue {
         var object: [String: JSONValue] = ["id": JSONValue(item.id), "url": url(item.url)]
-        if let duration = tags?.duration { object["duration"] = .number(duration) }
+        if let duration = tags?.duration ?? duration { object["duration"] = .number(duration) }
         if let title = item.title ?? tags?.title { object["title"] = .string(title) }
         if let artist = tags?.artist { object["artist"] = .string(artist) }
         if let album = tags?.album { object["album"] = .string(album) }
@@ -159,10 +160,14 @@ enum ProtocolEncoding {
         return .object(object)
     }
 
-    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?,
+    /// `duration`: what is known of a file not read yet (the state file's, after a restart).
+    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?, duration: (URL) -> Double? = { _ in nil },
                       loudness: (URL) -> LoudnessMeasurement? = { _ in nil }) -> JSONValue {
         [
-            "items": .array(queue.items.map { queueItem($0, tags: tags($0.url), loudness: loudness($0.url)) }),
+            "items": .array(queue.items.map { (item: QueueItem) -> JSONValue in
+                let read = tags(item.url)
+                return queueItem(item, tags: read, duration: read == nil ? duration(item.url) : nil, loudness: loudness(item.url))
+            }),
             "current": JSONValue(queue.currentID), "next": JSONValue(next), "version": JSONValue(queue.version),
             "repeat": .bool(queue.options.repeat), "single": .bool(queue.options.single),
             "consume": .bool(queue.options.consume), "random": .bool(queue.options.random),

@@ -127,7 +127,7 @@ struct RequestRouter: Sendable {
     }
 
     private func queueListing() -> JSONValue {
-        ProtocolEncoding.queue(player.queue, next: player.status.next, tags: player.tags(for:))
+        ProtocolEncoding.queue(player.queue, next: player.status.next, tags: player.tags(for:), duration: player.duration(of:))
     }
 
     /// The measured loudness of the queue's items `ids` (all when nil): null while not known.

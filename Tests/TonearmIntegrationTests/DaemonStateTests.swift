@@ -161,6 +161,46 @@ extension DaemonTests {
             #expect(try client.call("status").stateName == "playing")
         }
 
+        /// `kill -9` just after a gapless join: the new item resumes near where it was heard,
+        /// never at the old item's position (it came back 8.5 s into a 10 s song), and the
+        /// queue's durations are known at once.
+        @Test func aKillNineJustAfterAJoinResumesTheNewItemWhereItWas() throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            var files: [String] = []
+            for n in 0..<3 {
+                let file = dir.path("tone\(n).wav")
+                let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=\(440 + 110 * n):d=4:sample_rate=48000",
+                                                           "-ac", "2", file], timeout: 60)
+                try #require(made.status == 0, "ffmpeg: \(made.output)")
+                files.append(file)
+            }
+            let state = dir.path("state")
+            let configPath = try config(dir, "[state]\nresume = \"playing\"\nsave_interval_s = 1\n")
+            for round in 0..<3 {
+                var (daemon, client) = try start(state, ["--config", configPath])
+                _ = try client.call("clear")
+                _ = try client.call("add", ["urls": files])
+                let first = try ids(client)[0]
+                #expect(try client.call("play", ["id": first]).stateName == "playing")
+                _ = try client.call("seek", ["position": 3.3])
+                let joined = try waitForStatus(client, timeout: 10) { ($0["current"] as? Int) == first + 1 && ($0["position"] as? Double ?? 0) >= 0.5 }
+                let heard = try #require(joined["position"] as? Double)
+                kill(daemon.process.processIdentifier, SIGKILL)
+                daemon.process.waitUntilExit()
+
+                (daemon, client) = try start(state, ["--config", configPath])
+                let queue = try #require(client.call("queue").result?["items"] as? [[String: Any]])
+                #expect(queue.allSatisfy { ($0["duration"] as? Double).map { abs($0 - 4) < 0.01 } == true },
+                        "round \(round): durations kept: \(queue)")
+                let after = try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
+                #expect(after["current"] as? Int == first + 1, "round \(round): \(after)")
+                let restored = after["position"] as? Double ?? -1
+                #expect(restored <= heard + 0.5, "round \(round): heard at \(heard), restored at \(restored) (the old item's place?)")
+                #expect(daemon.terminate() == 0)
+            }
+        }
+
         /// `kill -9` at random moments, during playback and during heavy queue changes: every
         /// restart comes up with a valid state, and, where the last change had time to be saved,
         /// on the same item within `save_interval_s` of where playback was.

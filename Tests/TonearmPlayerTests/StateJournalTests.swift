@@ -43,6 +43,38 @@ struct StateJournalTests {
         #expect(state.journalSequence == 4)
     }
 
+    /// A gapless join journaled after the last snapshot (kill -9 soon after it): the snapshot's
+    /// position is the old item's; the new one resumes at its start, never 8.5 s into it.
+    @Test func aJournaledJoinStartsTheNewItemAtItsStart() throws {
+        var state = emptyState()
+        let entry = QueueEdit.Entry(url: Self.url, title: nil)
+        try state.apply(.queue(edit: .add(entries: [entry, entry, entry], at: nil)))
+        try state.apply(.queue(edit: .setCurrent(id: 1)))
+        state.position = 9.02
+        state.playback = .playing
+        state.journalSequence = 2
+        let (journal, dir) = try journal(line(3, #"{"queue":{"edit":{"advance":{"from":1,"to":2}}}}"#))
+        defer { dir.remove() }
+        #expect(journal.replay(onto: &state).applied == 1)
+        #expect(state.queue.currentID == 2)
+        #expect(state.position == 0, "9.02 s is item 1's place, not item 2's")
+    }
+
+    /// A snapshot taken when the new item already played holds its own position: a journaled
+    /// join that changes nothing keeps it.
+    @Test func aJoinTheSnapshotHoldsAlreadyKeepsItsPosition() throws {
+        var state = emptyState()
+        let entry = QueueEdit.Entry(url: Self.url, title: nil)
+        try state.apply(.queue(edit: .add(entries: [entry, entry, entry], at: nil)))
+        try state.apply(.queue(edit: .setCurrent(id: 2)))
+        state.position = 0.4
+        state.journalSequence = 2
+        let (journal, dir) = try journal(line(3, #"{"queue":{"edit":{"advance":{"from":1,"to":2}}}}"#))
+        defer { dir.remove() }
+        #expect(journal.replay(onto: &state).applied == 1)
+        #expect(state.queue.currentID == 2 && state.position == 0.4)
+    }
+
     @Test func aLastLineCutShortIsDropped() throws {
         let (journal, dir) = try journal(line(1, add) + #"{"sequence":2,"chan"#)
         defer { dir.remove() }
@@ -79,5 +111,29 @@ struct StateJournalTests {
         var state = emptyState()
         #expect(StateJournal(directory: dir.url.path).replay(onto: &state) == StateJournal.Replay())
         #expect(state.journalSequence == nil, "left as it was")
+    }
+}
+
+/// Durations the queue's tags gave, kept in the snapshot: shown after a restart until the
+/// files are read again (they showed `null` before).
+@Suite("Saved durations")
+struct SavedDurationTests {
+    @Test func durationsSurviveTheStateFile() throws {
+        var state = SavedPlayerState(queue: PlayQueue(), playback: .stopped, position: 0, volume: 100, replayGain: ReplayGainSettings())
+        state.durations = [0: 10.5, 7: 3]
+        let data = try JSONEncoder().encode(state)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""durations":{"#), "an object keyed by id")
+        #expect(try JSONDecoder().decode(SavedPlayerState.self, from: data).durations == [0: 10.5, 7: 3])
+        state.durations = nil
+        #expect(try JSONDecoder().decode(SavedPlayerState.self, from: JSONEncoder().encode(state)).durations == nil,
+                "a file without them still reads")
+    }
+
+    @Test func keptDurationsStandUntilTheTagsAreRead() {
+        let reader = TagReader()
+        let a = URL(fileURLWithPath: "/music/a.flac"), b = URL(fileURLWithPath: "/music/b.flac")
+        reader.keep(durations: [a: 3])
+        #expect(reader.duration(for: a) == 3 && reader.duration(for: b) == nil)
+        #expect(reader.durations(for: [a, b, a]) == [3, nil, 3])
     }
 }
