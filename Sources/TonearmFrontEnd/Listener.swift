@@ -25,12 +25,17 @@ package enum ListenAddress: Sendable, CustomStringConvertible {
 package struct FrontEnd: Sendable {
     package enum Refusal: Sendable {
         case tooManyClients(limit: Int)
+        /// A TCP front-end's cap on connections from one address (`maxClientsPerAddress`).
+        case tooManyFromOneAddress(limit: Int)
         case notAllowed(uid: UInt32?)
     }
 
     package let name: String
     package let address: ListenAddress
     package let maxClients: Int
+    /// Over TCP, at most this many connections from one address (nil: no cap of its own), so
+    /// that one machine cannot take every place.
+    package let maxClientsPerAddress: Int?
     package let socketMode: UInt16
     package let socketGroup: UInt32?
     /// Peer credentials decide access on Unix sockets; TCP peers have none and get `tcpAccess`.
@@ -44,10 +49,12 @@ package struct FrontEnd: Sendable {
 
     package init(name: String, address: ListenAddress, maxClients: Int, socketMode: UInt16, socketGroup: UInt32?,
                  policy: AccessPolicy, tcpAccess: AccessPolicy.Level, refusal: @escaping @Sendable (Refusal) -> ByteBuffer,
+                 maxClientsPerAddress: Int? = nil,
                  serve: @escaping @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void>) {
         self.name = name
         self.address = address
         self.maxClients = maxClients
+        self.maxClientsPerAddress = maxClientsPerAddress
         self.socketMode = socketMode
         self.socketGroup = socketGroup
         self.policy = policy
@@ -122,10 +129,18 @@ package final class Listener: Sendable {
             // Past the high mark of unsent output a client counts as not reading (see OrderedRequestHandler).
             .childChannelOption(.writeBufferWaterMark, value: .init(low: OutputMarks.low, high: OutputMarks.high))
             .childChannelInitializer { channel in
-                guard connections.add(channel, limit: frontEnd.maxClients) else {
+                let address = isTCP ? channel.remoteAddress?.ipAddress : nil
+                switch connections.add(channel, limit: frontEnd.maxClients, address: address, perAddress: frontEnd.maxClientsPerAddress) {
+                case .admitted:
+                    break
+                case .tooMany:
                     logger.warning("too many clients; refusing one", metadata: [
                         "socket": "\(frontEnd.name)", "max_clients": "\(frontEnd.maxClients)"])
                     return refuse(channel, frontEnd.refusal(.tooManyClients(limit: frontEnd.maxClients)))
+                case .tooManyFromAddress(let limit):
+                    logger.warning("too many clients from one address; refusing one", metadata: [
+                        "socket": "\(frontEnd.name)", "address": "\(address ?? "?")", "limit": "\(limit)"])
+                    return refuse(channel, frontEnd.refusal(.tooManyFromOneAddress(limit: limit)))
                 }
                 if isTCP {
                     let who = ClientPeer(credentials: nil, description: channel.remoteAddress.map { "\($0)" } ?? "tcp")
@@ -206,25 +221,50 @@ package final class Listener: Sendable {
     }
 }
 
-/// The open client connections of one front-end, so that shutdown can close them all.
+/// The open client connections of one front-end, so that shutdown can close them all, and how
+/// many come from each TCP address.
 final class OpenConnections: Sendable {
-    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
+    private struct Open {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var byAddress: [String: Int] = [:]
+    }
 
-    /// Records a new connection; false (and not recorded) when `limit` are already open.
-    func add(_ channel: any Channel, limit: Int) -> Bool {
+    private let open = Locked(Open())
+
+    enum Admission: Equatable {
+        case admitted
+        case tooMany
+        case tooManyFromAddress(limit: Int)
+    }
+
+    /// Records a new connection, unless `limit` are already open, or `perAddress` from `address`.
+    func add(_ channel: any Channel, limit: Int, address: String? = nil, perAddress: Int? = nil) -> Admission {
         let id = ObjectIdentifier(channel)
-        let admitted = channels.withLock { channels in
-            guard channels.count < limit else { return false }
-            channels[id] = channel
-            return true
+        let admission = open.withLock { open -> Admission in
+            guard open.channels.count < limit else { return .tooMany }
+            if let address, let perAddress {
+                guard open.byAddress[address, default: 0] < perAddress else { return .tooManyFromAddress(limit: perAddress) }
+                open.byAddress[address, default: 0] += 1
+            }
+            open.channels[id] = channel
+            return .admitted
         }
-        guard admitted else { return false }
-        channel.closeFuture.whenComplete { [weak self] _ in self?.channels.withLock { _ = $0.removeValue(forKey: id) } }
-        return true
+        guard admission == .admitted else { return admission }
+        let counted = perAddress == nil ? nil : address
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.open.withLock { open in
+                open.channels.removeValue(forKey: id)
+                if let counted {
+                    let left = open.byAddress[counted, default: 1] - 1
+                    open.byAddress[counted] = left > 0 ? left : nil
+                }
+            }
+        }
+        return .admitted
     }
 
     func closeAll() async {
-        for channel in channels.withLock({ Array($0.values) }) { try? await channel.close() }
+        for channel in open.withLock({ Array($0.channels.values) }) { try? await channel.close() }
     }
 }
 

@@ -46,6 +46,7 @@ package final class MPDServer: Sendable {
         let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in
             let error = switch refusal {
             case .tooManyClients(let limit): MPDError(.system, "too many clients: at most \(limit) may be connected (mpd.max_clients)")
+            case .tooManyFromOneAddress(let limit): MPDError(.system, "too many clients: at most \(limit) from one address")
             case .notAllowed(let uid):
                 MPDError(.permission, "uid \(uid.map(String.init) ?? "?") may not use this daemon (control.allow_uids, allow_gids, read_gids)")
             }

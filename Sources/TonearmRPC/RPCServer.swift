@@ -34,6 +34,8 @@ package struct RPCServer: Sendable {
                 let failure = switch refusal {
                 case .tooManyClients(let limit):
                     RPC.Failure(.tooManyClients, "too many clients: at most \(limit) may be connected (control.max_clients)")
+                case .tooManyFromOneAddress(let limit):
+                    RPC.Failure(.tooManyClients, "too many clients: at most \(limit) from one address")
                 case .notAllowed(let uid):
                     RPC.Failure(.permissionDenied, "permission denied: uid \(uid.map(String.init) ?? "?") may not use "
                                 + "this daemon (control.allow_uids, allow_gids, read_gids)")

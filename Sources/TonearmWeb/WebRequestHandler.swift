@@ -50,6 +50,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// client that pipelines requests and reads nothing gets one reply buffered, not thousands.
     private var held: (head: HTTPRequestHead, body: ByteBuffer?)?
 
+    /// Told when a head arrived and when its answer was sent (set before the first read).
+    var headDeadline: RequestHeadDeadline?
+
     init(_ shared: Context) {
         self.shared = shared
     }
@@ -57,6 +60,7 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            headDeadline?.headArrived()
             self.head = head
             body = nil
             refused = false
@@ -94,6 +98,16 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// A request NIO could not parse (oversized or malformed headers) was answered 400 with
+    /// `Connection: close` by NIO's error handler: the connection is closed, as it says.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError {
+            context.close(promise: nil)
+            return
+        }
+        context.fireErrorCaught(error)
     }
 
     private func refuseLarge(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
@@ -232,6 +246,7 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes)))), promise: nil)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        headDeadline?.answered()
         if !keepAlive || inputClosed { context.close(promise: nil) }
     }
 

@@ -46,6 +46,7 @@ package struct WebServer: Sendable {
             refusal: { refusal in
                 let text = switch refusal {
                 case .tooManyClients(let limit): "too many connections: at most \(limit) (http.max_clients)\n"
+                case .tooManyFromOneAddress(let limit): "too many connections from one address: at most \(limit)\n"
                 case .notAllowed: "not allowed\n"
                 }
                 var buffer = ByteBuffer()
@@ -53,6 +54,8 @@ package struct WebServer: Sendable {
                                    + "Connection: close\r\n\r\n" + text)
                 return buffer
             },
+            // One machine may not take every place (a browser opens about six).
+            maxClientsPerAddress: max(1, settings.maxClients / 4),
             serve: { channel, _, peer in
                 channel.eventLoop.makeCompletedFuture { try server.serve(channel, peer: peer, access: access) }
             })
@@ -90,14 +93,19 @@ package struct WebServer: Sendable {
         // Reading stops while replies wait to be written (a client that sends and never reads);
         // the WebSocket's own rules take over once upgraded.
         let backPressure = NIOLoopBound(BackPressureHandler(), eventLoop: channel.eventLoop)
+        let headDeadline = RequestHeadDeadline()
+        handler.headDeadline = headDeadline
+        let deadline = NIOLoopBound(headDeadline, eventLoop: channel.eventLoop)
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
             withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
                 context.pipeline.syncOperations.removeHandler(requests.value, promise: nil)
                 context.pipeline.syncOperations.removeHandler(idle.value, promise: nil)
                 context.pipeline.syncOperations.removeHandler(backPressure.value, promise: nil)
+                context.pipeline.syncOperations.removeHandler(deadline.value, promise: nil)
             }))
         try channel.pipeline.syncOperations.addHandler(idle.value, position: .first)
         try channel.pipeline.syncOperations.addHandler(backPressure.value, position: .first)
+        try channel.pipeline.syncOperations.addHandler(deadline.value, position: .first)
         try channel.pipeline.syncOperations.addHandler(handler)
     }
 

@@ -173,6 +173,12 @@ extension DaemonTests {
             defer { directory.remove() }
             let (daemon, port) = try Self.start(directory, music: try Self.tree(directory))
             try withExtendedLifetime(daemon) {
+                // A slow client (slowloris): a header line now and then never completes its
+                // request head; it is closed 10 s after its first byte (checked at the end).
+                let slow = try WebClient(port: port, timeout: 20)
+                let slowStart = Date()
+                #expect(slow.send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n"))
+
                 let client = try daemon.connect()
                 _ = try client.call("add", ["urls": ["Alpha/One/01 First.flac"], "play": true])
                 let page = try WebClient(port: port)
@@ -196,6 +202,27 @@ extension DaemonTests {
                 let grown = Self.residentKiB(daemon.process.processIdentifier) - before
                 print("pipelined: \(sent) bytes sent, RSS grew by \(grown) KiB")
                 #expect(grown < 48 * 1024, "RSS grew by \(grown) KiB after \(sent) bytes of pipelined requests")
+
+                // Headers too large to parse: a 400 that says `Connection: close`, and closed.
+                let oversized = try WebClient(port: port)
+                oversized.send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + String(repeating: "a", count: 100_000) + "\r\n\r\n")
+                let bad = try #require(try oversized.response())
+                #expect(bad.status == 400 && bad.headers["connection"] == "close")
+                let closing = Date()
+                #expect(try oversized.read().isEmpty && Date().timeIntervalSince(closing) < 2, "closed at once, not after 60 s")
+
+                // One address may hold a quarter of http.max_clients (16 of 64); the 17th is told so.
+                // (This test holds a few connections of its own open meanwhile.)
+                var crowdOfOne: [WebClient] = []
+                for _ in 0..<20 { crowdOfOne.append(try WebClient(port: port)) }
+                for member in crowdOfOne { _ = member.send("GET /session HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") }
+                let answers = try crowdOfOne.map { try $0.response() }
+                #expect(answers.filter { $0?.status == 200 }.count <= 16)
+                #expect(answers.contains { $0?.status == 503 && $0?.text.contains("from one address") == true }, "\(answers.map { $0?.status })")
+                crowdOfOne.removeAll()
+                // Their places come back as the daemon sees them close.
+                let freed = Date().addingTimeInterval(5 * Sanitizer.timeScale)
+                while Date() < freed, try WebClient(port: port).request("GET", "/session")?.status != 200 { usleep(20_000) }
 
                 // A 10 MB body: refused at its head, and the connection closed.
                 let big = try WebClient(port: port)
@@ -245,6 +272,10 @@ extension DaemonTests {
                     if !served { usleep(50_000) }
                 }
                 #expect(served)
+
+                let waitFor = 11 * Sanitizer.timeScale - Date().timeIntervalSince(slowStart)
+                if waitFor > 0 { usleep(UInt32(waitFor * 1_000_000)) }
+                #expect(try slow.read().isEmpty, "the slow client was closed")
             }
         }
     }
