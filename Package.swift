@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
         .testTarget(name: "TonearmMediaTests", dependencies: ["TonearmMedia"]),
         .testTarget(name: "TonearmLibraryTests", dependencies: [
-            "TonearmLibrary", "TonearmMedia", "TonearmEngine", "TonearmTestSupport",
+            "TonearmLibrary", "TonearmMedia", "TonearmEngine", "TonearmSync", "TonearmTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TonearmProtocolTests", dependencies: [

@@ -198,8 +198,14 @@ struct LibraryScanner {
         var names: [String] = []
         errno = 0
         while let entry = readdir(handle) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            // MPD's protocol, the database and JSON carry UTF-8 only: a name in another encoding
+            // cannot be named by any client, so it is skipped, and said so (a repaired name
+            // would name no file on disk).
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                let shown = bytes.map { $0 < 0x80 && $0 >= 0x20 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()
+                logger.warning("skipping a file name that is not UTF-8", metadata: ["directory": "\(path)", "name": "\(shown)"])
+                continue
             }
             if !name.hasPrefix(".") { names.append(name) }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TonearmSync
 import TonearmEngine
 import TonearmMedia
 import TonearmTestSupport
@@ -249,6 +250,31 @@ struct LibraryScanTests {
         library.shutdown()
     }
 
+    /// A file name in another encoding than UTF-8 cannot be named by any client: skipped, and
+    /// the log says which (it was skipped without a word).
+    @Test func aNameThatIsNotUTF8IsSkippedAndSaidSo() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try MusicTree(at: directory.path("music"), [.init("good.wav", from: "tone.wav")])
+        var name = Array((directory.path("music") + "/bad").utf8)
+        name += [0xE9] + Array(".wav".utf8) + [0]  // "badé.wav" in Latin-1
+        let fd = name.withUnsafeBufferPointer { $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: name.count) { open($0, O_CREAT | O_WRONLY, 0o644) } }
+        try #require(fd >= 0)
+        close(fd)
+        let lines = Locked<[String]>([])
+        let library = try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+                                  databasePath: directory.path("library.sqlite"),
+                                  logger: Logger(label: "test") { _ in CollectingLogHandler(lines: lines) }) { MediaTags.read($0) }
+        defer { library.shutdown() }
+        var news = library.subscribe().makeAsyncIterator()
+        let job = try library.update()
+        while let item = await news.next() {
+            if case .updateFinished(job, _) = item { break }
+        }
+        #expect(try library.stats().songs == 1)
+        #expect(lines.withLock { $0 }.contains { $0.contains("not UTF-8") && $0.contains("bad\\xE9.wav") }, "\(lines.withLock { $0 })")
+    }
+
     /// Every tag the daemon knows has a code in the database.
     @Test func everyTagHasAStoredCode() {
         #expect(StoredTag.unstored.isEmpty, "\(StoredTag.unstored)")
@@ -261,5 +287,23 @@ extension Library {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         let modified = (attributes[.modificationDate] as? Date) ?? Date()
         try FileManager.default.setAttributes([.modificationDate: modified.addingTimeInterval(5)], ofItemAtPath: path)
+    }
+}
+
+/// Keeps what is logged, to look at.
+struct CollectingLogHandler: LogHandler {
+    let lines: Locked<[String]>
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
+             line: UInt) {
+        let fields = (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        lines.withLock { $0.append("\(message) \(fields)") }
     }
 }
