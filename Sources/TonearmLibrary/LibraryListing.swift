@@ -66,6 +66,9 @@ struct LibraryReader {
                 return try songs(inDirectory: id, path: uri, withTags: withTags, db).map(LibraryEntry.song)
                     + subdirectories(of: id, db)
             }
+            // The music directory always exists, before the first scan has written its row too
+            // (MPD answers an empty listing then, not "No such directory").
+            if uri.isEmpty { return [] }
             return try song(uri, withTags: withTags, db).map { [.song($0)] }
         }
     }

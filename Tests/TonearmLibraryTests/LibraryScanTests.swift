@@ -275,6 +275,19 @@ struct LibraryScanTests {
         #expect(lines.withLock { $0 }.contains { $0.contains("not UTF-8") && $0.contains("bad\\xE9.wav") }, "\(lines.withLock { $0 })")
     }
 
+    /// Before the first scan has written anything, the music directory is there and empty (MPD
+    /// answers root `lsinfo` with OK then); another path is not.
+    @Test func theRootIsListedBeforeTheFirstScan() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try MusicTree(at: directory.path("music"), [.init("good.wav", from: "tone.wav")])
+        let library = try Setup.open(directory)
+        defer { library.shutdown() }
+        #expect(try library.list("", withTags: false) == [])
+        #expect(try library.list("Alpha", withTags: false) == nil)
+        #expect(try library.startWalk("", withTags: false) != nil)
+    }
+
     /// Every tag the daemon knows has a code in the database.
     @Test func everyTagHasAStoredCode() {
         #expect(StoredTag.unstored.isEmpty, "\(StoredTag.unstored)")
