@@ -263,6 +263,8 @@ extension EngineControl {
             // A live stream starts where it is now, whatever position was asked (a restore).
             guard startSeconds > 0, !decoder.isLive else { return .success((decoder, 0)) }
             let frame = Self.clampedFrame(decoder, seconds: startSeconds, rate: chosen.sampleRate)
+            // Frame 0 is where the open stands: no seek (see `seek` below).
+            guard frame > 0 else { return .success((decoder, 0)) }
             try decoder.seek(toFrame: frame)
             return .success((decoder, frame))
         } catch {
@@ -288,8 +290,19 @@ extension EngineControl {
                 try fresh.configureOutput(format)
                 return .success((fresh, 0))
             }
-            if decoder.outputFormat != format { try decoder.configureOutput(format) }
             let frame = Self.clampedFrame(decoder, seconds: seconds, rate: format.sampleRate)
+            if frame == 0 {
+                // Back to the first sample: opened again, as a load opens it. FFmpeg's seek there
+                // is not sample-exact: an MP3's start skip (encoder delay, which the stream's
+                // start time includes) is applied only to the packet at pts 0, which a seek to
+                // that start time passes by, so frames before 0 come out, the first of them
+                // without its bit reservoir (silence); Opus (its pre-skip is not dropped again
+                // after a flush) and AAC in MP4 do not give their first frames again either.
+                let fresh = try MediaDecoder(url: url, input: input, cancellation: cancellation)
+                try fresh.configureOutput(format)
+                return .success((fresh, 0))
+            }
+            if decoder.outputFormat != format { try decoder.configureOutput(format) }
             do {
                 try decoder.seek(toFrame: frame)
                 return .success((decoder, frame))

@@ -25,12 +25,16 @@ extension EngineControl {
 
     /// Closes the device for idleness. Paused mid-item, what the device held unheard is gone
     /// with it: playback stands at what was heard, and the decoder refills from there (the
-    /// device opens again only when play is asked).
+    /// device opens again only when play is asked). A device that held nothing unheard (an
+    /// item loaded and not played yet, a pause whose fade was heard to its end) took nothing
+    /// with it: the pipe keeps what was decoded ahead and play goes on from it, nothing decoded
+    /// again (a decoder sent back to the first sample does not give it again sample for sample).
     private func releaseDevice(_ state: inout OutputState) {
         assertOn(.output)
         state.idleSince = nil
         if state.device != nil {
-            if chainEndedAfter == nil && target != nil { rewindToHeard(now: EngineLock.now()) }
+            let now = EngineLock.now()
+            if chainEndedAfter == nil && target != nil && clock.held(now: now) > 0 { rewindToHeard(now: now) }
             state.released = true
             closeDevice(&state)
             post(.deviceReleased(itemID: heardItemID ?? 0))

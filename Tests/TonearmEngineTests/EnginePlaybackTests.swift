@@ -32,6 +32,44 @@ struct EnginePlaybackTests {
         #expect(result.pcm == reference, "\(fixture): PCM differs from the WAV's data")
     }
 
+    /// `load`, the device released before `play` (`release_after_s = 0`), then `play`: the item
+    /// comes out as a load played at once gives it, sample for sample. (The release sent the
+    /// decoder back to frame 0, and FFmpeg's seek there is not exact: an MP3's start skip, an
+    /// Opus pre-skip, AAC's priming.) The MP3 is mono 8 kHz with a LAME header, resampled.
+    @Test(arguments: ["tone.opus", "tone.m4a", "mono8k.mp3"])
+    func aLoadReleasedBeforePlayIsBitExact(_ fixture: String) async throws {
+        let media = try TemporaryDirectory()
+        defer { media.remove() }
+        var url = Fixtures.url(fixture)
+        if fixture == "mono8k.mp3" {
+            url = URL(fileURLWithPath: media.path(fixture))
+            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=2:sample_rate=8000",
+                                                       "-ac", "1", "-c:a", "libmp3lame", url.path], timeout: 60)
+            try #require(made.status == 0, "ffmpeg: \(made.output)")
+        }
+        func capture(release: Double?) async throws -> Data {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw"), sampleRate: 48000,
+                                                                         sampleType: .s16, releaseAfterSeconds: release))
+            let recorder = EngineRecorder(engine)
+            engine.load(url: url)
+            #expect(await eventually { engine.status == .readyToPlay })
+            if release != nil {
+                #expect(await eventually { recorder.contains { if case .deviceReleased = $0 { true } else { false } } })
+            }
+            engine.play()
+            #expect(await eventually { recorder.ended || recorder.failure != nil })
+            engine.shutdown()
+            await engine.waitUntilShutDown()
+            return try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+        }
+        let direct = try await capture(release: nil)
+        let released = try await capture(release: 0)
+        #expect(direct.count > 0)
+        #expect(released == direct, "\(fixture): \(released.count) bytes after a release, \(direct.count) without")
+    }
+
     /// A play that comes after the end (its caller had not heard of the end yet) is answered
     /// with the end again, not a silent wait that the timeline calls playing.
     @Test func aPlayAfterTheEndEndsAgain() async throws {
