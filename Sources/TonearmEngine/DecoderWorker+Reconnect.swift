@@ -33,7 +33,15 @@ extension EngineControl {
             lock.wakeOutput()
         }
         let now = EngineLock.now()
-        state.reconnect = Reconnect(since: now, delay: Reconnect.firstDelay, nextAt: now + Reconnect.firstDelay,
+        // A connection reopened that brought no new audio did not end the outage: its window
+        // (and its count of attempts) goes on from the first drop, or a server that accepts
+        // each request and then sends nothing would restart `reconnect_for_s` for ever.
+        let outage = state.regaining
+        state.regaining = nil
+        var nextAt = now + Reconnect.firstDelay
+        if let outage, input.reconnectForSeconds > 0 { nextAt = min(nextAt, outage.since + input.reconnectForSeconds) }
+        state.reconnect = Reconnect(attempt: outage?.attempt ?? 0, since: outage?.since ?? now,
+                                    delay: Reconnect.firstDelay, nextAt: nextAt,
                                     resumeFrame: state.pendingPosition, isLive: decoder.isLive,
                                     lastError: failure.message)
         let closing = state.decoder
@@ -72,7 +80,9 @@ extension EngineControl {
         let format = state.format
         let cancellation = CancellationFlag()
         // The attempt itself (opening, and seeking back to where it stopped, each with its
-        // `timeout_ms`) ends with the window too: a server that trickles cannot stretch it.
+        // `timeout_ms`) ends with the window too: a server that trickles cannot stretch it. So
+        // do the reads after it until new audio comes (`decodeStep` lifts the cap then): a
+        // server that answers the request and never sends the body cannot either.
         if let windowEnd { cancellation.capDeadlines(secondsFromNow: windowEnd - now) }
         decoderCancellation = cancellation
         lock.unlock()
@@ -81,7 +91,6 @@ extension EngineControl {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
             try decoder.configureOutput(format)
             if !plan.isLive { try decoder.seek(toFrame: plan.resumeFrame) }
-            cancellation.uncap()
             reopened = .success(decoder)
         } catch {
             reopened = .failure(error)
@@ -92,6 +101,8 @@ extension EngineControl {
         case .success(let decoder):
             state.decoder = decoder
             state.reconnect = nil
+            // Regained once audio past `resumeFrame` is decoded (`decodeStep`), not before.
+            state.regaining = plan
             state.pendingPosition = plan.resumeFrame
             if plan.isLive {
                 state.positionBase = plan.resumeFrame

@@ -34,6 +34,10 @@ extension EngineControl {
         var failedNextID: Int?
         /// Set while a network item's dropped connection is being regained.
         var reconnect: Reconnect?
+        /// A reconnect that opened (and seeked) again, until audio past where it stopped is
+        /// decoded: its decoder's deadlines stay capped by the window, and a drop meanwhile
+        /// continues the same outage.
+        var regaining: Reconnect?
         /// Added to a live stream's frame positions: a reconnect starts its count again at 0, and
         /// the item's position goes on from where it stopped.
         var positionBase: Int64 = 0
@@ -177,6 +181,8 @@ extension EngineControl {
         state.runStart = nil
         state.discardBefore = nil
         state.reconnect = nil
+        if state.regaining != nil { state.decoder?.cancellation.uncap() }
+        state.regaining = nil
         state.positionBase = 0
         state.readPausedUntil = nil
         state.gathering.clear()
@@ -446,6 +452,11 @@ extension EngineControl {
                 if position + Int64(count) <= target { return }
                 skip = Int(max(0, target - position))
                 state.discardBefore = nil
+            }
+            if state.regaining != nil {
+                // New audio: the connection is regained, and its reads have their own deadlines again.
+                state.regaining = nil
+                decoder.cancellation.uncap()
             }
             if let title = decoder.takeStreamTitle() { state.streamTitle = StreamTitle(streamTitle: title) }
             state.pendingSource = nil

@@ -157,6 +157,35 @@ extension DaemonTests {
             #expect(next["current"] as? Int == ids.last, "the queue went on: \(next)")
         }
 
+        /// A file whose connection drops at 2.27 s, on a server that then accepts every request
+        /// (the reopen, the Range request) but never sends a byte past where it stopped: each
+        /// reconnect "succeeds" and then gets nothing. The item fails with `network` when
+        /// `reconnect_for_s` is up, counted from the drop, and the queue goes on; before, each
+        /// reopen started the window again and the item stayed `buffering` for ever.
+        @Test func aFileWhoseRestNeverComesFailsWithItsWindow() throws {
+            let rig = try rig(input: "timeout_ms = 1500\nreconnect_for_s = 4")
+            defer { rig.stop() }
+            // tone.wav: 44 bytes of header, then 176 400 bytes a second; 400 000 is 2.27 s.
+            rig.server.route("/stuck.wav", .fileStallingAt(path: Fixtures.path("tone.wav"), contentType: "audio/wav", offset: 400_000))
+            rig.server.cutNext("/stuck.wav", after: 400_000)
+            let url = "http://127.0.0.1:\(rig.proxy.port)/stuck.wav"
+            let added = try rig.client.call("add", ["urls": [url, Fixtures.path("tone.wav")], "play": true], timeout: 15)
+            let ids = (added.result?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } ?? []
+            #expect(ids.count == 2 && added.stateName == "playing", "\(added)")
+            _ = try readEvents(rig.watcher, timeout: 20) { $0.performanceEvent == "reconnecting" }
+            let dropped = Date()
+            let events = try readEvents(rig.watcher, timeout: 30) { $0["type"] as? String == "item_failed" }
+            let took = Date().timeIntervalSince(dropped)
+            let failed = try #require(events.last)
+            #expect(failed["id"] as? Int == ids.first && failed["kind"] as? String == "network", "\(failed)")
+            #expect((failed["message"] as? String)?.contains("not regained") == true, "\(failed)")
+            // The window, plus at most one reopen whose few new frames counted as audio regained.
+            #expect(took < 4 + 1.5 + 1 + 2 * Sanitizer.timeScale, "failed \(took) s after the drop: \(events)")
+            #expect(rig.server.requests.filter { $0.path == "/stuck.wav" }.count >= 2, "it was reopened: \(rig.server.requests)")
+            let next = try waitForStatus(rig.client, timeout: 10) { ["playing", "ended"].contains($0.name ?? "") }
+            #expect(next["current"] as? Int == ids.last, "the queue went on: \(next)")
+        }
+
         @Test func playAfterALongPauseRejoinsTheLiveStreamAndAShortOneGoesOn() throws {
             let rig = try rig()
             defer { rig.stop() }

@@ -21,6 +21,10 @@ public final class TestHTTPServer: @unchecked Sendable {
         /// `file`, except that a request for a range from past the first MiB gets header lines,
         /// one every half second (each read is answered well within any timeout), for ever.
         case fileTricklingRanges(path: String, contentType: String)
+        /// `file`, except that no response sends a byte at or past `offset`: the body stops there
+        /// and the connection is held open (a range from past it gets its headers and nothing
+        /// more), as a server that accepts every request and never sends the rest.
+        case fileStallingAt(path: String, contentType: String, offset: Int)
         /// The file's bytes in a loop without end, `bytesPerSecond` at a time, no length: a radio.
         case live(path: String, contentType: String, bytesPerSecond: Int)
         /// `live`, with ICY metadata as Shoutcast and Icecast send it to a client that asks
@@ -159,6 +163,10 @@ public final class TestHTTPServer: @unchecked Sendable {
                 return
             }
             serveFile(fd, filePath, contentType: contentType, range: range, cut: cut)
+        case .fileStallingAt(let filePath, let contentType, let offset):
+            serveFile(fd, filePath, contentType: contentType, range: range, cut: cut, stopAt: offset)
+            // A cut (`cutNext`) closes; otherwise the rest never comes, on an open connection.
+            if cutBody == nil && stall == nil { waitForClose(fd) }
         case .fileWithoutRanges(let filePath, let contentType):
             guard let data = FileManager.default.contents(atPath: filePath) else { return }
             guard send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(data.count)\r\nConnection: close\r\n\r\n") else { return }
@@ -170,7 +178,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         }
     }
 
-    private func serveFile(_ fd: Int32, _ path: String, contentType: String, range: String?, cut: Int?) {
+    private func serveFile(_ fd: Int32, _ path: String, contentType: String, range: String?, cut: Int?,
+                           stopAt: Int? = nil) {
         guard let data = FileManager.default.contents(atPath: path) else {
             send(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return
@@ -194,7 +203,8 @@ public final class TestHTTPServer: @unchecked Sendable {
         }
         let length = end - start + 1
         guard send(fd, "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length)\r\nAccept-Ranges: bytes\r\n\(extra)Connection: close\r\n\r\n") else { return }
-        let body = data.subdata(in: start..<(start + min(length, cut ?? length)))
+        let stop = min(start + min(length, cut ?? length), max(start, stopAt ?? data.count))
+        let body = data.subdata(in: start..<stop)
         send(fd, body)
     }
 
