@@ -89,6 +89,10 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private static var gatherLimit: Int { 64 * 1024 }
     private var lastHeard = NIODeadline.now()
     private var idleCheck: Scheduled<Void>?
+    /// Bytes handed to the channel so far, and how many of them had left its buffer at the last
+    /// idle check: a client taking its reply, however slowly, is not silent.
+    private var bytesWritten = 0
+    private var bytesTakenAtCheck = 0
     /// The player's change number when the line being served began (or when output was last held).
     private var servedSince = 0
     /// Output is gathered, not written, until the changes up to this number are durable.
@@ -213,6 +217,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             if now != servedSince { hold(until: now) }
         }
         guard reading || heldUntil != nil else {
+            bytesWritten += buffer.readableBytes
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             _ = checkOutput(context: context)
             return
@@ -266,10 +271,21 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         closing = true
         queued.removeAll()
         let channel = context.channel
+        bytesWritten += buffer?.readableBytes ?? 0
         context.writeAndFlush(wrapOutboundOut(buffer ?? ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
-        // A client that never reads would keep the flush, and so the connection, for ever.
-        context.eventLoop.assumeIsolated().scheduleTask(in: limits.idleTimeout ?? .seconds(60)) {
-            channel.close(promise: nil)
+        // A client that never reads would keep the flush, and so the connection, for ever; one
+        // that reads slowly gets it all.
+        closeUnlessTaking(channel, after: limits.idleTimeout ?? .seconds(60))
+    }
+
+    private func closeUnlessTaking(_ channel: any Channel, after delay: TimeAmount) {
+        channel.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+            guard channel.isActive else { return }
+            if let context, tookOutput(context) {
+                closeUnlessTaking(channel, after: delay)
+            } else {
+                channel.close(promise: nil)
+            }
         }
     }
 
@@ -287,6 +303,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private func flushIfNeeded(context: ChannelHandlerContext) {
         guard heldUntil == nil, let buffer = gathered else { return }
         gathered = nil
+        bytesWritten += buffer.readableBytes
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         _ = checkOutput(context: context)
     }
@@ -358,7 +375,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     /// One timer per connection, only while it could fall silent: it wakes at the timeout, and
     /// again for what is left of it when the client was heard meanwhile; a client waiting for
-    /// news lets it lapse (no wake-ups for it) until it is heard again.
+    /// news lets it lapse (no wake-ups for it) until it is heard again. A client that took some
+    /// of its replies since the last wake-up (a long listing, read slowly) was heard: silence
+    /// is neither sending nor taking.
     private func scheduleIdleCheck(context: ChannelHandlerContext) {
         guard let timeout = limits.idleTimeout, idleCheck == nil else { return }
         let at = lastHeard + timeout
@@ -366,12 +385,24 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             idleCheck = nil
             guard let context = self.context, !closing else { return }
             if busy || heldUntil != nil || session.waitsForNews { return }
+            if tookOutput(context) { lastHeard = .now() }
             if NIODeadline.now() >= lastHeard + timeout {
                 close(because: "silent for \(timeout.nanoseconds / 1_000_000_000) s")
             } else {
                 scheduleIdleCheck(context: context)
             }
         }
+    }
+
+    /// Whether the client is taking a reply: false once everything written left the channel;
+    /// true while replies wait in the channel and some of them were sent on since the
+    /// last call: the client is taking them (the buffer drains only as fast as it reads, once
+    /// the socket's is full). Asked once per timeout, not per reply.
+    private func tookOutput(_ context: ChannelHandlerContext) -> Bool {
+        let pending = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        let taken = bytesWritten - pending
+        defer { bytesTakenAtCheck = taken }
+        return pending > 0 && taken > bytesTakenAtCheck
     }
 
     /// The session leaves a state in which silence was expected (news delivered, a waiting

@@ -105,36 +105,47 @@ extension DaemonTests {
     /// reads slowly gets all of it, and the daemon holds about one part of it at a time.
     @Suite("Daemon streams long library listings", .serialized, .realDaemon(minutes: 3))
     struct DaemonListingStreamTests {
-        @Test func aListingOverTheOutputCapReachesASlowReaderWhole() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            // One short tagged file, linked under 8,000 long names: some 7 MB of listing.
+        /// One short tagged file, linked under `count` long names (about 870 bytes of
+        /// `listallinfo` each), 100 to a directory; the music directory's path.
+        private static func longLibrary(_ directory: TemporaryDirectory, count: Int) throws -> String {
             let long = String(repeating: "x", count: 160)
             let tree = try MusicTree(at: directory.path("music"), [])
             let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=d=0.02", "-metadata", "title=T\(long)",
                                                        "-metadata", "artist=A\(long)", "-metadata", "album=B\(long)",
                                                        tree.root + "/seed.flac"], timeout: 30)
             try #require(made.status == 0, "\(made.output)")
-            let count = 8000
             for index in 0..<count {
                 let folder = tree.root + "/d\(index / 100)"
                 if index % 100 == 0 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
                 try FileManager.default.linkItem(atPath: tree.root + "/seed.flac", toPath: folder + "/\(index) \(long).flac")
             }
             try FileManager.default.removeItem(atPath: tree.root + "/seed.flac")
+            return tree.root
+        }
+
+        private static func waitForScan(_ client: MPDTestClient, songs count: Int) throws {
+            let deadline = Date().addingTimeInterval(60 * Sanitizer.timeScale)
+            while try client.command("stats")["songs"] != "\(count)" || client.command("status")["updating_db"] != nil {
+                guard Date() < deadline else { throw LineClient.Failure(description: "the scan did not end") }
+                usleep(50_000)
+            }
+        }
+
+        @Test func aListingOverTheOutputCapReachesASlowReaderWhole() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            // Some 7 MB of listing.
+            let count = 8000
+            let root = try Self.longLibrary(directory, count: count)
             let config = directory.path("tonearmd.toml")
             // A cap of 1.5 MiB: the whole reply at once would pass it. The songs' loudness is not
             // measured meanwhile: its decoders' memory would blur what this test weighs.
-            try "[library]\nmusic_directory = \"\(tree.root)\"\nmeasure_loudness = false\n[mpd]\nmax_output_buffer_size = 1536\n"
+            try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\nmax_output_buffer_size = 1536\n"
                 .write(toFile: config, atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
             try withExtendedLifetime(daemon) {
                 let client = try daemon.connectMPD(timeout: 20)
-                let deadline = Date().addingTimeInterval(60 * Sanitizer.timeScale)
-                while try client.command("stats")["songs"] != "\(count)" || client.command("status")["updating_db"] != nil {
-                    guard Date() < deadline else { throw LineClient.Failure(description: "the scan did not end") }
-                    usleep(50_000)
-                }
+                try Self.waitForScan(client, songs: count)
                 let before = try ProcessResources(pid: daemon.process.processIdentifier).residentKiB
                 try client.connection.send(line: "listallinfo")
                 // The client takes nothing for a while: the daemon must neither drop it nor
@@ -154,6 +165,48 @@ extension DaemonTests {
                     #expect((waiting - before) * 1024 < bytes / 2,
                             "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
                 }
+            }
+        }
+
+        /// A client that takes a long listing slowly (128 KiB/s: what waits in the daemon's
+        /// buffers after the last part takes seconds, many times `connection_timeout`) gets all
+        /// of it: a client taking its reply is not silent. Once it has it all and says nothing,
+        /// it is.
+        @Test func aSlowReaderIsNotSilentWhileItTakesItsReply() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            // Some 2.5 MB of listing: more than the channel's high mark (1 MiB) and the socket hold.
+            let count = 3000
+            let root = try Self.longLibrary(directory, count: count)
+            let config = directory.path("tonearmd.toml")
+            try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\nconnection_timeout = 1\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD(timeout: 20)
+                try Self.waitForScan(client, songs: count)
+                try client.connection.send(line: "listallinfo")
+                let fd = client.connection.fd
+                var received = Data()
+                var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+                let ending = Data("\nOK\n".utf8)
+                let deadline = Date().addingTimeInterval(120 * Sanitizer.timeScale)
+                while received.suffix(ending.count) != ending, Date() < deadline {
+                    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    guard poll(&poller, 1, 1000) > 0 else { continue }
+                    let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                    guard got > 0 else { break }  // closed by the daemon
+                    received.append(contentsOf: buffer[0..<got])
+                    usleep(125_000)  // at most 16 KiB each 1/8 s
+                }
+                let text = String(decoding: received, as: UTF8.self)
+                #expect(received.suffix(ending.count) == ending,
+                        "the reply was cut after \(received.count) bytes: \(daemon.log.suffix(400))")
+                #expect(text.components(separatedBy: "\nfile: ").count - 1 == count)
+                #expect(received.count > 3 << 19, "the listing is \(received.count) bytes")
+                // Once it has it all (and only then: the reply above is whole), it is silent.
+                #expect(client.isClosed(timeout: 4 * Sanitizer.timeScale), "silent once it has its reply")
+                #expect(daemon.log.components(separatedBy: "silent for").count - 1 == 1, "\(daemon.log.suffix(400))")
             }
         }
     }
