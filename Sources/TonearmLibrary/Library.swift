@@ -23,7 +23,8 @@ public final class Library: Sendable {
         /// The job running now, if any.
         var running: Int?
         var queued = 0
-        var offline: String?
+        /// What is offline, by path relative to the music directory ("": all of it), with why.
+        var offline: [String: String] = [:]
         /// `update` jobs asked for and not started yet, in order (a job leaves when it starts).
         var waiting: [WaitingScan] = []
     }
@@ -113,6 +114,8 @@ public final class Library: Sendable {
                     total.changed += outcome.changed
                     total.removed += outcome.removed
                     total.failed += outcome.failed
+                    total.offline.merge(outcome.offline) { $1 }
+                    total.reached.formUnion(outcome.reached)
                 }
                 return total
             }
@@ -180,8 +183,13 @@ public final class Library: Sendable {
     /// The scan running now, if any (MPD's `updating_db`).
     public var updatingJob: Int? { state.withLock { $0.running ?? ($0.queued > 0 ? $0.nextJob : nil) } }
 
-    /// Why the last scan found the music directory gone, if it did.
-    public var offline: String? { state.withLock { $0.offline } }
+    /// Why the music directory, or a mount point below it, looked gone when last scanned, if
+    /// any did: each part's reason names its path.
+    public var offline: String? {
+        state.withLock { state in
+            state.offline.isEmpty ? nil : state.offline.sorted { $0.key < $1.key }.map(\.value).joined(separator: "; ")
+        }
+    }
 
     /// Scan news, for `idle update` / `idle database` and the JSON-RPC events.
     public func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
@@ -206,7 +214,16 @@ public final class Library: Sendable {
             outcome.seconds = Date().timeIntervalSince(began)
             state.withLock { state in
                 state.running = nil
-                state.offline = nil
+                // The music directory is there; of what is below it, what this scan reached.
+                state.offline[""] = nil
+                for path in outcome.reached {
+                    state.offline = state.offline.filter { $0.key != path && !$0.key.hasPrefix(path + "/") }
+                }
+                state.offline.merge(outcome.offline) { $1 }
+            }
+            for (path, reason) in outcome.offline.sorted(by: { $0.key < $1.key }) {
+                logger.warning("part of the music directory is offline; its entries are kept",
+                               metadata: ["job": "\(job)", "directory": "\(path)", "reason": "\(reason)"])
             }
             logger.info("library scan finished", metadata: [
                 "job": "\(job)", "added": "\(outcome.added)", "changed": "\(outcome.changed)", "removed": "\(outcome.removed)",
@@ -215,7 +232,7 @@ public final class Library: Sendable {
         } catch let offline as LibraryOffline {
             state.withLock { state in
                 state.running = nil
-                state.offline = offline.description
+                state.offline[""] = offline.description
             }
             logger.warning("library scan stopped; every entry is kept", metadata: ["job": "\(job)", "reason": "\(offline)"])
             news.yield(.offline(job: job, reason: offline.description))

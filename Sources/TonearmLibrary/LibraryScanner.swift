@@ -11,6 +11,11 @@ public struct ScanOutcome: Sendable, Equatable {
     public var removed = 0
     public var failed = 0
     public var seconds = 0.0
+    /// Directories below the music directory found offline (a mount point, or a link to one,
+    /// empty or unreachable), with why: what the database holds under them is kept.
+    public var offline: [String: String] = [:]
+    /// Mount points found in place, and directories removed: offline no longer.
+    var reached: Set<String> = []
     public var changedAnything: Bool { added + changed + removed + failed > 0 }
 }
 
@@ -24,7 +29,10 @@ public struct LibraryOffline: Error, Sendable, CustomStringConvertible {
 /// opened again; a file that cannot be read as media is kept as failed until it changes.
 /// When the directory looks gone (missing, empty while the database is not, or an I/O error
 /// that says the mount went away), nothing is removed: an unplugged disk does not erase the
-/// library.
+/// library. The same holds below it for each directory that was on a file system of its own
+/// when last scanned (a share mounted there, or a link to one: `directory.mount`): empty,
+/// unreachable, or a link to nothing, it is offline and kept, and the rest is scanned. Only
+/// removing its name (the mount point or the link) removes its songs.
 struct LibraryScanner {
     let root: String
     let database: LibraryDatabase
@@ -38,7 +46,8 @@ struct LibraryScanner {
 
     /// One change for the writer, by paths (the writer finds the rows).
     private enum Change {
-        case directory(path: String, mtime: Int)
+        /// `mount`: on another file system than its parent; nil: as recorded.
+        case directory(path: String, mtime: Int, mount: Bool?)
         case song(directory: String, name: String, size: Int, mtime: Int, tags: MediaTags?)
         case removeSong(directory: String, name: String)
         case removeDirectory(path: String)
@@ -47,13 +56,20 @@ struct LibraryScanner {
     /// What the database holds of one directory.
     private struct Known {
         var songs: [String: (size: Int, mtime: Int, failed: Bool)] = [:]
-        var directories: Set<String> = []
+        /// Subdirectories, each with whether it was a mount point when last scanned.
+        var directories: [String: Bool] = [:]
+        /// The directory was a mount point when last scanned.
+        var mount = false
     }
+
+    /// What an I/O error says when a mount went away (a share whose server is gone).
+    private static let mountGone: Set<Int32> = [ENOTCONN, EIO, ESTALE, ENODEV]
 
     /// Brings `start` (relative; "" for the music directory) and what is under it in line.
     /// Not `recursive`: only `start`'s own entries, and subdirectories the database does not
     /// know yet (a watched change names the one directory it happened in).
     func scan(under start: String, rescan: Bool, now: Int, recursive: Bool = true) throws -> ScanOutcome {
+        var start = start, recursive = recursive
         let began = Date()
         var outcome = ScanOutcome()
         var rootInfo = stat()
@@ -72,28 +88,33 @@ struct LibraryScanner {
             try database.write { db in try Self.apply(changes, now: now, db) }
         }
 
-        // A directory gone since (a watched deletion names each level of a removed tree): its
-        // entries go, and nothing on the way to it is made again.
+        // A directory gone since (a watched deletion names each level of a removed tree; an
+        // unmounted share each of its directories): the nearest one above that is there is
+        // scanned for its own entries, which removes it, or finds it offline below a mount
+        // point that went away; nothing on the way to it is made again.
         var startInfo = stat()
-        guard stat(absolute(start), &startInfo) == 0, startInfo.st_mode & S_IFMT == S_IFDIR else {
+        while !(stat(absolute(start), &startInfo) == 0 && startInfo.st_mode & S_IFMT == S_IFDIR) {
             guard !start.isEmpty else { return outcome }
-            outcome.removed = try songs(under: start)
-            try database.write { db in try Self.apply([.removeDirectory(path: start)], now: now, db) }
-            outcome.seconds = Date().timeIntervalSince(began)
-            return outcome
+            start = Self.parentPath(start)
+            recursive = false
         }
+        var startParent = stat()
+        let startParentDevice: UInt64? = !start.isEmpty && stat(absolute(Self.parentPath(start)), &startParent) == 0
+            ? UInt64(startParent.st_dev) : nil
         // The directories on the way to `start` exist in the database too.
         var ancestors: [String] = [""]
         for component in start.split(separator: "/") {
             ancestors.append(ancestors.count == 1 ? String(component) : ancestors.last! + "/" + component)
         }
         for path in ancestors.dropLast() {
-            pending.append(.directory(path: path, mtime: mtime(of: absolute(path)) ?? 0))
+            pending.append(.directory(path: path, mtime: mtime(of: absolute(path)) ?? 0, mount: nil))
         }
 
         var visited = Set<[UInt64]>()
-        var stack = [start]
-        while let directory = stack.popLast() {
+        // Each directory with its parent's device: one on another is a mount point.
+        var stack: [(directory: String, parentDevice: UInt64?)] = [(start, startParentDevice)]
+        while let next = stack.popLast() {
+            let (directory, parentDevice) = next
             let path = absolute(directory)
             var info = stat()
             guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
@@ -103,12 +124,27 @@ struct LibraryScanner {
                 logger.info("a directory link leads back up the tree; skipped", metadata: ["directory": "\(directory)"])
                 continue
             }
-            pending.append(.directory(path: directory, mtime: Int(info.st_mtim.tv_sec)))
             let known = try self.known(in: directory)
-            let names = try entries(of: path)
+            let names: [String]
+            do {
+                names = try entries(of: path)
+            } catch let gone as LibraryOffline where !directory.isEmpty {
+                // Below the music directory, a mount that went away: kept whole, the rest scanned.
+                outcome.offline[directory] = gone.description
+                continue
+            }
+            // The same rule as the music directory's for a mount point, one that comes up empty
+            // or is not mounted (an empty directory of its parent's file system).
+            if known.mount, names.isEmpty, try songs(under: directory) > 0 {
+                outcome.offline[directory] = "\(path) is empty (a share or disk not mounted?)"
+                continue
+            }
+            let mount = parentDevice.map { $0 != UInt64(info.st_dev) } ?? false
+            if mount || known.mount { outcome.reached.insert(directory) }
+            pending.append(.directory(path: directory, mtime: Int(info.st_mtim.tv_sec), mount: mount))
             var seenSongs = Set<String>()
             var seenDirectories = Set<String>()
-            var subdirectories: [String] = []
+            var subdirectories: [(directory: String, parentDevice: UInt64?)] = []
             // Files new or changed since the last scan, read a batch at a time.
             var toRead: [(name: String, size: Int, mtime: Int, failedBefore: Bool?)] = []
             func readChanged() throws {
@@ -134,14 +170,29 @@ struct LibraryScanner {
                 let child = directory.isEmpty ? name : directory + "/" + name
                 let childPath = path + "/" + name
                 var childInfo = stat()
-                guard lstat(childPath, &childInfo) == 0 else { continue }
-                if childInfo.st_mode & S_IFMT == S_IFLNK {
-                    guard followSymlinks, stat(childPath, &childInfo) == 0 else { continue }
+                var failure: Int32 = 0
+                if lstat(childPath, &childInfo) != 0 {
+                    failure = errno
+                } else if childInfo.st_mode & S_IFMT == S_IFLNK {
+                    guard followSymlinks else { continue }
+                    if stat(childPath, &childInfo) != 0 { failure = errno }
+                }
+                if failure != 0 {
+                    // A known mount point that cannot be reached (a link to a disk not mounted,
+                    // a share whose server went away) is offline, not gone.
+                    if let wasMount = known.directories[child], wasMount || Self.mountGone.contains(failure),
+                       try songs(under: child) > 0 {
+                        seenDirectories.insert(child)
+                        outcome.offline[child] = "\(childPath): \(String(cString: strerror(failure))) (the mount went away?)"
+                    }
+                    continue
                 }
                 switch childInfo.st_mode & S_IFMT {
                 case S_IFDIR:
                     seenDirectories.insert(child)
-                    if recursive || directory != start || !known.directories.contains(child) { subdirectories.append(child) }
+                    if recursive || directory != start || known.directories[child] == nil {
+                        subdirectories.append((child, UInt64(info.st_dev)))
+                    }
                 case S_IFREG where LibraryFiles.isSong(name):
                     seenSongs.insert(name)
                     let size = Int(childInfo.st_size)
@@ -159,12 +210,13 @@ struct LibraryScanner {
                 pending.append(.removeSong(directory: directory, name: name))
                 outcome.removed += 1
             }
-            for gone in known.directories.subtracting(seenDirectories) {
+            for gone in Set(known.directories.keys).subtracting(seenDirectories) {
                 outcome.removed += try songs(under: gone)
+                outcome.reached.insert(gone)
                 pending.append(.removeDirectory(path: gone))
             }
             // Depth first, in name order.
-            stack.append(contentsOf: subdirectories.sorted().reversed())
+            stack.append(contentsOf: subdirectories.sorted { $0.directory < $1.directory }.reversed())
         }
         try flush()
         if outcome.changedAnything {
@@ -218,14 +270,19 @@ struct LibraryScanner {
     private func known(in directory: String) throws -> Known {
         try database.read { db in
             var known = Known()
-            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM directory WHERE path = ?", arguments: [directory]) else {
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, mount FROM directory WHERE path = ?", arguments: [directory]) else {
                 return known
             }
+            let id: Int64 = row[0]
+            known.mount = row[1]
             let songs = try Row.fetchCursor(db, sql: "SELECT name, size, mtime, failed FROM song WHERE directory_id = ?", arguments: [id])
             while let row = try songs.next() {
                 known.songs[row[0]] = (row[1], row[2], row[3])
             }
-            known.directories = Set(try String.fetchAll(db, sql: "SELECT path FROM directory WHERE parent_id = ?", arguments: [id]))
+            let directories = try Row.fetchCursor(db, sql: "SELECT path, mount FROM directory WHERE parent_id = ?", arguments: [id])
+            while let row = try directories.next() {
+                known.directories[row[0]] = row[1]
+            }
             return known
         }
     }
@@ -255,12 +312,13 @@ struct LibraryScanner {
         }
         for change in changes {
             switch change {
-            case .directory(let path, let mtime):
+            case .directory(let path, let mtime, let mount):
                 let parent = path.isEmpty ? nil : try directoryID(parentPath(path))
                 try db.execute(sql: """
-                    INSERT INTO directory(path, parent_id, mtime) VALUES (?, ?, ?)
-                    ON CONFLICT(path) DO UPDATE SET mtime = excluded.mtime
-                    """, arguments: [path, parent, mtime])
+                    INSERT INTO directory(path, parent_id, mtime, mount) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET mtime = excluded.mtime,
+                        mount = CASE WHEN ? THEN excluded.mount ELSE directory.mount END
+                    """, arguments: [path, parent, mtime, mount ?? false, mount != nil])
             case .song(let directory, let name, let size, let mtime, let tags):
                 guard let directoryID = try directoryID(directory) else { continue }
                 let songID = try Int64.fetchOne(db, sql: """

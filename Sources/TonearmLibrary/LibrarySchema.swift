@@ -64,6 +64,12 @@ enum LibrarySchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3 mount points") { db in
+            // 1: the directory was on another file system than its parent when last scanned (a
+            // share or disk mounted there, or a link to one). Found empty or unreachable later,
+            // it is offline: its songs are kept (LibraryScanner).
+            try db.execute(sql: "ALTER TABLE directory ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

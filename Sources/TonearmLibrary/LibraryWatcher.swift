@@ -13,6 +13,12 @@ import TonearmSync
 /// changes). When the kernel's watch limit is reached (fs.inotify.max_user_watches), the watch
 /// is given up, said once in the log, and the whole tree is scanned every `rescanInterval`
 /// seconds instead.
+///
+/// When the music directory itself goes (removed, moved away, unmounted) or a mount at, above
+/// or below it comes or goes (the mount table, /proc/self/mountinfo, is polled for its
+/// changes: inotify says nothing of a mount), every watch goes; the directory above it is
+/// watched until the music directory is there again, then the tree is watched anew and
+/// scanned whole (a scan of a missing or empty music directory keeps every entry).
 final class LibraryWatcher: Sendable {
     private let root: String
     private let followSymlinks: Bool
@@ -80,6 +86,10 @@ final class LibraryWatcher: Sendable {
             return
         }
         defer { close(inotify) }
+        // Polled for POLLPRI: the kernel flags it at each mount or unmount (proc(5)).
+        let mountTable = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
+        defer { if mountTable >= 0 { close(mountTable) } }
+        var mounts = Self.mountPoints(around: root)
         var watches = Watches(inotify: inotify, root: root, followSymlinks: followSymlinks, wake: wake)
         switch watches.add(tree: "") {
         case .stopped: return
@@ -102,8 +112,9 @@ final class LibraryWatcher: Sendable {
             if let firstChange {
                 timeout = Int32(max(0, min(Self.quietPeriod, firstChange + Self.longestWait - Self.now())) * 1000)
             }
-            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, timeout)
+            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0)]
+            let ready = poll(&fds, 3, timeout)
             if ready < 0 && errno == EINTR { continue }
             if fds[1].revents != 0 { return }
             if ready == 0 {
@@ -111,16 +122,26 @@ final class LibraryWatcher: Sendable {
                 scanChanges()
                 continue
             }
-            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress!, $0.count) }
-            guard count > 0 else { continue }
-            var overflowed = false
             var rootGone = false
-            for event in Self.events(buffer[..<count]) {
+            if fds[2].revents != 0 {
+                let now = Self.mountPoints(around: root)
+                if now != mounts { rootGone = true }
+                mounts = now
+            }
+            var overflowed = false
+            let count = fds[0].revents == 0 ? 0 : buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress!, $0.count) }
+            for event in Self.events(buffer[..<max(0, count)]) where !rootGone {
                 if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true; continue }
                 guard let directory = watches.path(event.wd) else { continue }
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     watches.forget(event.wd)
                     if directory.isEmpty { rootGone = true }
+                    continue
+                }
+                if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0, directory.isEmpty {
+                    // The music directory itself: moved away (`mv music music.old`: its watch
+                    // would follow the old tree), removed or unmounted.
+                    rootGone = true
                     continue
                 }
                 if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
@@ -156,22 +177,28 @@ final class LibraryWatcher: Sendable {
                 }
             }
             if rootGone {
-                // The music directory itself went (unmounted, moved): the scan keeps every entry,
-                // and the tree is scanned on the timer until the daemon starts again.
+                // Every watch goes (they follow the old tree, or a file system no longer
+                // shown); the path is watched again once a directory is there, and scanned.
+                watches.removeAll()
+                changed.removeAll()
+                trees.removeAll()
+                firstChange = nil
+                var info = stat()
+                if !(stat(root, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR) {
+                    // Meanwhile the scan says the music directory is offline and keeps every entry.
+                    logger.notice("the music directory went away; it is watched again once it is back", metadata: ["directory": "\(root)"])
+                    rescanAll()
+                }
+                guard waitForRoot(inotify, mountTable: mountTable, mounts: &mounts, &buffer), watchWholeTree(&watches) else { return }
+                logger.info("watching the music directory again", metadata: ["directories": "\(watches.count)"])
                 rescanAll()
-                return fallBack("the music directory \(root) went away")
+                continue
             }
             if overflowed {
                 // Changes were lost: every directory is watched again (a known one keeps its
                 // watch) and the whole tree is compared with the database.
                 logger.notice("the kernel dropped watch events; the library is scanned whole")
-                switch watches.add(tree: "") {
-                case .stopped: return
-                case .limit(let failure):
-                    rescanAll()
-                    return fallBack(failure)
-                case .done: break
-                }
+                guard watchWholeTree(&watches) else { return }
                 rescanAll()
                 changed.removeAll()
                 trees.removeAll()
@@ -184,7 +211,96 @@ final class LibraryWatcher: Sendable {
         }
     }
 
+    /// Sleeps until the music directory is a directory again, watching the nearest directory
+    /// above it that is there (watched first, then looked at: one made in between is not
+    /// missed) and the mount table. False: `stop` came meanwhile.
+    private func waitForRoot(_ inotify: Int32, mountTable: Int32, mounts: inout Set<String>, _ buffer: inout [UInt8]) -> Bool {
+        while true {
+            var above = (root as NSString).deletingLastPathComponent
+            var wd: Int32 = -1
+            while true {
+                wd = inotify_add_watch(inotify, above, UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR))
+                if wd >= 0 || above == "/" || above.isEmpty { break }
+                above = (above as NSString).deletingLastPathComponent
+            }
+            defer { if wd >= 0 { inotify_rm_watch(inotify, wd) } }
+            var info = stat()
+            if stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return true }
+            var look = false
+            while !look {
+                var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0)]
+                if poll(&fds, 3, -1) < 0 { continue }  // EINTR
+                if fds[1].revents != 0 { return false }
+                if fds[2].revents != 0 {
+                    mounts = Self.mountPoints(around: root)
+                    look = true
+                }
+                guard fds[0].revents != 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress!, $0.count) }
+                // Something made, moved or gone there (or events lost): looked at again. The
+                // old watches' IN_IGNORED and the like name other descriptors.
+                for event in Self.events(buffer[..<max(0, count)]) where event.wd == wd || event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    look = true
+                }
+            }
+        }
+    }
+
+    /// The mount points at, above or below the music directory (the fifth field of
+    /// /proc/self/mountinfo, its octal escapes undone): a change among them changes what the
+    /// music directory shows.
+    static func mountPoints(around root: String) -> Set<String> {
+        let file = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return [] }
+        defer { close(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(file, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        var points = Set<String>()
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+            guard fields.count > 4 else { continue }
+            var point: [UInt8] = []
+            var index = fields[4].startIndex
+            while index < fields[4].endIndex {
+                if fields[4][index] == UInt8(ascii: "\\"), index + 3 < fields[4].endIndex,
+                   let value = UInt8(String(decoding: fields[4][(index + 1)...(index + 3)], as: UTF8.self), radix: 8) {
+                    point.append(value)
+                    index += 4
+                } else {
+                    point.append(fields[4][index])
+                    index += 1
+                }
+            }
+            let path = String(decoding: point, as: UTF8.self)
+            if path == root || path.hasPrefix(root + "/") || root.hasPrefix(path.hasSuffix("/") ? path : path + "/") {
+                points.insert(path)
+            }
+        }
+        return points
+    }
+
     /// Without a watch: a scan of the whole tree every `rescanInterval` seconds, until `stop`.
+    /// Watches every directory of the tree again (a known one keeps its watch); false when the
+    /// thread is to end: asked to stop, or past the kernel's watch limit (then it falls back to
+    /// timed whole scans).
+    private func watchWholeTree(_ watches: inout Watches) -> Bool {
+        switch watches.add(tree: "") {
+        case .stopped: return false
+        case .limit(let failure):
+            rescanAll()
+            fallBack(failure)
+            return false
+        case .done: return true
+        }
+    }
+
     private func fallBack(_ reason: String) {
         guard rescanInterval > 0 else {
             logger.warning("the music directory is not watched; changes are seen at the next update",
@@ -258,6 +374,12 @@ private struct Watches {
     var count: Int { paths.count }
     func path(_ wd: Int32) -> String? { paths[wd] }
     mutating func forget(_ wd: Int32) { paths[wd] = nil }
+
+    /// Drops every watch (the kernel's IN_IGNORED for each then names no directory).
+    mutating func removeAll() {
+        for wd in paths.keys { inotify_rm_watch(inotify, wd) }
+        paths.removeAll()
+    }
 
     /// Watches `start` and every directory below it (a link back up the tree once); `.limit`
     /// with why the watch cannot go on (the kernel's limit), `.stopped` when `stop` came meanwhile.

@@ -79,6 +79,30 @@ extension DaemonTests {
             }
         }
 
+        /// The music directory swapped for a new one (`mv music music.old && mkdir music`), or
+        /// removed and made again a moment later, is watched again at its path.
+        @Test func aMusicDirectoryMovedAwayAndMadeAgainIsWatchedAgain() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), DaemonLibraryTests.songs)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", try config(directory, tree.root)])
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD()
+                try DaemonLibraryTests.waitForScan(client)
+                // Swapped at once: the old watches would follow music.old.
+                try FileManager.default.moveItem(atPath: tree.root, toPath: directory.path("music.old"))
+                try FileManager.default.createDirectory(atPath: tree.root, withIntermediateDirectories: false)
+                try tree.add(.init("New/01 Fresh.flac", ["title": "Fresh"]))
+                try waitForFiles(client, "New", ["New/01 Fresh.flac"])
+                // Gone for a while (the directory above is watched meanwhile), then made again.
+                try FileManager.default.removeItem(atPath: tree.root)
+                usleep(500_000)
+                try FileManager.default.createDirectory(atPath: tree.root, withIntermediateDirectories: false)
+                try tree.add(.init("Later/01 Back.flac", ["title": "Back"]))
+                try waitForFiles(client, "Later", ["Later/01 Back.flac"])
+            }
+        }
+
         /// With the kernel's watches capped (a user namespace of its own, 2 watches), the
         /// daemon says so once and scans the whole tree every `rescan_interval_s`.
         @Test func pastTheWatchLimitTheTreeIsRescannedOnATimer() throws {

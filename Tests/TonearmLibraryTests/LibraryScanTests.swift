@@ -162,6 +162,48 @@ struct LibraryScanTests {
         #expect(setup.library.offline == nil)
     }
 
+    /// A share below the music directory (here a link to another file system, /dev/shm), come
+    /// up empty or gone, keeps its songs while the rest is scanned, and is named offline; its
+    /// link removed, its songs go (MPD#1492).
+    @Test func anOfflineMountPointBelowTheMusicDirectoryErasesNothing() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        let share = "/dev/shm/tonearm-share-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: share) }
+        let far: [MusicTree.Song] = [.init("Gamma/01 Far.flac", ["title": "Far"]), .init("Gamma/02 Away.flac", ["title": "Away"])]
+        _ = try MusicTree(at: share, far)
+        var shareInfo = stat(), rootInfo = stat()
+        try #require(stat(share, &shareInfo) == 0 && stat(setup.tree.root, &rootInfo) == 0 && shareInfo.st_dev != rootInfo.st_dev,
+                     "/dev/shm is not another file system here")
+        try FileManager.default.createSymbolicLink(atPath: setup.tree.root + "/NAS", withDestinationPath: share)
+        let first = try #require(outcome(try await setup.scan()))
+        #expect(first.added == 7 && first.removed == 0, "\(first)")
+
+        // Empty (not mounted): kept, named, and the rest is scanned.
+        try FileManager.default.removeItem(atPath: share + "/Gamma")
+        try setup.tree.add(.init("Alpha/One/03 Third.flac", ["artist": "Alpha", "title": "Third"]))
+        let empty = try #require(outcome(try await setup.scan()))
+        #expect(empty.added == 1 && empty.removed == 0, "\(empty)")
+        #expect(try setup.library.stats().songs == 8)
+        #expect(setup.library.offline?.contains(setup.tree.root + "/NAS") == true, "\(setup.library.offline ?? "nil")")
+        // A link to nothing (the mount point itself gone): the same.
+        try FileManager.default.removeItem(atPath: share)
+        let dangling = try #require(outcome(try await setup.scan()))
+        #expect(dangling.removed == 0, "\(dangling)")
+        #expect(try setup.library.stats().songs == 8)
+        #expect(setup.library.offline?.contains(setup.tree.root + "/NAS") == true)
+        // Back: online again, nothing lost.
+        _ = try MusicTree(at: share, far)
+        let back = try #require(outcome(try await setup.scan()))
+        #expect(back.removed == 0, "\(back)")
+        #expect(setup.library.offline == nil)
+        // The link removed: its songs go.
+        try FileManager.default.removeItem(atPath: setup.tree.root + "/NAS")
+        let unlinked = try #require(outcome(try await setup.scan()))
+        #expect(unlinked.removed == 2, "\(unlinked)")
+        #expect(try setup.library.stats().songs == 6)
+    }
+
     /// A directory link back up the tree is followed once, not for ever.
     @Test func aLinkLoopEnds() async throws {
         let setup = try Setup(songs: [.init("a/song.flac", ["title": "A"])])
