@@ -104,8 +104,9 @@ extension EngineControl {
         let tags = state.decoder?.info.replayGain
         // The loudness the output levels the item with, once it has reached it (a measurement
         // landing later does not change an item's level mid-item).
-        let loudness = loudnessInForce?.itemID == item.id ? loudnessInForce?.measurement : knownItem(item.id)?.loudness
-        state.mixing.itemGainDB = replayGain.gain(tags: tags, loudness: loudness, prefersAlbum: item.prefersAlbumGain).decibels
+        let loudness = leveling(item.id)
+        state.mixing.itemGainDB = replayGain.gain(tags: tags, loudness: loudness.measurement, prefersAlbum: item.prefersAlbumGain,
+                                                  provisional: loudness.provisional).decibels
         state.mixing.replayGain = tags
         state.mixing.startPosition = state.pendingPosition - Int64(state.mixing.count)
     }
@@ -168,8 +169,9 @@ extension EngineControl {
     /// own item over the gain the output gives this one. Lock held.
     func prepareMix(into item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
         guard formatForNext(after: state.previous, state) != nil else { return }
-        let incoming = replayGain.gain(tags: decoder.info.replayGain, loudness: knownItem(item.id)?.loudness,
-                                       prefersAlbum: item.prefersAlbumGain).decibels
+        let loudness = leveling(item.id)
+        let incoming = replayGain.gain(tags: decoder.info.replayGain, loudness: loudness.measurement,
+                                       prefersAlbum: item.prefersAlbumGain, provisional: loudness.provisional).decibels
         state.mixing.gain = GainStage.factor(decibels: state.mixing.itemGainDB - incoming)
         state.mixedFrames = 0
     }

@@ -11,6 +11,31 @@ extension EngineControl {
         state.wholeItem = item
     }
 
+    /// How much of an item's opening is measured for its provisional level.
+    static let openingSeconds = 6.0
+
+    /// An item opened with its loudness not known, under a mode that would level it by loudness
+    /// (`measuresOpening`, and no tags it would take instead), is leveled provisionally by its
+    /// opening: its first `openingSeconds`, measured now on a decoder of its own, before any of
+    /// its frames is pushed (a few tens of ms, once per item). The output takes it at the item's
+    /// first write, unless the whole measurement landed first, and keeps it to the item's end.
+    /// Lock held; released around the measurement.
+    func measureOpening(_ item: EngineItem, _ decoder: MediaDecoder) {
+        // Ids increase: an item at or before the one written last has its level already.
+        guard item.measuresOpening, !decoder.isNetwork, (loudnessInForce?.itemID ?? .min) < item.id,
+              let known = knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
+              replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
+        else { return }
+        let myEpoch = epoch
+        let cancellation = decoderCancellation
+        lock.unlock()
+        let opening = Loudness.measureOpening(item.url, seconds: Self.openingSeconds, input: input, cancellation: cancellation)
+        lock.lock()
+        guard epoch == myEpoch, let opening, (loudnessInForce?.itemID ?? .min) < item.id,
+              let index = knownItems.lastIndex(where: { $0.id == item.id }), knownItems[index].loudness == nil else { return }
+        knownItems[index].openingLoudness = .measured(opening)
+    }
+
     /// Posts that the measurement on the way was given up, if one was wanted. Lock held.
     func giveUpWholeMeasurement(_ state: inout DecoderState) {
         guard let item = state.wholeItem else { return }

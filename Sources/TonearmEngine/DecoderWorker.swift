@@ -253,6 +253,7 @@ extension EngineControl {
             state.mustProduce = startFrame == 0 && target.runStart == .opened
             state.liveTarget = liveTarget(for: decoder)
             if reuse == nil, startFrame == 0, target.runStart == .opened { measureOnTheWay(target.item, decoder, &state) }
+            if reuse == nil { measureOpening(target.item, decoder) }
         }
     }
 
@@ -383,6 +384,8 @@ extension EngineControl {
             state.pendingPosition = 0
             state.mustProduce = false
             state.liveTarget = liveTarget(for: decoder)
+            // Its provisional level first: a tail mixed into it is scaled by the gain it gets.
+            measureOpening(item, decoder)
             prepareMix(into: item, decoder, &state)
             giveUpWholeMeasurement(&state)
             measureOnTheWay(item, decoder, &state)

@@ -21,6 +21,14 @@ public struct EngineItem: Sendable, Equatable {
     /// Not measured yet: if it is still not when the decoder opens it from its start, the
     /// decoder measures it from the frames it decodes anyway (`loudnessMeasured` news).
     public var measuresOnTheWay: Bool
+    /// Not measured yet, under a mode that levels by loudness: the decoder measures its opening
+    /// as it opens it (`openingLoudness`), for a provisional level.
+    public var measuresOpening: Bool
+    /// The loudness of its opening (its first `openingSeconds`), measured by the decoder as it
+    /// opened the item with `loudness` not known: taken by the output, provisionally and for
+    /// the whole item, only if `loudness` is still not known at the item's first write. Set in
+    /// `knownItems` by the decoder thread.
+    public internal(set) var openingLoudness: LoudnessMeasurement?
     /// Decoded as the next item: joins the item before it gaplessly even when a crossfade is set
     /// (the two are tracks of one album, as the player judges it). nil: not known yet (their
     /// tags are being read); the decoder waits for it as for a next not named yet.
@@ -29,12 +37,14 @@ public struct EngineItem: Sendable, Equatable {
     public var durationHint: Double?
 
     public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
-                measuresOnTheWay: Bool = false, joinsGaplessly: Bool? = false, durationHint: Double? = nil) {
+                measuresOnTheWay: Bool = false, measuresOpening: Bool = false, joinsGaplessly: Bool? = false,
+                durationHint: Double? = nil) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain
         self.loudness = loudness
         self.measuresOnTheWay = measuresOnTheWay
+        self.measuresOpening = measuresOpening
         self.joinsGaplessly = joinsGaplessly
         self.durationHint = durationHint
     }
@@ -198,9 +208,10 @@ final class EngineControl: @unchecked Sendable {
 
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
-    /// The loudness the output levels the item it writes with: taken from `knownItems` at the
-    /// item's first write and kept until another item is written. Output thread (`write`).
-    var loudnessInForce: (itemID: Int, measurement: LoudnessMeasurement?)?
+    /// The loudness the output levels the item it writes with (`provisional`: its opening's):
+    /// taken from `knownItems` at the item's first write (`leveling`) and kept until another
+    /// item is written. Output thread (`write`).
+    var loudnessInForce: (itemID: Int, measurement: LoudnessMeasurement?, provisional: Bool)?
     /// The automatic gain of the live stream chunk written last (nil: none). Output thread.
     var liveGainInForce: Double?
     /// The epoch whose first chunk the output has acted on (device prepared, news posted).
@@ -321,6 +332,16 @@ final class EngineControl: @unchecked Sendable {
     }
 
     func knownItem(_ itemID: Int) -> EngineItem? { knownItems.last(where: { $0.id == itemID }) }
+
+    /// The loudness an item is leveled with, and whether it is only its opening's: what the
+    /// output took at its first write; before that, its measurement if known, else its
+    /// opening's. Lock held.
+    func leveling(_ itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool) {
+        if let inForce = loudnessInForce, inForce.itemID == itemID { return (inForce.measurement, inForce.provisional) }
+        let item = knownItem(itemID)
+        if let loudness = item?.loudness { return (loudness, false) }
+        return (item?.openingLoudness, item?.openingLoudness != nil)
+    }
 
     func info(for itemID: Int) -> MediaInfo? {
         infos.last(where: { $0.itemID == itemID })?.info

@@ -25,6 +25,31 @@ extension Loudness {
     }
 }
 
+extension Loudness {
+    /// The loudness of a file's first `seconds` (or of all of it, if shorter), decoded as
+    /// `measure` decodes: an item's provisional level while it is not measured whole. Tens of ms
+    /// of CPU for 6 s of CD audio. Nil for silence, a file that cannot be decoded, or I/O that
+    /// `cancellation` stopped.
+    static func measureOpening(_ url: URL, seconds: Double, input: InputConfiguration,
+                               cancellation: CancellationFlag) -> Loudness? {
+        do throws(EngineFailure) {
+            let decoder = try MediaDecoder(url: url, input: input, cancellation: cancellation)
+            let source = decoder.sourceFormat
+            try decoder.configureOutput(PCMFormat(sampleType: .float, sampleRate: source.sampleRate, channels: source.channels))
+            guard let meter = LoudnessMeter(channels: source.channels, sampleRate: source.sampleRate) else { return nil }
+            let wanted = Int(seconds * Double(source.sampleRate))
+            var frames = 0
+            while frames < wanted, !cancellation.isCancelled, case .frames(let count, _, _) = try decoder.decodeNext() {
+                meter.add(decoder.scratch.assumingMemoryBound(to: Float.self), frames: count)
+                frames += count
+            }
+            return cancellation.isCancelled ? nil : meter.result()
+        } catch {
+            return nil
+        }
+    }
+}
+
 extension LoudnessMeasurement {
     /// Measures a local file (see `Loudness.measure`): a file that cannot be decoded is
     /// `unmeasurable`. Nil when `shouldStop` said so before the end.

@@ -518,9 +518,12 @@ extension EngineControl {
         let format = head.format
         let frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
         let pointer = head.bytes + head.written * format.bytesPerFrame
-        if loudnessInForce?.itemID != head.itemID { loudnessInForce = (head.itemID, knownItem(head.itemID)?.loudness) }
+        if loudnessInForce?.itemID != head.itemID {
+            let taken = leveling(head.itemID)
+            loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
+        }
         let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
-                                       prefersAlbum: head.prefersAlbumGain)
+                                       prefersAlbum: head.prefersAlbumGain, provisional: loudnessInForce?.provisional ?? false)
         liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked with or after the
         // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.

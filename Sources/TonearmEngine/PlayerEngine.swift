@@ -296,14 +296,14 @@ public final class PlayerEngine: Sendable {
     }
 
     /// The loudness an item is leveled with: once its first frames were written, what was
-    /// known then (nil: it plays at the preamp level); before, what is known now. And a live
+    /// known then (nil: it plays at the preamp level); before, what is known now.
+    /// `provisional`: only its opening's loudness (`EngineItem.openingLoudness`). And a live
     /// stream's automatic gain as last written, dB.
-    public func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, liveGainDB: Double?) {
+    public func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool, liveGainDB: Double?) {
         control.lock.withLock {
-            if let inForce = control.loudnessInForce, inForce.itemID == itemID {
-                return (inForce.measurement, control.liveGainInForce)
-            }
-            return (control.knownItem(itemID)?.loudness, nil)
+            let leveling = control.leveling(itemID)
+            let live = control.loudnessInForce?.itemID == itemID ? control.liveGainInForce : nil
+            return (leveling.measurement, leveling.provisional, live)
         }
     }
 

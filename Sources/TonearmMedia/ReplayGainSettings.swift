@@ -13,6 +13,10 @@ public enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
     case auto
     /// Always the measured loudness (EBU R128), tags or not.
     case loudness
+
+    /// Whether the mode levels by measured loudness (`auto`, `loudness`): only then are queue
+    /// items measured ahead.
+    public var usesLoudness: Bool { self == .auto || self == .loudness }
 }
 
 /// How a live stream's level is kept (`replay_gain.live`).
@@ -29,6 +33,9 @@ public enum GainSource: String, Sendable, Equatable, CaseIterable {
     case tags
     /// Its loudness, measured by Tonearm.
     case measured
+    /// Its loudness was not known when it started: the loudness of its opening (its first
+    /// seconds), measured as it started, for the whole item; it may lower the item, never raise it.
+    case provisional
     /// Its loudness was not known when it started: the preamp alone, for the whole item.
     case pending
     /// A live stream's automatic gain.
@@ -70,8 +77,11 @@ public struct ReplayGainSettings: Sendable, Equatable {
     /// Tags rule in `track`, `album` and `auto`; `auto` falls back to the measurement for a file
     /// without them, and `loudness` always takes it. A measured gain is the distance to the
     /// target plus preamp, lowered so that the true peak stays at full scale; an item not yet
-    /// measured (or silent) gets the preamp alone.
-    public func gain(tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool) -> AppliedGain {
+    /// measured (or silent) gets the preamp alone. `provisional`: `loudness` is only the item's
+    /// opening's, which lowers a loud item but never raises a quiet one above the preamp (louder
+    /// passages may follow a quiet opening, and they would clip).
+    public func gain(tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool,
+                     provisional: Bool = false) -> AppliedGain {
         if mode == .off { return AppliedGain(decibels: 0, source: .none) }
         if mode != .loudness, let tags {
             let album = mode == .album || (mode == .auto && prefersAlbum)
@@ -86,7 +96,9 @@ public struct ReplayGainSettings: Sendable, Equatable {
         guard mode == .auto || mode == .loudness else { return AppliedGain(decibels: 0, source: .none) }
         switch loudness {
         case .measured(let measured):
-            return AppliedGain(decibels: measured.gain(towards: targetLUFS, preamp: preampDB), source: .measured)
+            let decibels = measured.gain(towards: targetLUFS, preamp: preampDB)
+            if provisional { return AppliedGain(decibels: min(decibels, preampDB), source: .provisional) }
+            return AppliedGain(decibels: decibels, source: .measured)
         case .silent, .unmeasurable:
             return AppliedGain(decibels: preampDB, source: .measured)
         case nil:

@@ -6,9 +6,10 @@ import TonearmSync
 
 /// Measures files' loudness (EBU R128) before they are heard, decoding each file itself (never
 /// through the real-time pipe): queue items first, in the order asked (the item about to play
-/// before the rest), then the library's songs not yet measured. What it finds is kept in memory
-/// by URL and in the store (the library's database) by file identity, so nothing is measured
-/// twice. Its own thread (`tonearm-loudness`) keeps the books at normal priority, so a lock it
+/// before the rest; the player asks only under a mode that levels by loudness, and only for
+/// the current and next items), then the library's songs not yet measured. What it finds is
+/// kept in memory by URL and in the store (the library's database) by file identity, so
+/// nothing is measured twice. Its own thread (`tonearm-loudness`) keeps the books at normal priority, so a lock it
 /// shares with the player is never held by a thread that may not run; the decoding and metering
 /// run at idle priority on `tonearm-measure` (`IdleMeasurer`). Both sleep while there is nothing
 /// to measure, and end at `shutdown`.
@@ -100,7 +101,12 @@ final class LoudnessKeeper: Sendable {
             guard !wanted.isEmpty else { return }
             condition.lock()
             if !deferred.isEmpty { wanted.removeAll { deferred.contains($0) } }
-            if first { urgent.insert(contentsOf: wanted, at: 0) } else { pending.append(contentsOf: wanted) }
+            if first {
+                urgent.removeAll { wanted.contains($0) }
+                urgent.insert(contentsOf: wanted, at: 0)
+            } else {
+                pending.append(contentsOf: wanted)
+            }
             if measuring?.interruptible == true { measurer.stop.store(true, ordering: .relaxed) }
             condition.signal()
             condition.unlock()

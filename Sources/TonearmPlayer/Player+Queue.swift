@@ -22,9 +22,9 @@ extension Player {
             if !added.isEmpty {
                 tags.remember(known)
                 tags.request(added.map(\.url))
-                loudness.request(added.map(\.url))
                 publishQueue(m)
                 refreshNext(&m)
+                measureAhead(m)
             }
             return (added, m.queue.version)
         }

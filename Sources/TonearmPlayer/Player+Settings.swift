@@ -38,6 +38,8 @@ extension Player {
             if let mode { m.replayGain.mode = mode }
             if let preampDB { m.replayGain.preampDB = preampDB }
             engine.setReplayGain(m.replayGain)
+            // A mode that levels by loudness now: what plays now and next is measured ahead.
+            if m.replayGain.mode != before.mode { measureAhead(m) }
             if m.replayGain != before {
                 changes.record(.replayGain(mode: m.replayGain.mode.rawValue, preampDB: m.replayGain.preampDB))
             }

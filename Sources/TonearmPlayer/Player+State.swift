@@ -99,10 +99,7 @@ extension Player {
             tags.keep(durations: kept)
             publishQueue(m)
             tags.request(m.queue.items.map(\.url))
-            // Measured in the order they will play, from the current item on.
-            let items = m.queue.items
-            let start = m.queue.currentID.flatMap { m.queue.position(of: $0) } ?? 0
-            loudness.request((items[start...] + items[..<start]).map(\.url))
+            measureAhead(m)
         }
     }
 

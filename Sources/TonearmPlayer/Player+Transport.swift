@@ -154,15 +154,28 @@ extension Player {
     /// it is decoded from its start): one opened now (`opensAt`) is left to that; one named next
     /// is also measured ahead first of all, so that it is known before it starts. Otherwise the
     /// measuring thread measures it first of all (its cost stays off the real-time threads).
+    /// Under a mode that does not level by loudness, nothing is measured.
     func engineItem(_ engineID: Int, _ item: QueueItem, _ m: Model, opensAt start: Double? = nil) -> EngineItem {
         let measured = loudness.known(item.url)
-        let usesLoudness = m.replayGain.mode == .auto || m.replayGain.mode == .loudness
+        let usesLoudness = m.replayGain.mode.usesLoudness
         let onTheWay = measured == nil && usesLoudness && item.url.isFileURL && (start ?? 0) == 0
-        if measured == nil {
+        if measured == nil && usesLoudness {
             if onTheWay && start != nil { loudness.deferMeasuring(item.url) } else { loudness.request([item.url], first: true) }
         }
         return EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue),
-                          loudness: measured, measuresOnTheWay: onTheWay)
+                          loudness: measured, measuresOnTheWay: onTheWay,
+                          measuresOpening: measured == nil && usesLoudness && item.url.isFileURL)
+    }
+
+    /// Under a mode that levels by loudness, the items it needs soon are measured ahead, first of
+    /// all: the current item (or the first to play) and the one after it. The rest of the queue
+    /// is measured as each becomes the next (`engineItem`): adding 10,000 songs measures two.
+    /// Lock held.
+    func measureAhead(_ m: Model) {
+        guard m.replayGain.mode.usesLoudness, let current = m.queue.currentID ?? m.queue.first else { return }
+        let next = m.pendingNextQueueID ?? m.queue.next(after: current)
+        let urls = [current, next].compactMap { id in id.flatMap { m.queue.item(id: $0)?.url } }
+        loudness.request(urls, first: true)
     }
 
     /// A file's loudness was measured: an item of it that is in play and not heard yet is

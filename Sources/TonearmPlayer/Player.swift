@@ -206,9 +206,9 @@ public final class Player: Sendable {
     /// The loudness an engine item is leveled with, and its gain under the settings now.
     private func itemLoudness(_ engineID: Int, media: MediaInfo?, _ m: Model) -> ItemLoudness? {
         guard let queueID = m.inPlay[engineID]?.queueID, let item = m.queue.item(id: queueID) else { return nil }
-        let (measurement, liveGain) = engine.loudnessInForce(for: engineID)
+        let (measurement, provisional, liveGain) = engine.loudnessInForce(for: engineID)
         var gain = m.replayGain.gain(tags: media?.replayGain, loudness: measurement,
-                                     prefersAlbum: sharesAlbumWithNeighbour(item, m.queue))
+                                     prefersAlbum: sharesAlbumWithNeighbour(item, m.queue), provisional: provisional)
         // Only local files are measured: a stream's is never pending; it may have a gain of its own.
         if !item.url.isFileURL && gain.source == .pending { gain.source = .none }
         if let liveGain {

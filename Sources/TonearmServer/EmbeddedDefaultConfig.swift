@@ -225,7 +225,8 @@ follow_symlinks = true
 # Threads that read files' tags during a scan, at idle priority; 0 is one per CPU core.
 scan_threads = 0
 # Measure every song's loudness (EBU R128) in the background after a scan, at idle priority,
-# for replay_gain.mode "auto" and "loudness". Queue items are measured ahead in any case.
+# for replay_gain.mode "auto" and "loudness". Under those modes the current and next queue
+# items are measured ahead in any case; under the others, no queue item is.
 measure_loudness = true
 # Changes to the music directory (files added, changed, moved, deleted) are in the library within
 # about two seconds, seen through inotify; no scan runs while nothing changes.

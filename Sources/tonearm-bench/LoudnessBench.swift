@@ -19,29 +19,40 @@ extension Runner {
             report.add("loudness \(format): measuring / decode floor", "ratio", ratios, budget: .atMost(1.15))
         }
 
-        // Playing paced at 1×, first alone, then while sixteen 10-minute files are measured
-        // (links to the bench's files: each path is a file of its own to the daemon).
+        // Playing paced at 1×, first alone, then while sixteen 10-minute files are measured in
+        // the background: the library's songs (links to the bench's files: each path is a file
+        // of its own to the daemon), scanned once the first window is over. The queue's items
+        // are measured ahead only under a mode that levels by loudness.
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var others: [String] = []
+        let music = directory.path("music")
+        try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
         for format in ["mp3", "ogg", "opus", "m4a"] {
             for copy in 0..<4 {
-                let link = directory.path("\(copy).\(format)")
-                try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file(600, format))
-                others.append(link)
+                try FileManager.default.createSymbolicLink(atPath: music + "/\(copy).\(format)", withDestinationPath: file(600, format))
             }
         }
-        let running = try RunningDaemon(daemon, ["--device", "null", "--pace"])
+        let config = directory.path("tonearmd.toml")
+        try "[library]\nmusic_directory = \"\(music)\"\nscan_on_start = false\nwatch = false\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let running = try RunningDaemon(daemon, ["--device", "null", "--pace", "--config", config])
         defer { _ = running.stop() }
         let control = try running.client()
         _ = try control.call("load", ["url": file(600, "flac"), "play": true])
+        _ = try control.call("replay_gain", ["mode": "auto"])
         try waitUntilMeasured(control)  // the playing file itself, measured first of all
         let alone = realTimeThreadsCPU(running)
-        _ = try control.call("add", ["urls": others])
-        sleep(seconds: 0.2)
+        _ = try control.call("library.update")
+        func songs() throws -> [[String: Any]] {
+            ((try control.call("library.search", ["query": ""])["result"] as? [String: Any])?["songs"] as? [[String: Any]]) ?? []
+        }
+        let scanned = monotonic() + 60
+        while try songs().count < 16 {
+            guard monotonic() < scanned else { throw BenchError("the library was not scanned within 60 s") }
+            sleep(seconds: 0.05)
+        }
         let measuringBeside = realTimeThreadsCPU(running)
-        let stillMeasuring = try control.call("loudness")["result"] as? [String: Any]
-        let pending = (stillMeasuring?["items"] as? [[String: Any]])?.filter { $0["loudness"] is NSNull }.count ?? 0
+        let pending = try songs().filter { $0["loudness"] == nil }.count
         guard pending > 0 else { throw BenchError("the measurements ended within the window: lengthen the files") }
         report.add("loudness: decoder + output threads' CPU while playing", "% of a core", [alone])
         report.add("loudness: the same while files are measured", "% of a core", [measuringBeside])
@@ -74,6 +85,8 @@ extension Runner {
         let running = try RunningDaemon(daemon, ["--device", "null"])
         defer { _ = running.stop() }
         let control = try running.client()
+        // Queue items are measured ahead only under a mode that levels by loudness.
+        _ = try control.call("replay_gain", ["mode": "auto"])
         let threads = ["tonearm-loudnes", "tonearm-measure"]
         func spent(_ sample: ProcessSample) -> Double { threads.reduce(0) { $0 + (sample.cpuByThreadName[$1] ?? 0) } }
         let before = spent(running.sample)

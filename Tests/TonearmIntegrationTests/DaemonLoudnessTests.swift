@@ -106,11 +106,11 @@ extension DaemonTests {
             #expect(abs(second + 18) <= 0.5, "the untagged file at the target: \(second) LUFS")
         }
 
-        /// An item started before it was measured plays at the preamp level to its end, sample
-        /// for sample; the decoder measures it on the way from the frames it decodes anyway (no
-        /// second decode: the measuring thread leaves it alone), and it is leveled when it
-        /// starts again.
-        @Test func anItemStartedUnmeasuredKeepsThePreampLevelAndIsMeasuredOnTheWay() throws {
+        /// An item started before it was measured is leveled by its opening's loudness to its
+        /// end, at one gain; the decoder measures it on the way from the frames it decodes anyway
+        /// (no second decode of the whole: the measuring thread leaves it alone), and it is
+        /// leveled by that when it starts again.
+        @Test func anItemStartedUnmeasuredKeepsItsOpeningsLevelAndIsMeasuredOnTheWay() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let long = capture.dir.path("long.wav")
@@ -120,17 +120,26 @@ extension DaemonTests {
             _ = try client.call("replay_gain", ["mode": "loudness"])
             let added = try client.call("add", ["urls": [long], "play": true])
             #expect(added.stateName == "playing", "\(added)")
-            let early = Self.gain(try client.call("status").result)
-            #expect(early.source == "pending" && early.decibels == 0, "\(early)")
+            let reference = try FFmpegLoudness(file: long).integrated
+            let status = try client.call("status").result
+            let early = Self.gain(status)
+            let opening = try #require((status?["loudness"] as? [String: Any])?["integrated_lufs"] as? Double)
+            #expect(abs(opening - reference) <= 0.5, "steady noise: its opening is as loud as the whole (\(opening), \(reference))")
+            #expect(early.source == "provisional" && abs((early.decibels ?? 0) - min(0, -18 - opening)) < 0.02, "\(early)")
             let measured = try waitUntilMeasured(client, count: 1)
             let integrated = try #require((measured[0]["loudness"] as? [String: Any])?["integrated_lufs"] as? Double)
-            #expect(abs(integrated - (try FFmpegLoudness(file: long).integrated)) <= 0.1)
-            // Heard on after the measurement landed: still the preamp level.
+            #expect(abs(integrated - reference) <= 0.1)
+            // Heard on after the measurement landed: still the opening's level.
             let late = Self.gain(try client.call("status").result)
-            #expect(late.source == "pending" && late.decibels == 0, "\(late)")
+            #expect(late.source == "provisional" && late.decibels == early.decibels, "\(late)")
             _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
             let pcm = capture.settled()
-            #expect(pcm == (try Self.pcm(ofWAV: long)), "the whole file, untouched: \(pcm.count) bytes")
+            let frames = 40 * Self.rate
+            try #require(pcm.count == frames * 4, "the whole file: \(pcm.count) bytes")
+            let first = try loudness(of: pcm, frames: 0..<frames / 2, capture.dir)
+            let second = try loudness(of: pcm, frames: frames / 2..<frames, capture.dir)
+            let wanted = reference + (early.decibels ?? 0)
+            #expect(abs(first - wanted) <= 0.3 && abs(second - wanted) <= 0.3, "one gain to the end: \(first), \(second), \(wanted) LUFS")
             #expect(!daemon.log.contains("measured loudness"), "measured on the way only: \(daemon.log)")
             // Played again (opened anew: playing on after the end is the same item going on),
             // the item starts with what was measured.
@@ -138,6 +147,27 @@ extension DaemonTests {
             #expect(try client.call("play", ["id": id]).stateName == "playing")
             let again = Self.gain(try client.call("status").result)
             #expect(again.source == "measured" && abs((again.decibels ?? 0) - (-18 - integrated)) < 0.02, "\(again)")
+        }
+
+        /// `auto`, an untagged queue added and played at once: its first item, started before it
+        /// was measured, is leveled by its opening, as the next one is by its measurement.
+        @Test func theFirstItemOfAnUntaggedQueueIsLeveledLikeTheNext() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let (loud, quiet) = try Self.makeLoudAndQuiet(capture.dir)
+            let (daemon, client, watcher) = try start(capture)
+            defer { withExtendedLifetime(daemon) {} }
+            _ = try client.call("replay_gain", ["mode": "auto"])
+            #expect(try client.call("add", ["urls": [loud, quiet], "play": true]).stateName == "playing")
+            let shown = Self.gain(try client.call("status").result)
+            #expect(shown.source == "provisional" && (shown.decibels ?? 0) < -0.5, "lowered from its opening: \(shown)")
+            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
+            let pcm = capture.settled()
+            let frames = 6 * Self.rate
+            try #require(pcm.count == 2 * frames * 4, "both files whole: \(pcm.count) bytes")
+            let first = try loudness(of: pcm, frames: 0..<frames, capture.dir)
+            let second = try loudness(of: pcm, frames: frames..<2 * frames, capture.dir)
+            #expect(abs(first - second) <= 0.5, "leveled alike: \(first) and \(second) LUFS")
         }
 
         /// A seek gives the measurement on the way up: the measuring thread measures the file.
@@ -192,6 +222,8 @@ extension DaemonTests {
             }
             let daemon = try DaemonProcess(arguments: arguments)
             let client = try daemon.connect()
+            // Queue items are looked up (and measured) ahead only under a mode that levels by loudness.
+            _ = try client.call("replay_gain", ["mode": "auto"])
             _ = try client.call("add", ["urls": ["A/one.flac"]])
             let items = try waitUntilMeasured(client, count: 1)
             #expect((items[0]["loudness"] as? [String: Any])?["integrated_lufs"] != nil)

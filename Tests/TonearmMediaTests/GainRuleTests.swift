@@ -56,6 +56,18 @@ struct GainRuleTests {
         #expect(settings.gain(tags: nil, loudness: .measured(peaky), prefersAlbum: false).decibels == 3)
     }
 
+    /// An opening's loudness lowers a loud item as a measurement would, and never raises a
+    /// quiet one past the preamp; tags still rule where the mode takes them.
+    @Test func aProvisionalGainLowersButNeverRaises() {
+        let settings = ReplayGainSettings(mode: .auto, preampDB: 1)
+        let loud = Loudness(integrated: -10, range: 4, truePeak: -1)
+        #expect(settings.gain(tags: nil, loudness: .measured(loud), prefersAlbum: false, provisional: true)
+                == AppliedGain(decibels: -7, source: .provisional))
+        #expect(settings.gain(tags: nil, loudness: .measured(Self.quiet), prefersAlbum: false, provisional: true)
+                == AppliedGain(decibels: 1, source: .provisional))
+        #expect(settings.gain(tags: Self.tags, loudness: .measured(loud), prefersAlbum: false, provisional: true).source == .tags)
+    }
+
     @Test func autoTakesTheAlbumGainBesideItsAlbum() {
         let settings = ReplayGainSettings(mode: .auto)
         #expect(settings.gain(tags: Self.tags, loudness: .measured(Self.quiet), prefersAlbum: true).decibels == -6)
