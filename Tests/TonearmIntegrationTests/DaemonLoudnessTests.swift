@@ -52,6 +52,15 @@ extension DaemonTests {
             return try FFmpegLoudness(rawS16: path, sampleRate: Self.rate, channels: 2).integrated
         }
 
+        /// Once the two 6 s files have played to the end: the loudness of each in the capture.
+        private func halvesWhenEnded(_ capture: Capture, _ watcher: LineClient) throws -> (Double, Double) {
+            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
+            let pcm = capture.settled()
+            let frames = 6 * Self.rate
+            try #require(pcm.count == 2 * frames * 4, "both files whole: \(pcm.count) bytes")
+            return (try loudness(of: pcm, frames: 0..<frames, capture.dir), try loudness(of: pcm, frames: frames..<2 * frames, capture.dir))
+        }
+
         private static func gain(_ status: [String: Any]?) -> (source: String?, decibels: Double?) {
             let loudness = status?["loudness"] as? [String: Any]
             return (loudness?["source"] as? String, loudness?["gain_db"] as? Double)
@@ -73,12 +82,7 @@ extension DaemonTests {
             #expect(played.stateName == "playing", "\(played)")
             let shown = Self.gain(try client.call("status").result)
             #expect(shown.source == "measured" && abs((shown.decibels ?? 0) - (-18 - measuredLoud)) < 0.02, "\(shown)")
-            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
-            let pcm = capture.settled()
-            let frames = 6 * Self.rate
-            try #require(pcm.count == 2 * frames * 4, "both files whole: \(pcm.count) bytes")
-            let first = try loudness(of: pcm, frames: 0..<frames, capture.dir)
-            let second = try loudness(of: pcm, frames: frames..<2 * frames, capture.dir)
+            let (first, second) = try halvesWhenEnded(capture, watcher)
             #expect(abs(first - second) <= 0.5, "leveled: \(first) and \(second) LUFS")
             #expect(abs(first + 18) <= 0.5 && abs(second + 18) <= 0.5, "at the target: \(first) and \(second) LUFS")
         }
@@ -161,12 +165,7 @@ extension DaemonTests {
             #expect(try client.call("add", ["urls": [loud, quiet], "play": true]).stateName == "playing")
             let shown = Self.gain(try client.call("status").result)
             #expect(shown.source == "provisional" && (shown.decibels ?? 0) < -0.5, "lowered from its opening: \(shown)")
-            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
-            let pcm = capture.settled()
-            let frames = 6 * Self.rate
-            try #require(pcm.count == 2 * frames * 4, "both files whole: \(pcm.count) bytes")
-            let first = try loudness(of: pcm, frames: 0..<frames, capture.dir)
-            let second = try loudness(of: pcm, frames: frames..<2 * frames, capture.dir)
+            let (first, second) = try halvesWhenEnded(capture, watcher)
             #expect(abs(first - second) <= 0.5, "leveled alike: \(first) and \(second) LUFS")
         }
 

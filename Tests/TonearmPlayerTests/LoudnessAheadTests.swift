@@ -10,10 +10,7 @@ import TonearmTestSupport
 /// measurement, on the real engine (`null` device) and real files.
 @Suite("Player: loudness measured ahead and provisional levels", .serialized, .timeLimit(.minutes(1)))
 struct LoudnessAheadTests {
-    private func makePlayer(pace: Bool = false, speed: Double = 1) -> Player {
-        Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null", pace: pace, speed: speed)),
-               logger: Logger(label: "test"))
-    }
+    private func makePlayer(pace: Bool = false, speed: Double = 1) -> Player { Player.onNullDevice(pace: pace, speed: speed) }
 
     /// A 16-bit stereo 44.1 kHz WAV: a 1 kHz sine whose peak is `dBFS` (a sine at −6 dBFS
     /// measures about −6 LUFS: 12 LU above the −18 target).

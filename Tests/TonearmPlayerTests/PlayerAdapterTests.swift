@@ -11,10 +11,7 @@ import TonearmTestSupport
 /// The adapter and coordinator with the real engine on real files.
 @Suite("Player: adapter and coordinator on the real engine", .serialized, .timeLimit(.minutes(1)))
 struct PlayerAdapterTests {
-    private func makePlayer(pace: Bool = false, speed: Double = 1) -> Player {
-        Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null", pace: pace, speed: speed)),
-               logger: Logger(label: "test"))
-    }
+    private func makePlayer(pace: Bool = false, speed: Double = 1) -> Player { Player.onNullDevice(pace: pace, speed: speed) }
 
     /// Records every transition into a list the test can read.
     private final class TransitionLog: Sendable {
