@@ -123,8 +123,14 @@ final class EngineControl: @unchecked Sendable {
     /// to when the fade is heard once it has written it (`fadeOutForPause`).
     var pauseRequestedAt = 0.0
     /// Callers waiting for a pause to take effect (`pauseTakesEffect`): resumed by the output
-    /// thread once none is pending (paused, played again, stopped), or at shutdown.
+    /// thread once it knows where the pause stands (`pauseStandsAt`), or none is pending
+    /// (paused, played again, stopped), or at shutdown.
     var pauseWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Where a pause that fades out will stand: the track frame its fade ends on, known once the
+    /// output thread planned the fade (the output writes it; callers clear it with a new play or
+    /// pause). While that pause is pending the position reads as this: the pause is answered at
+    /// once, with the place it stops at, not after what the device holds is heard.
+    var pauseStandsAt: (epoch: Int, itemID: Int, frame: Int64, sampleRate: Int)?
     /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
     /// the output thread when the device goes and comes back; cleared by callers' pause and stop.
     var resumeOnRestore = false
@@ -360,9 +366,19 @@ final class EngineControl: @unchecked Sendable {
     /// audio, however long the network takes. Lock held.
     var pauseIsPending: Bool { !playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill }
 
-    /// Resumes the callers waiting for a pause once none is pending. Lock held.
+    /// The place a pending pause stands at, once known. Lock held.
+    var pendingPauseStands: (itemID: Int, seconds: Double)? {
+        guard let stands = pauseStandsAt, stands.epoch == epoch, pauseIsPending else { return nil }
+        return (stands.itemID, Double(stands.frame) / Double(stands.sampleRate))
+    }
+
+    /// Whether a caller waiting for the pause may have its answer: none is pending, or where it
+    /// stands is known. Lock held.
+    var pauseIsAnswered: Bool { !pauseIsPending || pendingPauseStands != nil }
+
+    /// Resumes the callers waiting for a pause once it is answered. Lock held.
     func resumePauseWaitersIfDone() {
-        guard !pauseWaiters.isEmpty, !pauseIsPending else { return }
+        guard !pauseWaiters.isEmpty, pauseIsAnswered else { return }
         let waiters = pauseWaiters
         pauseWaiters = []
         for waiter in waiters { waiter.resume() }

@@ -44,6 +44,12 @@ extension EngineControl {
             let scaledAhead = head.map { $0.gained - $0.written } ?? 0
             state.pauseFadeToWrite = scaledAhead + frames
             state.gain.mute(frames: frames)
+            // Where it will stand, when the whole fade comes from this chunk (at a border, or
+            // with the pipe running dry, the answer waits for the fade to be heard).
+            if let head, head.frames - head.gained >= frames {
+                pauseStandsAt = (epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
+                resumePauseWaitersIfDone()
+            }
         }
         if let left = state.pauseFadeToWrite, left > 0, let head, head.remainingFrames > 0,
            head.runStart == nil || (head.runStart == .advance && head.format == deviceFormat) {

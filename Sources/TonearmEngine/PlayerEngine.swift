@@ -64,7 +64,7 @@ public final class PlayerEngine: Sendable {
 
     /// The item being heard and the exact position in it, in seconds.
     public var heard: (itemID: Int, seconds: Double) {
-        control.lock.withLock { control.clock.position(now: control.clockNow) }
+        control.lock.withLock { control.pendingPauseStands ?? control.clock.position(now: control.clockNow) }
     }
 
     /// `heard`, and the seconds of decoded audio not yet heard (a network source's buffer): what
@@ -78,7 +78,9 @@ public final class PlayerEngine: Sendable {
             // The head chunk's written frames are the device's now: counted once, as held.
             let written = c.pipe.first.map { Double($0.written) / Double($0.format.sampleRate) } ?? 0
             let held = c.clock.held(now: now) / rate
-            return (heard.itemID, Double(heard.frame) / rate, max(0, c.pipe.bufferedSeconds - written) + held)
+            let buffered = max(0, c.pipe.bufferedSeconds - written) + held
+            if let stands = c.pendingPauseStands { return (stands.itemID, stands.seconds, buffered) }
+            return (heard.itemID, Double(heard.frame) / rate, buffered)
         }
     }
 
@@ -162,13 +164,14 @@ public final class PlayerEngine: Sendable {
     @discardableResult
     public func pause() -> Int { setPlaying(false) }
 
-    /// Returns once the pause asked last has taken effect: the device paused after the fade-out
-    /// was heard (`fadesOnPause`), or the pause was superseded (a play, a stop), or at once when
-    /// none is pending. The position then stays where it is.
+    /// Returns once the pause asked last is answered: the output planned its fade-out and knows
+    /// the frame it ends on (the position reads as that frame from then on), or the device
+    /// paused, or the pause was superseded (a play, a stop), or at once when none is pending.
+    /// The position then stays where it is.
     public func pauseTakesEffect() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             control.lock.withLock {
-                guard control.pauseIsPending else {
+                guard !control.pauseIsAnswered else {
                     continuation.resume()
                     return
                 }
@@ -182,6 +185,8 @@ public final class PlayerEngine: Sendable {
         control.lock.withLock {
             let c = control
             c.intent += 1
+            // A new play or pause: where an earlier pause was to stand says nothing of it.
+            c.pauseStandsAt = nil
             // A pause asked while the device is away is kept: the device's return must not undo it.
             if !playing { c.resumeOnRestore = false }
             // A refill asked while playing has nothing to drop; left set, a later pause would redo it.

@@ -71,6 +71,30 @@ struct EngineSeekPauseTests {
         #expect(heard[(pause - 1) * 2] == 0 && source[(pause - 1) * 2] != 0, "silent at the pause")
     }
 
+    /// A pause that fades is answered as soon as the output knows where its fade ends, not once
+    /// what the device holds (200 ms here) was heard: it took 100 ms and more. The position reads
+    /// as that place from the answer on, and is where playback stands once the fade was heard.
+    @Test func aFadingPauseIsAnsweredAtOnceWithWhereItStands() async throws {
+        let engine = PlayerEngine(configuration: OutputConfiguration(device: "null", bufferMilliseconds: 200, pace: true))
+        engine.load(url: Fixtures.url("tone.wav"))
+        #expect(await eventually { engine.status == .readyToPlay })
+        engine.play()
+        #expect(await eventually { engine.currentTime >= 0.5 })
+        let asked = Date()
+        engine.pause()
+        await engine.pauseTakesEffect()
+        let took = Date().timeIntervalSince(asked)
+        let answered = engine.heard
+        #expect(took < 0.05 * Sanitizer.timeScale, "answered after \(took) s")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(engine.timeControlStatus == .paused)
+        let stands = engine.heard
+        #expect(stands.itemID == answered.itemID && abs(stands.seconds - answered.seconds) < 1.0 / 44_100,
+                "answered \(answered.seconds) s, stands at \(stands.seconds) s")
+        engine.shutdown()
+        await engine.waitUntilShutDown()
+    }
+
     private func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
 
     @Test func pacedPlaybackKeepsTime() async throws {
