@@ -28,8 +28,8 @@ extension EngineControl {
 
     /// Runs a hook and posts how it went. Any thread but the output thread (it may take up to
     /// `hookTimeout`); lock not held.
-    func runHook(_ moment: OutputHookRun.Moment, _ command: [String]) {
-        let run = OutputHookRunner.run(moment, command, timeout: hookTimeout)
+    func runHook(_ moment: OutputHookRun.Moment, _ command: [String], stop: HookStop? = nil) {
+        let run = OutputHookRunner.run(moment, command, timeout: hookTimeout, stop: stop)
         lock.withLock { post(.outputHookRan(itemID: heardItemID ?? 0, run)) }
     }
 
@@ -57,14 +57,18 @@ extension EngineControl {
     }
 
     /// The device was released: `output.on_close` runs on the opener thread, after the close
-    /// and before any later open's `on_open` (one thread, in order). Output thread, lock held.
+    /// and before any later open's `on_open` (one thread, in order). An open asked while it has
+    /// not ended stops it (`closeHookStop`): the music then waits for `on_open` alone, never for
+    /// two hooks' timeouts. Output thread, lock held.
     func releaseHooks() {
         assertOn(.output)
         guard hooksOpened else { return }
         hooksOpened = false
         let command = configuration.onClose
         guard !command.isEmpty else { return }
-        deviceOpener.async { [self] in runHook(.onClose, command) }
+        let stop = HookStop()
+        closeHookStop = stop
+        deviceOpener.async { [self] in runHook(.onClose, command, stop: stop) }
     }
 
     /// Opens the device for `requested` on the opener thread and waits for it, at most the open
@@ -84,6 +88,9 @@ extension EngineControl {
         // The first open after a release (or ever) wakes what the device feeds first.
         let openHook = hooksOpened ? [] : configuration.onOpen
         hooksOpened = true
+        // A closing hook still under way is moot now: stopped, so that the open waits for its own hook only.
+        closeHookStop?.fire()
+        closeHookStop = nil
         deviceOpener.async { [self] in
             if !openHook.isEmpty { runHook(.onOpen, openHook) }
             lock.withLock {
@@ -114,9 +121,9 @@ extension EngineControl {
             // Nobody waits for this handle any more: it is closed here, where it was opened.
             if case .success(let output) = result { output.close() }
         }
-        // The opener may first run a closing hook queued before (after a release), then the
-        // opening one: each may take up to the hook timeout.
-        let hooks = configuration.onOpen.isEmpty && configuration.onClose.isEmpty ? 0 : 2 * hookTimeout
+        // The opener first ends a closing hook queued before (stopped above, at once), then
+        // runs the opening one, which may take up to the hook timeout.
+        let hooks = configuration.onOpen.isEmpty && configuration.onClose.isEmpty ? 0 : hookTimeout + 1
         let deadline = EngineLock.now() + openTimeout + hooks
         while attempt.result == nil, !shuttingDown, EngineLock.now() < deadline {
             lock.waitOutput(untilMonotonic: deadline)

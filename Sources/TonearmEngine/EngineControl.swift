@@ -211,6 +211,8 @@ final class EngineControl: @unchecked Sendable {
     /// period). false and 0 when closed.
     var outputRewinds = false
     var outputResponseSeconds = 0.0
+    /// Stops the `on_close` hook of the last release if an open comes before it ended (output thread).
+    var closeHookStop: HookStop?
 
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock

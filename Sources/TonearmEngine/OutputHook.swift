@@ -17,6 +17,10 @@ public struct OutputHookRun: Sendable, Equatable {
         case signalled(Int32)
         /// It ran past `output.hook_timeout_ms` and was killed (with its process group).
         case timedOut
+        /// An `on_close` still running (or not started yet) when the device was wanted again:
+        /// stopped (with its process group), so that `on_open` and the music wait for one hook
+        /// at most, not for two.
+        case superseded
         case couldNotStart(String)
     }
 
@@ -40,6 +44,7 @@ public struct OutputHookRun: Sendable, Equatable {
         case .exited(let code): "exited \(code)"
         case .signalled(let signal): "was killed by signal \(signal)"
         case .timedOut: "timed out and was killed"
+        case .superseded: "was stopped: the device was wanted again"
         case .couldNotStart(let reason): "could not start: \(reason)"
         }
         return "output.\(moment.rawValue) `\(command.joined(separator: " "))` \(what) after "
@@ -55,12 +60,16 @@ public struct OutputHookRun: Sendable, Equatable {
 /// timeout kills what it started too. Waits for the exit in poll(2) on a pidfd, up to `timeout`:
 /// no polling.
 enum OutputHookRunner {
-    static func run(_ moment: OutputHookRun.Moment, _ command: [String], timeout: Double) -> OutputHookRun {
+    /// `stop`: when it fires, a hook not started yet is not started, and a running one is
+    /// killed with its process group (`superseded`).
+    static func run(_ moment: OutputHookRun.Moment, _ command: [String], timeout: Double,
+                    stop: HookStop? = nil) -> OutputHookRun {
         let started = EngineLock.now()
         func done(_ outcome: OutputHookRun.Outcome) -> OutputHookRun {
             OutputHookRun(moment: moment, command: command, outcome: outcome, seconds: EngineLock.now() - started)
         }
         guard let program = command.first else { return done(.couldNotStart("empty command")) }
+        if stop?.fired == true { return done(.superseded) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -87,31 +96,56 @@ enum OutputHookRunner {
         let spawned = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
         guard spawned == 0 else { return done(.couldNotStart(String(cString: strerror(spawned)))) }
 
-        let exited = waitForExit(pid, timeout: timeout)
-        if !exited {
+        let ended = waitForExit(pid, timeout: timeout, stop: stop)
+        if ended != .exited {
             kill(-pid, SIGKILL)
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        if !exited { return done(.timedOut) }
+        if ended == .timedOut { return done(.timedOut) }
+        if ended == .stopped { return done(.superseded) }
         let signal = status & 0x7f
         return done(signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal))
     }
 
-    /// Whether `pid` exited within `timeout` (it is not reaped here). On a kernel without
-    /// pidfds the wait has no bound.
-    private static func waitForExit(_ pid: pid_t, timeout: Double) -> Bool {
+    private enum Ended { case exited, timedOut, stopped }
+
+    /// How the wait for `pid` ended (it is not reaped here): it exited, `timeout` passed, or
+    /// `stop` fired. On a kernel without pidfds the wait has no bound.
+    private static func waitForExit(_ pid: pid_t, timeout: Double, stop: HookStop?) -> Ended {
         let pidfd = tonearm_pidfd_open(pid)
-        guard pidfd >= 0 else { return true }
+        guard pidfd >= 0 else { return .exited }
         defer { close(pidfd) }
         let deadline = EngineLock.now() + timeout
         while true {
             let left = deadline - EngineLock.now()
-            if left <= 0 { return false }
-            var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&entry, 1, Int32(min(left * 1000, Double(Int32.max)).rounded(.up)))
-            if ready > 0 { return true }
-            if ready < 0 && errno != EINTR { return true }
+            if left <= 0 { return .timedOut }
+            var entries = [pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: stop?.descriptor ?? -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&entries, 2, Int32(min(left * 1000, Double(Int32.max)).rounded(.up)))
+            if ready > 0 { return entries[0].revents != 0 ? .exited : .stopped }
+            if ready < 0 && errno != EINTR { return .exited }
         }
+    }
+}
+
+/// A way to stop a hook from another thread: an eventfd the hook's wait polls beside its pidfd.
+/// Fired once, never reset.
+final class HookStop: Sendable {
+    let descriptor: Int32
+
+    init() { descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    func fire() {
+        guard descriptor >= 0 else { return }
+        _ = eventfd_write(descriptor, 1)
+    }
+
+    var fired: Bool {
+        guard descriptor >= 0 else { return false }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
     }
 }

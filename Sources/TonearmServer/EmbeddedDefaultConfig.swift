@@ -52,7 +52,8 @@ release_after_s = 10
 # Commands run before the device is opened after a release (or first), and after it is released
 # (and when tonearmd stops): an amplifier relay on a GPIO, a smart plug, a CEC command. An argv
 # array, no shell: on_open = ["/usr/local/bin/amp", "on"]. [] runs nothing. A failure is logged and
-# never stops playback; a command still running after hook_timeout_ms is killed.
+# never stops playback; a command still running after hook_timeout_ms is killed, and an on_close
+# still running when the device is wanted again is stopped (a play waits for on_open alone).
 on_open = []
 on_close = []
 hook_timeout_ms = 5000

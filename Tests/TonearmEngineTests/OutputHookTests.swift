@@ -51,4 +51,22 @@ struct OutputHookTests {
         #expect(run.outcome == .exited(0), "\(run.summary)")
         #expect(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n") == ["0", "1", "2", "3"])
     }
+
+    /// A hook stopped from another thread (an `on_close` when the device is wanted again) is
+    /// killed with what it started at once, not at its timeout; one stopped before it started
+    /// never starts.
+    @Test func aStoppedHookEndsAtOnceWithItsChildren() throws {
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let stop = HookStop()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { stop.fire() }
+        let started = Date()
+        let run = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "(sleep 1; touch '\(marker)') & sleep 30"], timeout: 20, stop: stop)
+        #expect(run.outcome == .superseded, "\(run.summary)")
+        #expect(Date().timeIntervalSince(started) < 3, "stopped, not waited for")
+        usleep(1_500_000)
+        #expect(!FileManager.default.fileExists(atPath: marker), "its child was killed too")
+        let never = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "touch '\(marker)'"], timeout: 5, stop: stop)
+        #expect(never.outcome == .superseded && !FileManager.default.fileExists(atPath: marker), "not started once stopped")
+    }
 }

@@ -152,7 +152,7 @@ extension DaemonTests {
             #expect(added.stateName == "playing", "\(added)")
             _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
             _ = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { Self.deviceOpen($0) == false }
-            // The next open waits for the hanging close hook, killed at 300 ms, and plays.
+            // The next open stops the hanging close hook (it is moot now), and plays.
             let started = Date()
             let again = try client.call("play", ["id": try #require((added.result?["items"] as? [[String: Any]])?.first?["id"] as? Int)])
             #expect(again.stateName == "playing", "\(again)")
@@ -161,13 +161,36 @@ extension DaemonTests {
             let tone = try Fixtures.wavPCM("tone.wav")
             #expect(capture.settled() == tone + tone)
             let deadline = Date().addingTimeInterval(5 * Sanitizer.timeScale)
-            while !daemon.log.contains("timed out and was killed") && Date() < deadline { usleep(20_000) }
+            while !daemon.log.contains("was stopped: the device was wanted again") && Date() < deadline { usleep(20_000) }
             let log = daemon.log
             #expect(log.contains("output.on_open `/bin/sh -c exit 3` exited 3"), "\(log)")
-            #expect(log.contains("output.on_close `/bin/sleep 30` timed out and was killed"), "\(log)")
+            #expect(log.contains("output.on_close `/bin/sleep 30` was stopped: the device was wanted again"), "\(log)")
             // Stopped a moment after a release: the closing hook still running is finished first.
             #expect(daemon.terminate() == 0)
             #expect(Date().timeIntervalSince(started) < 10 * Sanitizer.timeScale, "no hook outlived the daemon")
+        }
+
+        /// A closing hook and an opening one that both hang: a play right after a release waits
+        /// for the opening one alone (the closing one is stopped), not for both timeouts.
+        @Test func aPlayWaitsForOneHangingHookNotTwo() throws {
+            let capture = try Capture()
+            defer { capture.dir.remove() }
+            let (daemon, client, watcher) = try start(capture, output: """
+                release_after_s = 0
+                hook_timeout_ms = 3000
+                on_open = ["/bin/sleep", "30"]
+                on_close = ["/bin/sleep", "30"]
+                """)
+            defer { withExtendedLifetime(daemon) {} }
+            let added = try client.call("add", ["urls": [Fixtures.path("tone.wav")], "play": true])
+            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
+            _ = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { Self.deviceOpen($0) == false }
+            let started = Date()
+            _ = try client.call("play", ["id": try #require((added.result?["items"] as? [[String: Any]])?.first?["id"] as? Int)])
+            _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
+            let took = Date().timeIntervalSince(started)
+            // 3 s for the opening hook, 3/8 s of audio; both hooks' timeouts were 6 s and more.
+            #expect(took < 3 + 1.5 * Sanitizer.timeScale, "played after \(took) s")
         }
 
         @Test func aHookThatCannotStartIsLogged() throws {
