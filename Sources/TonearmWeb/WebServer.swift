@@ -54,8 +54,9 @@ package struct WebServer: Sendable {
                                    + "Connection: close\r\n\r\n" + text)
                 return buffer
             },
-            // One machine may not take every place (a browser opens about six).
-            maxClientsPerAddress: max(1, settings.maxClients / 4),
+            // One machine may not take every place: half of them (a browser opens about six per
+            // page; a few pages and their WebSockets fit).
+            maxClientsPerAddress: max(1, settings.maxClients / 2),
             serve: { channel, _, peer in
                 channel.eventLoop.makeCompletedFuture { try server.serve(channel, peer: peer, access: access) }
             })
@@ -79,6 +80,7 @@ package struct WebServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     // A message sent in fragments is put together first, within the same bound.
                     try channel.pipeline.syncOperations.addHandlers(
+                        MaskedFramesOnly(),
                         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
                                                     maxAccumulatedFrameSize: rpc.maxLineLength),
                         WebSocketLines())

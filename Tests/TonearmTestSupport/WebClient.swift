@@ -115,17 +115,20 @@ public final class WebClient {
     }
 
     /// A masked frame, as a browser sends; `length` may claim more than `payload` holds.
-    public func sendFrame(opcode: UInt8 = 1, _ payload: [UInt8], claimedLength: UInt64? = nil) -> Bool {
+    /// `masked: false` sends what no browser may (RFC 6455: a client masks every frame).
+    public func sendFrame(opcode: UInt8 = 1, _ payload: [UInt8], claimedLength: UInt64? = nil, masked: Bool = true) -> Bool {
         let length = claimedLength ?? UInt64(payload.count)
+        let maskBit: UInt8 = masked ? 0x80 : 0
         var frame: [UInt8] = [0x80 | opcode]
         if length < 126 {
-            frame.append(0x80 | UInt8(length))
+            frame.append(maskBit | UInt8(length))
         } else if length <= 0xFFFF {
-            frame += [0x80 | 126, UInt8(length >> 8), UInt8(length & 0xFF)]
+            frame += [maskBit | 126, UInt8(length >> 8), UInt8(length & 0xFF)]
         } else {
-            frame.append(0x80 | 127)
+            frame.append(maskBit | 127)
             for shift in stride(from: 56, through: 0, by: -8) { frame.append(UInt8((length >> UInt64(shift)) & 0xFF)) }
         }
+        guard masked else { return send(frame + payload) }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
