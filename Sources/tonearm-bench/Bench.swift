@@ -262,14 +262,7 @@ struct Runner {
         _ = try control.call("load", ["url": file(60, "flac"), "play": true])
         sleep(seconds: 0.3)
         _ = try control.call("pause")
-        // Paused, the device is released once after `output.release_after_s` (10 s): one wake-up,
-        // then none. Measured from then on.
-        let released = monotonic()
-        while (try control.call("status")["result"] as? [String: Any]).flatMap({ ($0["output"] as? [String: Any])?["open"] as? Bool }) != false {
-            guard monotonic() - released < 30 else { throw BenchError("the paused device was never released") }
-            sleep(seconds: 0.1)
-        }
-        sleep(seconds: 0.3)
+        try waitUntilReleased(control)
         report.add("paused: wake-ups", "/s", windows(running, count: 3, length: window * 2), budget: .atMost(0))
         // A connection silent for `control.connection_timeout` (60 s) is closed: a new one.
         control = try running.client()
@@ -551,4 +544,17 @@ final class Counter: Sendable {
     private let total = Atomic<Int>(0)
     func add(_ count: Int) { total.add(count, ordering: .relaxed) }
     var value: Int { total.load(ordering: .relaxed) }
+}
+
+extension Runner {
+    /// Paused, the device is released once after `output.release_after_s` (10 s): one wake-up,
+    /// then none. A paused daemon's wake-ups are measured from then on.
+    func waitUntilReleased(_ control: LineClient) throws {
+        let released = monotonic()
+        while (try control.call("status")["result"] as? [String: Any]).flatMap({ ($0["output"] as? [String: Any])?["open"] as? Bool }) != false {
+            guard monotonic() - released < 30 else { throw BenchError("the paused device was never released") }
+            sleep(seconds: 0.1)
+        }
+        sleep(seconds: 0.3)
+    }
 }

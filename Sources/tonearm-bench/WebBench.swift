@@ -50,7 +50,7 @@ extension Runner {
         report.add("web: CPU of 20 open pages while playing", "% of a core", [withPages - alone], budget: .atMost(0.5))
 
         _ = try control.call("pause")
-        sleep(seconds: 1)
+        try waitUntilReleased(control)
         report.add("web: paused with 20 open pages: wake-ups", "/s", windows(running, count: 2, length: window), budget: .atMost(0))
         withExtendedLifetime(pages) {}
     }
