@@ -127,8 +127,8 @@ final class EngineControl: @unchecked Sendable {
     /// (paused, played again, stopped), or at shutdown.
     var pauseWaiters: [CheckedContinuation<Void, Never>] = []
     /// Where a pause that fades out will stand: the track frame its fade ends on, known once the
-    /// output thread planned the fade (the output writes it; callers clear it with a new play or
-    /// pause). While that pause is pending the position reads as this: the pause is answered at
+    /// output thread planned the fade (engine lock: the output thread sets it, callers clear it
+    /// with a new play or pause). While that pause is pending the position reads as this: the pause is answered at
     /// once, with the place it stops at, not after what the device holds is heard.
     var pauseStandsAt: (epoch: Int, itemID: Int, frame: Int64, sampleRate: Int)?
     /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
