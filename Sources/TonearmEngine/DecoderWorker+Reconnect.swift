@@ -38,10 +38,12 @@ extension EngineControl {
         // each request and then sends nothing would restart `reconnect_for_s` for ever.
         let outage = state.regaining
         state.regaining = nil
-        var nextAt = now + Reconnect.firstDelay
+        // Each reopen that brought nothing waits longer before the next, as failed attempts do.
+        let delay = outage.map { min(Reconnect.longestDelay, $0.delay * 2) } ?? Reconnect.firstDelay
+        var nextAt = now + delay
         if let outage, input.reconnectForSeconds > 0 { nextAt = min(nextAt, outage.since + input.reconnectForSeconds) }
         state.reconnect = Reconnect(attempt: outage?.attempt ?? 0, since: outage?.since ?? now,
-                                    delay: Reconnect.firstDelay, nextAt: nextAt,
+                                    delay: delay, nextAt: nextAt,
                                     resumeFrame: state.pendingPosition, isLive: decoder.isLive,
                                     lastError: failure.message)
         let closing = state.decoder

@@ -213,7 +213,8 @@ extension EngineControl {
             return
         }
         decoderItemID = target.item.id
-        let reuse = state.item?.id == target.item.id ? state.decoder : nil
+        var reuse = state.item?.id == target.item.id ? state.decoder : nil
+        let reused = reuse != nil
         // A seek within the open item keeps its decoder, whose I/O answers to its own flag.
         let cancellation = reuse?.cancellation ?? CancellationFlag()
         cancellation.reset()
@@ -223,9 +224,14 @@ extension EngineControl {
         if reuse == nil { state.formatForced = false }
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
         lock.unlock()
-        if let reuse, let format {
-            opened = seek(reuse, format: format, seconds: target.startSeconds, url: target.item.url,
+        if let reusing = reuse, let format {
+            opened = seek(reusing, format: format, seconds: target.startSeconds, url: target.item.url,
                                cancellation: cancellation)
+            if case .success(let (decoder, _)) = opened, decoder !== reusing {
+                // Opened again (a seek to 0, a demuxer that refused): the old FFmpeg state is freed here, off the lock.
+                state.decoder = nil
+                reuse = nil
+            }
         } else {
             state.decoder = nil  // the previous item's FFmpeg state is freed here, off the lock
             opened = openDecoder(target.item, cancellation: cancellation, startSeconds: target.startSeconds, format: &format)
@@ -252,8 +258,8 @@ extension EngineControl {
             state.pendingPosition = startFrame
             state.mustProduce = startFrame == 0 && target.runStart == .opened
             state.liveTarget = liveTarget(for: decoder)
-            if reuse == nil, startFrame == 0, target.runStart == .opened { measureOnTheWay(target.item, decoder, &state) }
-            if reuse == nil { measureOpening(target.item, decoder) }
+            if !reused, startFrame == 0, target.runStart == .opened { measureOnTheWay(target.item, decoder, &state) }
+            if !reused { measureOpening(target.item, decoder) }
         }
     }
 
@@ -468,6 +474,11 @@ extension EngineControl {
             state.pendingPosition = position + Int64(skip)
             state.mustProduce = false
         case .success(.endOfStream):
+            if state.regaining != nil {
+                // The end came instead of new audio: the outage is over with the item.
+                state.regaining = nil
+                decoder.cancellation.uncap()
+            }
             if fadeOutRestOfTail(decoder, &state) { return }
             if state.mustProduce {
                 fail(item, EngineFailure(.decodeFailed, "no audio could be decoded from \(item.path)"), &state)

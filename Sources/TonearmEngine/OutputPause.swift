@@ -46,7 +46,7 @@ extension EngineControl {
             state.gain.mute(frames: frames)
             // Where it will stand, when the whole fade comes from this chunk (at a border, or
             // with the pipe running dry, the answer waits for the fade to be heard).
-            if let head, head.frames - head.gained >= frames {
+            if let head, head.runStart == nil, head.frames - head.gained >= frames {
                 pauseStandsAt = (epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
                 resumePauseWaitersIfDone()
             }
@@ -93,8 +93,11 @@ extension EngineControl {
         // played on until now.
         let now = configuration.pace ? clockNow : EngineLock.now()
         // Rounded up: the heard frame is the whole frames written minus what is held, rounded
-        // down, so this keeps the position a client read a moment ago to the frame.
-        clock.heldFrames = clock.held(now: now).rounded(.up)
+        // down, so this keeps the position a client read a moment ago to the frame. At or past
+        // the moment all written is heard, nothing is held (the clock's arithmetic on a large
+        // uptime may leave a trace of a frame, which rounding up would make a whole one).
+        let allHeard = clock.writtenHeardAt.map { now >= $0 } ?? false
+        clock.heldFrames = allHeard ? 0 : clock.held(now: now).rounded(.up)
         clock.heldAt = now
         clock.consuming = false
         stoppedConsumingAt = now

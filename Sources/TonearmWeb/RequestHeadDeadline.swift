@@ -1,8 +1,8 @@
 import NIOCore
 import NIOHTTP1
 
-/// Closes a connection whose request head does not arrive whole within `limit` of its first
-/// byte. The idle timer alone counts from the last byte: a client that sends a header line every
+/// Closes a connection whose request (its head, and the small body a login has) does not
+/// arrive whole within `limit` of its first byte. The idle timer alone counts from the last byte: a client that sends a header line every
 /// 20 s would hold its place for ever, and 64 such clients would lock everyone out (slowloris).
 /// Sits before the HTTP decoder (it sees bytes); the request handler says when a head arrived
 /// and when its answer was sent, so a kept-alive connection waiting for its next request is
@@ -35,7 +35,7 @@ final class RequestHeadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
-    /// A request's head was read whole: no deadline until its answer is sent.
+    /// A request was read whole: no deadline until its answer is sent.
     func headArrived() {
         awaitingHead = false
         timer?.cancel()

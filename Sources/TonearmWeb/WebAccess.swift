@@ -41,7 +41,7 @@ final class WebAccess: Sendable {
         var names: Set<String> = ["localhost", bind.host]
         var buffer = [CChar](repeating: 0, count: 256)
         if gethostname(&buffer, buffer.count - 1) == 0 {
-            let name = String(cString: buffer)
+            let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if !name.isEmpty {
                 names.insert(name)
                 let short = name.split(separator: ".").first.map(String.init) ?? name

@@ -49,6 +49,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// A request held until the replies before it have left (the channel is writable again): a
     /// client that pipelines requests and reads nothing gets one reply buffered, not thousands.
     private var held: (head: HTTPRequestHead, body: ByteBuffer?)?
+    /// The channel took output since the last idle event (it became writable again): a client
+    /// taking its replies, however slowly, is not idle; one that neither sends nor takes is.
+    private var outputTaken = false
 
     /// Told when a head arrived and when its answer was sent (set before the first read).
     var headDeadline: RequestHeadDeadline?
@@ -60,7 +63,6 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            headDeadline?.headArrived()
             self.head = head
             body = nil
             refused = false
@@ -73,6 +75,8 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             if body == nil { body = context.channel.allocator.buffer(capacity: part.readableBytes) }
             body?.writeBuffer(&part)
         case .end:
+            // The whole request is in (a body trickled byte by byte is timed too).
+            headDeadline?.headArrived()
             guard !refused, let head else { return }
             self.head = nil
             if context.channel.isWritable { route(context, head, body) } else { held = (head, body) }
@@ -80,6 +84,7 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { outputTaken = true }
         if context.channel.isWritable, let held {
             self.held = nil
             route(context, held.head, held.body)
@@ -88,8 +93,12 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read, head == nil, !answering, held == nil {
-            context.close(promise: nil)
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            // Silent for the idle time: closed unless a request is being answered or the client
+            // took output meanwhile (a request held back for a client that reads nothing is not).
+            let taken = outputTaken
+            outputTaken = false
+            if head == nil, !answering, !taken { context.close(promise: nil) }
             return
         }
         if case .inputClosed = event as? ChannelEvent {

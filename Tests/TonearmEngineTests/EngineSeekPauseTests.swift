@@ -85,7 +85,8 @@ struct EngineSeekPauseTests {
         await engine.pauseTakesEffect()
         let took = Date().timeIntervalSince(asked)
         let answered = engine.heard
-        #expect(took < 0.05 * Sanitizer.timeScale, "answered after \(took) s")
+        // Placed in a few ms; heard only after the 200 ms the device holds.
+        #expect(took < min(0.15, 0.05 * Sanitizer.timeScale), "answered after \(took) s")
         try await Task.sleep(for: .milliseconds(400))
         #expect(engine.timeControlStatus == .paused)
         let stands = engine.heard

@@ -78,7 +78,7 @@ struct WebPageTests {
         #expect(names.isSuperset(of: ["localhost", "jukebox.example.net"]))
         var buffer = [CChar](repeating: 0, count: 256)
         #expect(gethostname(&buffer, 255) == 0)
-        let name = String(cString: buffer).lowercased()
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).lowercased()
         #expect(names.contains(name) && names.contains((name.split(separator: ".").first.map(String.init) ?? name) + ".local"))
     }
 
