@@ -15,6 +15,8 @@ public final class Library: Sendable {
     private let scans = JobThread(name: "tonearm-scan")
     private let logger: Logger
     private let state = Locked(ScanState())
+    /// Held while a scan is numbered and queued (`enqueueUpdate`), never while one runs.
+    private let enqueueing = Locked(())
     private let news = StreamFanout<LibraryNews>(bufferingPolicy: .bufferingNewest(64))
     private let watcher = Locked<LibraryWatcher?>(nil)
 
@@ -103,8 +105,12 @@ public final class Library: Sendable {
     /// these trees whole.
     func refresh(_ directories: Set<String>, trees: Set<String>) {
         guard !directories.isEmpty || !trees.isEmpty else { return }
-        let job = nextJob()
         let work = directories.map { ($0, false) } + trees.map { ($0, true) }
+        // Numbered and queued as one step, as `enqueueUpdate` does.
+        enqueueing.withLock { _ in queueRefresh(nextJob(), directories: directories, trees: trees, work: work) }
+    }
+
+    private func queueRefresh(_ job: Int, directories: Set<String>, trees: Set<String>, work: [(String, Bool)]) {
         scans.async { [self] in
             run(job, path: (directories.union(trees)).sorted().joined(separator: ", ")) { now in
                 var total = ScanOutcome()
@@ -149,6 +155,12 @@ public final class Library: Sendable {
     /// Queues a scan of `path` (already checked), or answers with a waiting one that covers it;
     /// `limited`: refused while `updateQueueLimit` wait (the watcher's whole-tree scan is not).
     private func enqueueUpdate(_ path: String, rescan: Bool, limited: Bool) throws(LibraryUpdateRefusal) -> Int {
+        // Numbered and queued as one step (the watcher and the clients ask from their own
+        // threads): the scans run in the order of their numbers, which clients wait on.
+        try enqueueing.withLock { _ throws(LibraryUpdateRefusal) in try numberAndQueue(path, rescan: rescan, limited: limited) }
+    }
+
+    private func numberAndQueue(_ path: String, rescan: Bool, limited: Bool) throws(LibraryUpdateRefusal) -> Int {
         enum Answer { case covered(Int), queued(Int), full }
         let answer: Answer = state.withLock { state in
             if let covering = state.waiting.first(where: { $0.covers(path, rescan: rescan) }) { return .covered(covering.job) }
@@ -164,7 +176,7 @@ public final class Library: Sendable {
         case .covered(let job):
             return job
         case .queued(let job):
-            // Outside the lock: after `shutdown` the job runs here, and `run` takes the lock.
+            // Outside the state lock: after `shutdown` the job runs here, and `run` takes it.
             scans.async { [self] in
                 run(job, path: path.isEmpty ? "/" : path) { now in try scanner.scan(under: path, rescan: rescan, now: now) }
             }

@@ -280,13 +280,13 @@ final class LibraryWatcher: Sendable {
             }
             let path = String(decoding: point, as: UTF8.self)
             if path == root || path.hasPrefix(root + "/") || root.hasPrefix(path.hasSuffix("/") ? path : path + "/") {
-                points.insert(path)
+                // With its mount id: a share mounted over an automount point keeps the path.
+                points.insert(String(decoding: fields[0], as: UTF8.self) + " " + path)
             }
         }
         return points
     }
 
-    /// Without a watch: a scan of the whole tree every `rescanInterval` seconds, until `stop`.
     /// Watches every directory of the tree again (a known one keeps its watch); false when the
     /// thread is to end: asked to stop, or past the kernel's watch limit (then it falls back to
     /// timed whole scans).
@@ -301,6 +301,7 @@ final class LibraryWatcher: Sendable {
         }
     }
 
+    /// Without a watch: a scan of the whole tree every `rescanInterval` seconds, until `stop`.
     private func fallBack(_ reason: String) {
         guard rescanInterval > 0 else {
             logger.warning("the music directory is not watched; changes are seen at the next update",
