@@ -59,14 +59,19 @@ struct OutputHookTests {
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         defer { try? FileManager.default.removeItem(atPath: marker) }
         let stop = HookStop()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { stop.fire() }
+        // Its own thread, not a shared queue: a loaded machine (a sanitizer's run) must not delay it.
+        Thread.detachNewThread {
+            usleep(300_000)
+            stop.fire()
+        }
         let started = Date()
-        let run = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "(sleep 1; touch '\(marker)') & sleep 30"], timeout: 20, stop: stop)
+        let run = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "(sleep 3; touch '\(marker)') & sleep 30"], timeout: 20, stop: stop)
+        let took = Date().timeIntervalSince(started)
         #expect(run.outcome == .superseded, "\(run.summary)")
-        #expect(Date().timeIntervalSince(started) < 3, "stopped, not waited for")
-        usleep(1_500_000)
+        #expect(took < 2.5, "stopped, not waited for: \(took) s")
+        usleep(UInt32(max(0, 3.5 - took) * 1_000_000))
         #expect(!FileManager.default.fileExists(atPath: marker), "its child was killed too")
-        let never = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "touch '\(marker)'"], timeout: 5, stop: stop)
-        #expect(never.outcome == .superseded && !FileManager.default.fileExists(atPath: marker), "not started once stopped")
+        let never = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "touch '\(marker).never'"], timeout: 5, stop: stop)
+        #expect(never.outcome == .superseded && !FileManager.default.fileExists(atPath: marker + ".never"), "not started once stopped")
     }
 }
