@@ -155,21 +155,29 @@ extension DaemonTests {
             }
         }
 
+        /// The daemon on a library of `count` songs (`longLibrary`) with these `[mpd]` lines, once
+        /// scanned. The songs' loudness is not measured meanwhile: its decoders' memory and CPU
+        /// would blur what these tests weigh.
+        private static func startOnLongLibrary(_ directory: TemporaryDirectory, count: Int, mpd: String) throws
+            -> (DaemonProcess, MPDTestClient) {
+            let root = try longLibrary(directory, count: count)
+            let config = directory.path("tonearmd.toml")
+            try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\n\(mpd)\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            let client = try daemon.connectMPD(timeout: 20)
+            try waitForScan(client, songs: count)
+            return (daemon, client)
+        }
+
         @Test func aListingOverTheOutputCapReachesASlowReaderWhole() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             // Some 7 MB of listing.
             let count = 8000
-            let root = try Self.longLibrary(directory, count: count)
-            let config = directory.path("tonearmd.toml")
-            // A cap of 1.5 MiB: the whole reply at once would pass it. The songs' loudness is not
-            // measured meanwhile: its decoders' memory would blur what this test weighs.
-            try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\nmax_output_buffer_size = 1536\n"
-                .write(toFile: config, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            // A cap of 1.5 MiB: the whole reply at once would pass it.
+            let (daemon, client) = try Self.startOnLongLibrary(directory, count: count, mpd: "max_output_buffer_size = 1536")
             try withExtendedLifetime(daemon) {
-                let client = try daemon.connectMPD(timeout: 20)
-                try Self.waitForScan(client, songs: count)
                 let before = try ProcessResources(pid: daemon.process.processIdentifier).residentKiB
                 try client.connection.send(line: "listallinfo")
                 // The client takes nothing for a while: the daemon must neither drop it nor
@@ -201,14 +209,8 @@ extension DaemonTests {
             defer { directory.remove() }
             // Some 2.5 MB of listing: more than the channel's high mark (1 MiB) and the socket hold.
             let count = 3000
-            let root = try Self.longLibrary(directory, count: count)
-            let config = directory.path("tonearmd.toml")
-            try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\nconnection_timeout = 1\n"
-                .write(toFile: config, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
+            let (daemon, client) = try Self.startOnLongLibrary(directory, count: count, mpd: "connection_timeout = 1")
             try withExtendedLifetime(daemon) {
-                let client = try daemon.connectMPD(timeout: 20)
-                try Self.waitForScan(client, songs: count)
                 try client.connection.send(line: "listallinfo")
                 let fd = client.connection.fd
                 var received = Data()
