@@ -426,13 +426,9 @@ extension EngineControl {
         max(device.periodFrames, device.format.sampleRate / 10)
     }
 
-    /// With pacing, what one wake-up writes: the device's `pacedWriteFrames`, but on a device
-    /// that can take frames back no more than keeps everything unheard within its buffer (as a
-    /// clocked device would hold it), so that any of it can still be taken back.
-    private func pacePieceFrames(_ device: any OutputDevice) -> Int {
-        guard device.canRewind else { return device.pacedWriteFrames }
-        return min(device.pacedWriteFrames, max(device.periodFrames, device.bufferFrames - paceLeadFrames(device)))
-    }
+    /// With pacing, what one wake-up writes: the device's `pacedWriteFrames`. On a device that
+    /// can take frames back, `write` holds what follows an unheard border within the buffer.
+    private func pacePieceFrames(_ device: any OutputDevice) -> Int { device.pacedWriteFrames }
 
     // MARK: The end, and starvation
 
@@ -516,7 +512,18 @@ extension EngineControl {
             post(.bufferingEnded(itemID: head.itemID, intent: intent))
         }
         let format = head.format
-        let frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
+        var frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
+        if configuration.pace, device.canRewind, head.itemID != clock.rest.itemID {
+            // Past a border not yet heard: the next item's frames must stay within the device's
+            // buffer, where a take-back can still reach them (`takeBack`).
+            let ahead = Int(Double(state.pacedFrames) - (EngineLock.now() - state.paceAnchor) * Double(format.sampleRate) * speed)
+            let room = device.bufferFrames - ahead
+            if room <= 0 && ahead > paceLeadFrames(device) {
+                state.paceRoom = 0  // sleeps in `waitForPace` until the border comes nearer
+                return
+            }
+            frames = min(frames, max(device.periodFrames, room))
+        }
         let pointer = head.bytes + head.written * format.bytesPerFrame
         if loudnessInForce?.itemID != head.itemID {
             let taken = leveling(head.itemID)
