@@ -102,12 +102,15 @@ public final class AlarmClock: Sendable {
     private let logger: Logger
     /// What ringing does (the player's `ring`), set once by the player.
     private let ringer = Locked<(@Sendable (Alarm) -> Void)?>(nil)
-    private let calendar: Calendar
+    private let fixedCalendar: Calendar?
+    /// The user's calendar, looked up when an alarm needs it: `Calendar.current` loads ICU's
+    /// locale data (about 4 MiB resident), which a daemon with no alarms never needs.
+    private var calendar: Calendar { fixedCalendar ?? .current }
 
-    init(timer: WallClockTimer<Player.TimerKey>, logger: Logger, calendar: Calendar = .current) {
+    init(timer: WallClockTimer<Player.TimerKey>, logger: Logger, calendar: Calendar? = nil) {
         self.timer = timer
         self.logger = logger
-        self.calendar = calendar
+        fixedCalendar = calendar
     }
 
     func onRing(_ ring: @escaping @Sendable (Alarm) -> Void) { ringer.withLock { $0 = ring } }
