@@ -658,14 +658,16 @@ final class MediaDecoder {
         scratch = UnsafeMutableRawPointer.allocate(byteCount: frames * max(outputFormat.bytesPerFrame, 8 * 8), alignment: 16)
     }
 
-    /// Seeks to the keyframe at or before output frame `target`; the caller discards decoded
-    /// frames before `target` (using the positions `decodeNext` reports) for a sample-exact landing.
+    /// Seeks to the keyframe at or before output frame `target`, less the codec's preroll
+    /// (`seekPrerollFrames`); the caller discards decoded frames before `target` (using the
+    /// positions `decodeNext` reports) for a sample-exact landing.
     func seek(toFrame target: Int64) throws(EngineFailure) {
         guard let context = formatContext, let codec = codecContext else { return }
         let previousGate = gate.enter()
         defer { RequestGate.leave(restoring: previousGate) }
         let seconds = Double(target) / Double(outputFormat.sampleRate)
-        let timestamp = streamStart + Int64(seconds / av_q2d(streamTimeBase))
+        let from = max(0, target - seekPrerollFrames(codec))
+        let timestamp = streamStart + Int64(Double(from) / Double(outputFormat.sampleRate) / av_q2d(streamTimeBase))
         // Over the network a seek is a new request: it is bounded like the first open, so a
         // server that trickles its answer's headers cannot hold it for ever.
         if isNetwork { cancellation.setDeadline(secondsFromNow: networkTimeout) }
@@ -688,6 +690,22 @@ final class MediaDecoder {
         }
         draining = false
         finished = false
-        nextFramePosition = target
+        nextFramePosition = from
+    }
+
+    /// Frames decoded before a seek's target and dropped. A lossy decoder's first frames after
+    /// a jump lack what came before them (an MP3's bit reservoir and the overlap of its
+    /// transform, AAC's and Vorbis's overlap, Opus's stated `seek_preroll`): started this far
+    /// before, what reaches the target is what a decode from the start gives there. A lossless
+    /// codec's frames stand alone: it starts at the target.
+    private func seekPrerollFrames(_ codec: UnsafeMutablePointer<AVCodecContext>) -> Int64 {
+        if let descriptor = avcodec_descriptor_get(codec.pointee.codec_id),
+           descriptor.pointee.props & AV_CODEC_PROP_LOSSLESS != 0 {
+            return 0
+        }
+        let rate = Int64(outputFormat.sampleRate)
+        let stated = codec.pointee.sample_rate > 0
+            ? Int64(codec.pointee.seek_preroll) * rate / Int64(codec.pointee.sample_rate) : 0
+        return max(rate / 10, stated)
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
 
 /// Pausing and resuming the device, on the output thread. A pause that never clicks
-/// (`output.fade_on_pause`): the output writes 5 ms more, fading to silence, after what the
-/// device holds, and pauses the device once that fade is heard. The position runs on until then
-/// and stops where the fade ends; a play resumes from there, fading in over 5 ms
-/// (`startConsuming`). The pause takes effect what the device holds later (at most `buffer_ms`).
+/// (`output.fade_on_pause`): the output writes 5 ms more, fading to silence, and pauses the
+/// device once that fade is heard. A device that can take frames back gives back all it holds
+/// but the next 10 ms and the fade goes there (`fadeOutFromPlayingPoint`); on another the fade
+/// goes after what it holds (at most `buffer_ms` later). The position runs on until then and
+/// stops where the fade ends; a play resumes from there, fading in over 5 ms (`startConsuming`).
 /// A clocked device (ALSA, not paced) is given 10 ms of silence after the fade, so that it is
 /// still running, on silence, when it is paused in place: run dry it would underrun, and a
 /// device that stopped is dropped and refilled (a live stream joined again) instead.
@@ -37,6 +38,7 @@ extension EngineControl {
         }
         if state.pauseFadeToWrite == nil {
             if state.gain.isSilenced { return .pauseNow }
+            if fadeOutFromPlayingPoint(device, &state) { return .waited }
             state.pauseFadePadded = configuration.pace
             let frames = GainStage.rampFrames(sampleRate: device.format.sampleRate)
             // Frames a short write left scaled and unwritten go out first, as they are; the ramp
@@ -73,6 +75,66 @@ extension EngineControl {
         return .pauseNow
     }
 
+    /// On a device that can take frames back: takes back what it holds but the next 10 ms (time
+    /// enough for this thread to write again) and writes the 5 ms fade in their place, made from
+    /// the copy of what was written (`OutputState.written`). The pause is heard within about
+    /// 15 ms, not after all the device holds (up to `buffer_ms`, or the pace's 350 ms). The pause
+    /// stands where the fade ends, and the decoder starts again from there (`refillFrom`).
+    /// Returns false, and the fade goes after what the device holds, when the device cannot give
+    /// the frames back, when the fade would cross a border, or an announcement is mixed in.
+    private func fadeOutFromPlayingPoint(_ device: any OutputDevice, _ state: inout OutputState) -> Bool {
+        guard let written = state.written, !state.writingNetwork, overlay == nil else { return false }
+        let format = device.format
+        let now = configuration.pace ? clockNow : EngineLock.now()
+        let ramp = GainStage.rampFrames(sampleRate: format.sampleRate)
+        let back = Int(clock.held(now: now)) - format.sampleRate / 100
+        guard back > ramp, back <= written.count, ramp <= written.scratchFrames,
+              let from = clock.written(at: clock.deviceWritten - Int64(back)), from.runLeft >= ramp,
+              knownItem(from.itemID) != nil else { return false }
+        lock.unlock()
+        let rewound = device.rewind(frames: back)
+        lock.lock()
+        guard rewound == back else { return false }
+        let fade = written.copy(back: back, frames: ramp)
+        written.dropLast(back)
+        clock.unwrite(Int64(back), now: now)
+        if configuration.pace { state.pacedFrames -= back }
+        var stage = GainStage()
+        stage.mute(frames: ramp)
+        stage.apply(to: fade, frames: ramp, format: format, target: 1)
+        // Resuming fades in from silence, from where the fade ends.
+        state.gain.mute(frames: 0)
+        state.pauseFadeToWrite = 0
+        state.pauseFadePadded = configuration.pace
+        let end = (from.itemID, from.frame + Int64(ramp), from.sampleRate)
+        state.refillFrom = end
+        pauseStandsAt = (epoch, end.0, end.1, end.2)
+        lastWrittenItem = from.itemID
+        resumePauseWaitersIfDone()
+        lock.unlock()
+        let outcome = device.write(fade, frames: ramp)
+        let delay = configuration.pace ? 0 : device.delayFrames()
+        lock.lock()
+        switch outcome {
+        case .wrote(let count):
+            clock.wrote(itemID: from.itemID, trackFrame: from.frame, frames: count, sampleRate: from.sampleRate)
+            written.append(fade, frames: count)
+            let writtenAt = EngineLock.now()
+            if configuration.pace {
+                state.pacedFrames += count
+                clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
+            } else {
+                clock.heldFrames = Double(delay)
+                clock.heldAt = writtenAt
+            }
+        case .recovered:
+            post(.underrun(itemID: from.itemID))
+        case .lost(let reason):
+            deviceWasLost(reason: reason, &state)
+        }
+        return true
+    }
+
     /// Writes 10 ms of silence after what the device holds, outside the clock (no item's frames).
     /// Releases the lock around the write.
     private func padWithSilence(_ device: any OutputDevice, _ state: inout OutputState) {
@@ -80,7 +142,11 @@ extension EngineControl {
         lock.unlock()
         let outcome = device.write(Self.silence, frames: frames)
         lock.lock()
-        if case .lost(let reason) = outcome { deviceWasLost(reason: reason, &state) }
+        switch outcome {
+        case .wrote(let count): state.written?.append(Self.silence, frames: count)
+        case .lost(let reason): deviceWasLost(reason: reason, &state)
+        case .recovered: break
+        }
     }
 
     // MARK: The device's pause and resume
@@ -105,7 +171,13 @@ extension EngineControl {
         let inPlace = device.pauseNow()
         lock.lock()
         state.devicePaused = inPlace
-        if !inPlace { rewindToHeard(now: now) }
+        if let from = state.refillFrom {
+            // The fade came from the copy; what the pipe holds follows what was taken back.
+            state.refillFrom = nil
+            rewind(to: from, now: now)
+        } else if !inPlace {
+            rewindToHeard(now: now)
+        }
         setTimeControl(.paused)
         return true
     }

@@ -61,6 +61,12 @@ extension EngineControl {
         /// A pause fading out (`fadesOnPause`): the frames of its fade still to write; nil when
         /// no pause is fading. And whether the silence after it was written (or is not needed).
         var pauseFadeToWrite: Int?
+        /// With a device that can take frames back (and fades on pause): the last frames written,
+        /// for a pause that fades out from what is being heard (`fadeOutFromPlayingPoint`).
+        var written: WrittenFrames?
+        /// A pause faded out ahead of what was written: the pipe's frames after the fade are
+        /// void, and the decoder starts again here once the device pauses (or play comes first).
+        var refillFrom: (itemID: Int, frame: Int64, sampleRate: Int)?
         var pauseFadePadded = false
     }
 
@@ -148,6 +154,12 @@ extension EngineControl {
             } else if state.pauseFadeToWrite != nil, let device = state.device {
                 // Play again during a pause's fade-out: the device never paused, the sound comes back up.
                 state.pauseFadeToWrite = nil
+                if let from = state.refillFrom {
+                    // What followed the fade was taken back: it is decoded again from there.
+                    state.refillFrom = nil
+                    rewind(to: from, now: EngineLock.now())
+                    continue
+                }
                 state.gain.unmute(frames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
             }
             guard state.device != nil else {
@@ -277,6 +289,7 @@ extension EngineControl {
         state.refilling = false
         state.titleToAnnounce = nil
         state.pauseFadeToWrite = nil
+        state.refillFrom = nil
         // A new sound (a load, a seek) starts at full level; a refill goes on from a pause's silence.
         if run != .seek(token: Self.internalSeekToken) { state.gain.unmute(frames: 0) }
         // A live stream rejoined while buffering was reported: its first write reports the end.
@@ -572,6 +585,7 @@ extension EngineControl {
                         sampleRate: format.sampleRate)
             head.written += count
             framesWrittenTotal &+= count
+            state.written?.append(pointer, frames: count)
             if let left = state.pauseFadeToWrite { state.pauseFadeToWrite = max(0, left - count) }
             if let restore = state.unconfirmedRestore {
                 state.unconfirmedRestore?.framesToGo -= count
@@ -629,6 +643,7 @@ extension EngineControl {
         let delay = configuration.pace ? 0 : device.delayFrames()
         lock.lock()
         guard rewound > 0 else { return }
+        state.written?.dropLast(rewound)
         let now = EngineLock.now()
         clock.unwrite(Int64(rewound), now: configuration.pace ? clockNow : now)
         if configuration.pace {
@@ -663,6 +678,11 @@ extension EngineControl {
         state.idleSince = nil
         state.devicePaused = false
         state.paceRoom = 0
+        state.written = device.canRewind && configuration.fadesOnPause
+            ? WrittenFrames(bytesPerFrame: device.format.bytesPerFrame,
+                            capacity: device.bufferFrames + device.periodFrames + paceLeadFrames(device) + pacePieceFrames(device),
+                            scratchFrames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
+            : nil
         deviceOpen = true
         let rate = Double(device.format.sampleRate)
         outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
@@ -677,6 +697,7 @@ extension EngineControl {
         assertOn(.output)
         guard let device = state.device else { return }
         state.device = nil
+        state.written = nil
         state.devicePaused = false
         state.unheldWrites = 0
         outputTakesBatches = false

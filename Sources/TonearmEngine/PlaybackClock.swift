@@ -108,6 +108,24 @@ struct PlaybackClock {
         return nil
     }
 
+    /// What was written at device frame `device` (counted as `deviceWritten` counts): the item,
+    /// its frame, and how many frames of that item's run follow from there in what was written.
+    /// nil when that frame was not written, or is before what is being heard.
+    func written(at device: Int64) -> (itemID: Int, frame: Int64, sampleRate: Int, runLeft: Int64)? {
+        guard device < deviceWritten, device >= rest.deviceStart else { return nil }
+        var found = rest
+        var runEnd = deviceWritten
+        for offset in 0..<count {
+            let segment = ring[(first + offset) % ring.count]
+            if segment.deviceStart > device {
+                runEnd = segment.deviceStart
+                break
+            }
+            found = segment
+        }
+        return (found.itemID, found.trackStart + device - found.deviceStart, found.sampleRate, runEnd - device)
+    }
+
     /// A paced device (no real one to ask) has played `(now − anchor) × rate × speed` of the
     /// `pacedFrames` handed to it since `anchor`, and holds the rest. Not rounded: a moment's
     /// heard frame must not move when a write lands after it (a pause read before and after).

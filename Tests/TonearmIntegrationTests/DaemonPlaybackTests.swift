@@ -74,6 +74,46 @@ extension DaemonTests {
             }
         }
 
+        /// A device that can take back what it holds (ALSA's file plugin, paced, its buffer
+        /// holding all the pace writes ahead): the pause fades out from just after what is heard,
+        /// so it stands within 25 ms of where playback was when it was asked, not after the
+        /// 350 ms the device holds; the capture is still the track with its two fades.
+        @Test(arguments: ["tone.flac", "tone.mp3", "tone.ogg"])
+        func aPauseIsHeardWithin25Milliseconds(_ fixture: String) throws {
+            let dir = try TemporaryDirectory()
+            defer { dir.remove() }
+            // 16-bit on the device, whatever the decoder makes, so the captures compare as samples.
+            let s16 = dir.path("s16.toml")
+            try "[output]\nformat = \"s16\"\n".write(toFile: s16, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--buffer-ms", "500",
+                                                       "--config", s16])
+            let client = try daemon.connect()
+            #expect(try client.call("load", ["url": Fixtures.path(fixture), "play": true]).stateName == "playing")
+            _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }
+            let asked = Date()
+            let before = try #require(try client.call("status").result?["position"] as? Double)
+            #expect(try client.call("pause").stateName == "paused")
+            let answered = Date().timeIntervalSince(asked)
+            let stands = try #require(try waitForHeldPosition(client)["position"] as? Double)
+            // The pause can stand no earlier than the status read, and no later than 25 ms after
+            // the reply (the round trips are the test's, not the pause's).
+            #expect(stands >= before && stands - before <= 0.025 + answered,
+                    "asked at \(before) s, stands at \(stands) s, \(answered * 1000) ms of round trips")
+            #expect(try client.call("play").stateName == "playing")
+            _ = try waitForStatus(client) { $0.name == "ended" }
+            let capture = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
+            let reference = dir.path("reference.raw")
+            let daemonAlone = try DaemonProcess(arguments: ["--device", dir.fileDevice("reference.raw"), "--config", s16])
+            let alone = try daemonAlone.connect()
+            #expect(try alone.call("load", ["url": Fixtures.path(fixture), "play": true]).stateName == "playing")
+            _ = try waitForStatus(alone) { $0.name == "ended" }
+            let source = try Data(contentsOf: URL(fileURLWithPath: reference))
+            #expect(capture.count == source.count, "nothing lost or repeated across the pause")
+            let check = PauseFadeCheck(capture: samples(capture), source: samples(source),
+                                       pauseFrame: Int((stands * 44_100).rounded()), rate: 44_100, channels: 2)
+            #expect(check.holds, "\(check)")
+        }
+
         private func samples(_ data: Data) -> [Int16] { data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
 
         @Test(arguments: [1.25, 2.0004])
