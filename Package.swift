@@ -61,7 +61,7 @@ let package = Package(
         // What every front-end shares: listeners, access rules, the ordered request path with its
         // back-pressure and limits, the source rules, work kept off the event loop.
         .target(name: "TonearmFrontEnd", dependencies: [
-            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
+            "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -89,7 +89,7 @@ let package = Package(
         // The daemon's server: config, the front-ends on one event loop, systemd.
         .target(name: "TonearmServer", dependencies: [
             "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmLibrary",
-            "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
+            "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,5 @@
 import Foundation
 import TonearmCore
-import TonearmPlayer
 
 /// Media confinement (`input.roots`): a local path outside every root, once `..` and symbolic
 /// links are resolved, is refused before any file is opened, playlists and their entries too.

@@ -1,7 +1,5 @@
 import Logging
 import NIOCore
-import TonearmMedia
-import TonearmPlayer
 import TonearmProtocol
 
 /// What a protocol does with one client's lines (`RPCSession`, `MPDSession`). Called on the
@@ -45,7 +43,7 @@ public struct ClientLimits: Sendable, Equatable {
 /// is written.
 ///
 /// A reply to a line that changed what the daemon keeps (the queue, options, volume) is held
-/// until the change is durable (`ChangeLog`): what the client has been told survives a crash.
+/// until the change is durable (`ChangeDurability`): what the client has been told survives a crash.
 /// Meanwhile the lines already read are served and their replies gathered behind it, so a
 /// burst of edits costs one flush to disk, not one each.
 ///
@@ -68,7 +66,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private let logger: Logger
     private let peer: String
     /// The player's numbered changes; nil: nothing to wait for (tests of the handler alone).
-    private let changes: ChangeLog?
+    private let changes: ChangeDurability?
 
     // Event-loop state.
     private var context: ChannelHandlerContext?
@@ -103,7 +101,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     /// written: told true once it may make the next part, false if the connection is gone.
     private var partWaiter: ((Bool) -> Void)?
 
-    init(session: Session, limits: ClientLimits, logger: Logger, peer: String, changes: ChangeLog?) {
+    init(session: Session, limits: ClientLimits, logger: Logger, peer: String, changes: ChangeDurability?) {
         self.session = session
         self.limits = limits
         self.logger = logger
@@ -113,7 +111,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        servedSince = changes?.recorded ?? 0
+        servedSince = changes?.recorded() ?? 0
         scheduleIdleCheck(context: context)
         // Added to a connection already open (a WebSocket, after its upgrade): no
         // channelActive will come.
@@ -158,7 +156,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private func serveQueued(context: ChannelHandlerContext) {
         while !busy, !closing, context.channel.isWritable, heldUntil == nil || (gathered?.readableBytes ?? 0) < Self.gatherLimit,
               let line = queued.popFirst() {
-            servedSince = changes?.recorded ?? 0
+            servedSince = changes?.recorded() ?? 0
             if session.serve(line, self) == .waiting { busy = true }
             guard checkOutput(context: context) else { return }
         }
@@ -213,7 +211,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     func write(_ buffer: ByteBuffer) {
         guard let context, !closing else { return }
         if let changes {
-            let now = changes.recorded
+            let now = changes.recorded()
             if now != servedSince { hold(until: now) }
         }
         guard reading || heldUntil != nil else {
@@ -256,7 +254,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     /// Writes `buffer` (if any), then closes once it is flushed; nothing more is served.
     func writeAndClose(_ buffer: ByteBuffer?) {
         guard let context, !closing else { return }
-        if let changes, changes.recorded != servedSince { hold(until: changes.recorded) }
+        if let recorded = changes?.recorded(), recorded != servedSince { hold(until: recorded) }
         if heldUntil != nil {
             // After the held replies, once they may go.
             if var buffer {
@@ -440,7 +438,7 @@ extension ChannelPipeline.SynchronousOperations {
     /// bytes, served in order by `session`. The one way every front-end serves its clients.
     package func addRequestPath<Session: RequestSession>(
         _ session: Session, maxLineLength: Int, keepsEmptyLines: Bool = false, limits: ClientLimits, logger: Logger,
-        peer: ClientPeer, changes: ChangeLog?
+        peer: ClientPeer, changes: ChangeDurability?
     ) throws {
         try addHandlers(
             ByteToMessageHandler(LineDecoder(maxLength: maxLineLength, keepsEmptyLines: keepsEmptyLines)),

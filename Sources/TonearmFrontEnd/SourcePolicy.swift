@@ -1,7 +1,6 @@
 import Foundation
 import TonearmCore
 import TonearmMedia
-import TonearmPlayer
 
 /// What a client may name as a source, checked by both front-ends before anything is opened:
 /// a protocol `input.protocols` allows and, for a local file, a path inside `input.roots`.
@@ -22,11 +21,6 @@ public struct SourcePolicy: Sendable, Equatable {
         return nil
     }
 
-    /// Throws `permission_denied` naming the protocol or the root.
-    package func check(_ url: URL) throws(PlayerError) {
-        if let reason = refusal(url) { throw .failed(PlaybackError(.permissionDenied, reason)) }
-    }
-
     /// The rule both front-ends apply to what `add` queues, whatever named it (a path, a
     /// directory, a playlist, a search, songs the library's database holds): each file as
     /// `refusal` takes it, where it really is once links are resolved. The database names a song
@@ -38,11 +32,6 @@ public struct SourcePolicy: Sendable, Equatable {
             if let reason = refusal(url) { return (url, reason) }
         }
         return nil
-    }
-
-    /// `refusal(adding:)` as `permission_denied`.
-    package func check(adding urls: some Sequence<URL>) throws(PlayerError) {
-        if let (_, reason) = refusal(adding: urls) { throw .failed(PlaybackError(.permissionDenied, reason)) }
     }
 
     package static func protocolRefusal(_ scheme: String, _ input: InputConfiguration) -> String {

@@ -34,13 +34,14 @@ package final class MPDServer: Sendable {
         let environment = self.environment
         let logger = self.logger
         let limits = settings.limits
+        let log = environment.player.changes
         let serve: @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void> = { channel, access, peer in
             channel.eventLoop.makeCompletedFuture {
                 let session = MPDSession(environment: environment, access: access, logger: logger, peer: peer,
                                          eventLoop: channel.eventLoop, allocator: channel.allocator)
                 try channel.pipeline.syncOperations.addRequestPath(
                     session, maxLineLength: Self.maxLineLength, keepsEmptyLines: true, limits: limits, logger: logger,
-                    peer: peer, changes: environment.player.changes)
+                    peer: peer, changes: ChangeDurability(recorded: { log.recorded }, whenDurable: log.whenDurable))
             }
         }
         let refusal: @Sendable (FrontEnd.Refusal) -> ByteBuffer = { refusal in

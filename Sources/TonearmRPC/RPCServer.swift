@@ -67,9 +67,10 @@ package struct RPCServer: Sendable {
             let client = ClientSession(player: server.player, library: server.library, channel: channel, logger: server.logger,
                                        access: access, peer: peer)
             let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
+            let log = server.player.changes
             try channel.pipeline.syncOperations.addRequestPath(
                 session, maxLineLength: maxLineLength, limits: limits, logger: server.logger, peer: peer,
-                changes: server.player.changes)
+                changes: ChangeDurability(recorded: { log.recorded }, whenDurable: log.whenDurable))
         }
     }
 }
