@@ -409,7 +409,7 @@ extension EngineControl {
         guard state.paceRoom <= 0 else { return false }
         let now = EngineLock.now()
         let rate = Double(device.format.sampleRate) * speed
-        let ahead = Double(state.pacedFrames) - (now - state.paceAnchor) * rate
+        let ahead = pacedAhead(state, rate: rate, now: now)
         let lead = Double(paceLeadFrames(device))
         guard ahead > lead else {
             state.paceRoom = Int((lead - ahead).rounded(.up)) + pacePieceFrames(device)
@@ -421,6 +421,11 @@ extension EngineControl {
         let borderAt = clock.nextSegmentHeardAt.flatMap { $0 > now ? $0 : nil } ?? paceAt
         lock.waitOutput(untilMonotonic: min(paceAt, borderAt))
         return true
+    }
+
+    /// With pacing, the frames handed to the device that the pace's clock has not consumed by `now`.
+    private func pacedAhead(_ state: OutputState, rate: Double, now: Double) -> Double {
+        Double(state.pacedFrames) - (now - state.paceAnchor) * rate
     }
 
     /// What one write hands the device: a period; with pacing what is left of this wake-up's
@@ -529,7 +534,7 @@ extension EngineControl {
         if configuration.pace, device.canRewind, head.itemID != clock.rest.itemID {
             // Past a border not yet heard: the next item's frames must stay within the device's
             // buffer, where a take-back can still reach them (`takeBack`).
-            let ahead = Int(Double(state.pacedFrames) - (EngineLock.now() - state.paceAnchor) * Double(format.sampleRate) * speed)
+            let ahead = Int(pacedAhead(state, rate: Double(format.sampleRate) * speed, now: EngineLock.now()))
             let room = device.bufferFrames - ahead
             if room <= 0 && ahead > paceLeadFrames(device) {
                 state.paceRoom = 0  // sleeps in `waitForPace` until the border comes nearer
