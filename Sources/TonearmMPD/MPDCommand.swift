@@ -27,6 +27,18 @@ struct MPDCommand: Sendable {
     /// A reply too long to hold whole (`listallinfo` of a large library): made and sent in
     /// parts, each once the client has taken the one before.
     typealias Stream = @Sendable (MPDCall, MPDReplySink) async throws(MPDError) -> Void
+    /// A command about the connection itself (its password, tags, binary limit, idle), run by
+    /// the session on its event loop, saying how the connection goes on.
+    typealias Connection = @Sendable (MPDSession, MPDRequest, inout MPDResponse) throws(MPDError) -> ConnectionOutcome
+
+    enum ConnectionOutcome {
+        /// Answered; the run goes on.
+        case done
+        /// The connection closes once the reply is out.
+        case close
+        /// The connection waits for news (`idle`): answered when something changes.
+        case idle
+    }
 
     enum Body: Sendable {
         case now(Now)
@@ -35,6 +47,7 @@ struct MPDCommand: Sendable {
         /// `LongReplies`' thread (and written back as `later`'s) when it is long.
         case listing(Now)
         case stream(Stream)
+        case connection(Connection)
 
         /// When the body runs, for a queue of `queueLength` items.
         func timing(queueLength: Int, allocator: ByteBufferAllocator) -> Either {
@@ -42,6 +55,7 @@ struct MPDCommand: Sendable {
             case .now(let body): return .now(body)
             case .later(let body): return .later(body)
             case .stream(let body): return .stream(body)
+            case .connection(let body): return .connection(body)
             case .listing(let listing):
                 guard LongReplies.isLong(queueLength) else { return .now(listing) }
                 return .later { call throws(MPDError) in
@@ -54,7 +68,7 @@ struct MPDCommand: Sendable {
             }
         }
 
-        enum Either { case now(Now), later(Later), stream(Stream) }
+        enum Either { case now(Now), later(Later), stream(Stream), connection(Connection) }
     }
 
     /// Consecutive calls of one command in a command list, run as one: a client's "add all"

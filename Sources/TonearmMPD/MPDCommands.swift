@@ -1,25 +1,49 @@
 /// Every command of the MPD front-end, by name (docs/mpd.md lists them and what differs from MPD).
-/// The connection handler itself runs those that concern the connection: `idle`, `noidle`,
-/// `close`, `password`, `commands`, `notcommands` and the command lists.
+/// The session reads the command lists (`command_list_begin`, …) and `noidle` itself: they
+/// frame other commands.
 enum MPDCommands {
     static let table: [String: MPDCommand] = {
         var table: [String: MPDCommand] = [:]
-        for command in statusCommands + playbackCommands + queueCommands + libraryCommands + playlistCommands + artCommands {
+        for command in connectionCommands + statusCommands + playbackCommands + queueCommands + libraryCommands
+            + playlistCommands + artCommands {
             precondition(table[command.name] == nil, "MPD command \(command.name) defined twice")
             table[command.name] = command
         }
         return table
     }()
 
-    /// Commands the connection handler runs, with the permission each needs.
-    static let connectionCommands: [(name: String, permission: MPDPermission)] = [
-        ("close", .none), ("commands", .none), ("notcommands", .none), ("password", .none),
-        ("idle", .read), ("tagtypes", .none), ("binarylimit", .none),
+    /// The commands about the connection itself: what they change is the session's.
+    static let connectionCommands: [MPDCommand] = [
+        MPDCommand("close", .none, 0...Int.max, .connection { _, _, _ in .close }),
+        MPDCommand("commands", .none, 0...0, .connection { session, _, response in
+            session.listCommands(allowed: true, into: &response)
+            return .done
+        }),
+        MPDCommand("notcommands", .none, 0...0, .connection { session, _, response in
+            session.listCommands(allowed: false, into: &response)
+            return .done
+        }),
+        MPDCommand("password", .none, 1...1, .connection { session, request, _ throws(MPDError) in
+            try session.logIn(request.arguments[0])
+            return .done
+        }),
+        MPDCommand("tagtypes", .none, 0...Int.max, .connection { session, request, response throws(MPDError) in
+            try session.tagTypes(request.arguments, response: &response)
+            return .done
+        }),
+        MPDCommand("binarylimit", .none, 1...1, .connection { session, request, _ throws(MPDError) in
+            try session.setBinaryLimit(request.arguments[0])
+            return .done
+        }),
+        // Inside a command list it ends the list there, as in MPD 0.23.
+        MPDCommand("idle", .read, 0...Int.max, .connection { session, request, response throws(MPDError) in
+            try session.beginIdle(request.arguments, into: &response)
+            return .idle
+        }),
     ]
 
     /// Names a client with `permission` may or may not use, sorted (`commands`, `notcommands`).
     static func names(allowed: Bool, for permission: MPDPermission) -> [String] {
-        let all = table.values.map { ($0.name, $0.permission) } + connectionCommands.map { ($0.name, $0.permission) }
-        return all.filter { (permission >= $0.1) == allowed }.map(\.0).sorted()
+        table.values.filter { (permission >= $0.permission) == allowed }.map(\.name).sorted()
     }
 }

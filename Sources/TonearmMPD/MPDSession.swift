@@ -135,52 +135,58 @@ final class MPDSession: RequestSession {
             case .success(let parsed):
                 request = parsed
             }
-            switch connectionCommand(request, response: &response, listIndex: listIndex) {
-            case .done:
-                break
-            case .failed:
+            guard let command = MPDCommands.table[request.name] else {
+                response.ack(MPDError(.unknown, "unknown command \"\(request.name)\""), index: listIndex, command: "")
                 send(response)
                 return .answered
-            case .close:
-                send(response, thenClose: true)
-                return .answered
-            case .idle:
-                // Answered when something changes (or at once, when something already has).
+            }
+            if let error = command.check(request, permission: permission) {
+                logRefusal(command.name, error)
+                response.ack(error, index: listIndex, command: command.name)
                 send(response)
                 return .answered
-            case .notMine:
-                guard let command = MPDCommands.table[request.name] else {
-                    response.ack(MPDError(.unknown, "unknown command \"\(request.name)\""), index: listIndex, command: "")
-                    send(response)
-                    return .answered
-                }
-                if let error = command.check(request, permission: permission) {
-                    logRefusal(command.name, error)
+            }
+            if ok != nil, let calls = batchCalls(command, batch, from: index) {
+                runBatch(command, calls: calls, batch: batch, ok: ok, index: index, response: response)
+                return .waiting
+            }
+            switch command.body.timing(queueLength: environment.player.queue.items.count, allocator: allocator) {
+            case .now(let body):
+                do throws(MPDError) {
+                    try body(makeCall(request), &response)
+                } catch {
                     response.ack(error, index: listIndex, command: command.name)
                     send(response)
                     return .answered
                 }
-                if ok != nil, let calls = batchCalls(command, batch, from: index) {
-                    runBatch(command, calls: calls, batch: batch, ok: ok, index: index, response: response)
-                    return .waiting
+            case .connection(let body):
+                let outcome: MPDCommand.ConnectionOutcome
+                do throws(MPDError) {
+                    outcome = try body(self, request, &response)
+                } catch {
+                    response.ack(error, index: listIndex, command: command.name)
+                    send(response)
+                    return .answered
                 }
-                let call = makeCall(request)
-                switch command.body.timing(queueLength: environment.player.queue.items.count, allocator: allocator) {
-                case .now(let body):
-                    do throws(MPDError) {
-                        try body(call, &response)
-                    } catch {
-                        response.ack(error, index: listIndex, command: command.name)
-                        send(response)
-                        return .answered
-                    }
-                case .later(let body):
-                    runLater(body, call: call, command: command.name, batch: batch, ok: ok, index: index, response: response)
-                    return .waiting
-                case .stream(let body):
-                    runStream(body, call: call, command: command.name, batch: batch, ok: ok, index: index, response: response)
-                    return .waiting
+                switch outcome {
+                case .done:
+                    break
+                case .close:
+                    send(response, thenClose: true)
+                    return .answered
+                case .idle:
+                    // Answered when something changes (or at once, when something already has).
+                    send(response)
+                    return .answered
                 }
+            case .later(let body):
+                runLater(body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
+                         response: response)
+                return .waiting
+            case .stream(let body):
+                runStream(body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
+                          response: response)
+                return .waiting
             }
             if ok == true { response.listOK() }
             index += 1
@@ -306,64 +312,40 @@ final class MPDSession: RequestSession {
         RefusalLog.warn(logger, "refused a command", ["protocol": "mpd", "peer": "\(peer)", "command": "\(command)"])
     }
 
-    private enum ConnectionOutcome { case done, failed, close, idle, notMine }
+    // MARK: The commands about the connection (`MPDCommands.connectionCommands`)
 
-    /// The commands about the connection itself; an error is written as MPD's ACK.
-    private func connectionCommand(_ request: MPDRequest, response: inout MPDResponse,
-                                   listIndex: Int) -> ConnectionOutcome {
-        guard let needed = MPDCommands.connectionCommands.first(where: { $0.name == request.name })?.permission else {
-            return .notMine
-        }
-        do throws(MPDError) {
-            guard permission >= needed else { throw MPDError(.permission, "you don't have permission for \"\(request.name)\"") }
-            return try runConnectionCommand(request, response: &response)
-        } catch {
-            response.ack(error, index: listIndex, command: request.name)
-            return .failed
-        }
+    /// `commands`, `notcommands`: what this client may (not) run.
+    func listCommands(allowed: Bool, into response: inout MPDResponse) {
+        for command in MPDCommands.names(allowed: allowed, for: permission) { response.add("command", command) }
     }
 
-    private func runConnectionCommand(_ request: MPDRequest, response: inout MPDResponse) throws(MPDError) -> ConnectionOutcome {
-        let name = request.name
-        switch name {
-        case "close":
-            return .close
-        case "commands", "notcommands":
-            guard request.arguments.isEmpty else { throw .argument("wrong number of arguments for \"\(name)\"") }
-            for command in MPDCommands.names(allowed: name == "commands", for: permission) { response.add("command", command) }
-            return .done
-        case "password":
-            guard request.arguments.count == 1 else { throw .argument("wrong number of arguments for \"password\"") }
-            guard let password = environment.password, request.arguments[0] == password else {
-                throw MPDError(.password, "incorrect password")
-            }
-            authorized = true
-            return .done
-        case "tagtypes":
-            try tagTypes(request.arguments, response: &response)
-            return .done
-        case "binarylimit":
-            guard request.arguments.count == 1 else { throw .argument("wrong number of arguments for \"binarylimit\"") }
-            let text = request.arguments[0]
-            guard let value = Int(text) else { throw .argument("Integer expected: \(text)") }
-            guard value >= MPDCall.binaryLimits.lowerBound else { throw .argument("Value too small") }
-            guard value <= MPDCall.binaryLimits.upperBound else { throw .argument("Number too large: \(text)") }
-            binaryLimit = value
-            return .done
-        default: // idle; inside a command list it ends the list there, as in MPD 0.23
-            var mask: MPDSubsystems = []
-            for argument in request.arguments {
-                guard let flag = MPDSubsystems(name: argument) else { throw .argument("Unrecognized idle event: \(argument)") }
-                mask.insert(flag)
-            }
-            idleMask = mask.isEmpty ? .all : mask
-            deliverIdle(into: &response)
-            return .idle
+    /// `password`.
+    func logIn(_ password: String) throws(MPDError) {
+        guard let expected = environment.password, password == expected else { throw MPDError(.password, "incorrect password") }
+        authorized = true
+    }
+
+    /// `binarylimit`: the largest binary piece this client is sent (`albumart`, `readpicture`).
+    func setBinaryLimit(_ text: String) throws(MPDError) {
+        guard let value = Int(text) else { throw .argument("Integer expected: \(text)") }
+        guard value >= MPDCall.binaryLimits.lowerBound else { throw .argument("Value too small") }
+        guard value <= MPDCall.binaryLimits.upperBound else { throw .argument("Number too large: \(text)") }
+        binaryLimit = value
+    }
+
+    /// `idle`: waits for news of the named subsystems (all when none is named).
+    func beginIdle(_ names: [String], into response: inout MPDResponse) throws(MPDError) {
+        var mask: MPDSubsystems = []
+        for name in names {
+            guard let flag = MPDSubsystems(name: name) else { throw .argument("Unrecognized idle event: \(name)") }
+            mask.insert(flag)
         }
+        idleMask = mask.isEmpty ? .all : mask
+        deliverIdle(into: &response)
     }
 
     /// `tagtypes`: lists the tags, or changes which ones this client is shown.
-    private func tagTypes(_ arguments: [String], response: inout MPDResponse) throws(MPDError) {
+    func tagTypes(_ arguments: [String], response: inout MPDResponse) throws(MPDError) {
         guard let subcommand = arguments.first else {
             for tag in MediaTag.allCases where tags.shows(tag) { response.add("tagtype", tag.name) }
             return
