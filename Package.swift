@@ -133,7 +133,10 @@ let package = Package(
             "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", "TonearmTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "TonearmFrontEndTests", dependencies: ["TonearmFrontEnd"]),
+        .testTarget(name: "TonearmFrontEndTests", dependencies: [
+            "TonearmFrontEnd", "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "TonearmRPCTests", dependencies: [
             "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
