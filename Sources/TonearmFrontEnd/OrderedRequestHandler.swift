@@ -73,8 +73,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private var queued = CircularBuffer<InboundLine>()
     /// A served line's reply is still to come.
     private var busy = false
-    private var inputClosed = false
-    private var closing = false
+    /// Where the connection stands (`Lifecycle`): it only moves forward.
+    private var lifecycle = Lifecycle.added
+    private var closing: Bool { lifecycle >= .closingAfterHeld }
     /// A `read` arrived while reading had to wait.
     private var readHeld = false
     /// Inside a read burst: replies are gathered in `gathered` and written once it is done, so a
@@ -95,8 +96,6 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private var servedSince = 0
     /// Output is gathered, not written, until the changes up to this number are durable.
     private var heldUntil: Int?
-    /// The session asked to close while output was held: it closes once that is written.
-    private var closeAfterHold = false
     /// A long reply written in parts (`writePart`) waits for the client to take what was
     /// written: told true once it may make the next part, false if the connection is gone.
     private var partWaiter: ((Bool) -> Void)?
@@ -123,12 +122,33 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         context.fireChannelActive()
     }
 
-    private var started = false
-
     private func startSession() {
-        guard !started else { return }
-        started = true
+        guard lifecycle == .added else { return }
+        move(to: .open)
         session.start(self)
+    }
+
+    /// The connection's stages, in the order it goes through them.
+    private enum Lifecycle: Int, Comparable {
+        /// In the pipeline; the session starts once the channel is active.
+        case added
+        /// Serving lines as they come.
+        case open
+        /// The client half-closed: the lines read are served, then it closes (`closeIfDone`).
+        case inputClosed
+        /// The session asked to close while output was held until durable: it closes once
+        /// that is written (`durable`). Nothing more is served.
+        case closingAfterHeld
+        /// Closing or closed: nothing more is served or written.
+        case closing
+
+        static func < (a: Lifecycle, b: Lifecycle) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// Moves the connection on; a move back is a bug in this handler.
+    private func move(to next: Lifecycle) {
+        precondition(next >= lifecycle, "request path: \(lifecycle) → \(next)")
+        lifecycle = next
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -260,13 +280,17 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             if var buffer {
                 if gathered == nil { gathered = buffer } else { gathered!.writeBuffer(&buffer) }
             }
-            closing = true
-            closeAfterHold = true
+            move(to: .closingAfterHeld)
             queued.removeAll()
             return
         }
+        close(context, after: buffer)
+    }
+
+    /// Writes what was gathered and `buffer`, then closes.
+    private func close(_ context: ChannelHandlerContext, after buffer: ByteBuffer?) {
         flushIfNeeded(context: context)
-        closing = true
+        move(to: .closing)
         queued.removeAll()
         let channel = context.channel
         bytesWritten += buffer?.readableBytes ?? 0
@@ -292,7 +316,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         guard let context, !closing else { return }
         // The replies to the lines before this one go out first.
         flushIfNeeded(context: context)
-        closing = true
+        move(to: .closing)
         queued.removeAll()
         logger.info("closing a client: \(reason)", metadata: ["peer": "\(peer)"])
         context.close(promise: nil)
@@ -314,7 +338,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         if limits.maxOutputBytes >= OutputMarks.high && context.channel.isWritable { return true }
         guard let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
               pending > limits.maxOutputBytes else { return true }
-        closing = true
+        move(to: .closing)
         queued.removeAll()
         logger.warning("client does not read its replies; closing it", metadata: [
             "peer": "\(peer)", "unread_bytes": "\(pending)", "limit": "\(limits.maxOutputBytes)"])
@@ -339,12 +363,10 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private func durable(through sequence: Int) {
         guard let held = heldUntil, sequence >= held, let context else { return }
         heldUntil = nil
-        if closeAfterHold {
-            closeAfterHold = false
-            closing = false
+        if lifecycle == .closingAfterHeld {
             let buffer = gathered
             gathered = nil
-            writeAndClose(buffer)
+            close(context, after: buffer)
             return
         }
         flushIfNeeded(context: context)
@@ -358,7 +380,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .inputClosed = event as? ChannelEvent {
-            inputClosed = true
+            if lifecycle < .inputClosed { move(to: .inputClosed) }
             closeIfDone(context: context)
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -367,7 +389,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     /// After a half-close: closes once nothing is running or queued (the replies are flushed first).
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !busy, heldUntil == nil, queued.isEmpty else { return }
+        guard lifecycle == .inputClosed, !busy, heldUntil == nil, queued.isEmpty else { return }
         writeAndClose(nil)
     }
 
@@ -411,7 +433,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closing = true
+        move(to: .closing)
         queued.removeAll()
         resumePart()
         session.connectionEnded()
