@@ -14,35 +14,43 @@ extension RequestRouter {
         return ["place": JSONValue(try player.announce(url, volume: volume, duck: duck))]
     }
 
-    /// `alarms.add {time, days?, url? | queue: true, volume?, fade_in_s?}`, `alarms.remove {id}`.
-    func alarmChange(_ method: String, _ params: Params) async throws -> JSONValue {
-        let outcome: Result<Alarm, AlarmClock.Failure>
-        if method == "alarms.remove" {
-            let id = try params.requiredInteger("id")
-            do throws(AlarmClock.Failure) { outcome = .success(try await player.alarms.remove(id: id)) } catch { outcome = .failure(error) }
-        } else {
-            let time = try params.requiredString("time")
-            let days = try (params.stringArray("days") ?? []).map { text in
-                guard let day = Weekday(rawValue: text.lowercased()) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'days' holds 'mon' … 'sun', not '\(text)'")
-                }
-                return day
+    /// `alarms.add {time, days?, url? | queue: true, volume?, fade_in_s?}`.
+    func alarmAdd(_ params: Params) async throws -> JSONValue {
+        let time = try params.requiredString("time")
+        let days = try (params.stringArray("days") ?? []).map { text in
+            guard let day = Weekday(rawValue: text.lowercased()) else {
+                throw RPC.Failure(.invalidParams, "invalid params: 'days' holds 'mon' … 'sun', not '\(text)'")
             }
-            let queue = try params.bool("queue") ?? false
-            let url = try params.string("url").map { text in
-                let url = try sourceURL(text)
-                try sources.check(url)
-                return url.absoluteString
-            }
-            guard (url != nil) != queue else {
-                throw RPC.Failure(.invalidParams, "invalid params: give 'url' or 'queue: true' (what the alarm plays)")
-            }
-            let volume = try params.integer("volume")
-            let fadeIn = try params.number("fade_in_s") ?? 10
-            do throws(AlarmClock.Failure) {
-                outcome = .success(try await player.alarms.add(time: time, days: days, url: url, volume: volume, fadeIn: fadeIn))
-            } catch { outcome = .failure(error) }
+            return day
         }
+        let queue = try params.bool("queue") ?? false
+        let url = try params.string("url").map { text in
+            let url = try sourceURL(text)
+            try sources.check(url)
+            return url.absoluteString
+        }
+        guard (url != nil) != queue else {
+            throw RPC.Failure(.invalidParams, "invalid params: give 'url' or 'queue: true' (what the alarm plays)")
+        }
+        let volume = try params.integer("volume")
+        let fadeIn = try params.number("fade_in_s") ?? 10
+        let outcome: Result<Alarm, AlarmClock.Failure>
+        do throws(AlarmClock.Failure) {
+            outcome = .success(try await player.alarms.add(time: time, days: days, url: url, volume: volume, fadeIn: fadeIn))
+        } catch { outcome = .failure(error) }
+        return try Self.alarmAnswer(outcome)
+    }
+
+    /// `alarms.remove {id}`.
+    func alarmRemove(_ params: Params) async throws -> JSONValue {
+        let id = try params.requiredInteger("id")
+        let outcome: Result<Alarm, AlarmClock.Failure>
+        do throws(AlarmClock.Failure) { outcome = .success(try await player.alarms.remove(id: id)) } catch { outcome = .failure(error) }
+        return try Self.alarmAnswer(outcome)
+    }
+
+    /// `{alarm}`, or the alarm clock's failure in JSON-RPC's words.
+    private static func alarmAnswer(_ outcome: Result<Alarm, AlarmClock.Failure>) throws -> JSONValue {
         switch outcome {
         case .success(let alarm): return ["alarm": ProtocolEncoding.alarm(alarm)]
         case .failure(.invalid(let message)): throw RPC.Failure(.invalidParams, "invalid params: \(message)")

@@ -7,8 +7,11 @@ import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 
-/// Maps JSON-RPC methods onto the player. Each method checks its params strictly: an unknown
-/// field, a wrong type or an out-of-range number gets `invalidParams` naming it.
+/// Serves JSON-RPC requests through the method table (`RPCMethods`): what it says of a
+/// request (known, allowed to this client, its params), then the method's body. It holds what
+/// the bodies reach: the player, the library, the stored playlists, the source rules. Each
+/// method checks its params strictly: an unknown field, a wrong type or an out-of-range number
+/// gets `invalidParams` naming it.
 struct RequestRouter: Sendable {
     let player: Player
     var sources = SourcePolicy()
@@ -38,14 +41,17 @@ struct RequestRouter: Sendable {
         if let refusal = Self.catchingFailure({ try Params(request.params, method: request.method).allow(method.params) }) {
             return .failure(refusal)
         }
-        if method.answersLater(request, player) { return nil }
-        return Self.catching { try immediate(request, session: session) }
+        guard let now = method.now(for: request, player) else { return nil }
+        return Self.catching { try now(RPCCall(router: self, request: request, session: session)) }
     }
 
-    /// Answers a request that waits for the engine.
+    /// Answers a request that waits for the engine (`answerNow` said nil).
     func answerLater(_ request: RPC.Request, session: ClientSession) async -> Result<JSONValue, RPC.Failure> {
+        guard let later = RPCMethods.table[request.method]?.later else {
+            return .failure(RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method"))
+        }
         do {
-            return .success(try await waiting(request, session: session))
+            return .success(try await later(RPCCall(router: self, request: request, session: session)))
         } catch {
             return Self.failure(error)
         }
@@ -67,175 +73,6 @@ struct RequestRouter: Sendable {
         case let failure as RPC.Failure: .failure(failure)
         case let error as PlayerError: .failure(ProtocolEncoding.failure(error))
         default: .failure(RPC.Failure(.internalError, "internal error: \(error)"))
-        }
-    }
-
-    private func waiting(_ request: RPC.Request, session: ClientSession) async throws -> JSONValue {
-        let params = Params(request.params, method: request.method)
-        switch request.method {
-        case "load":
-            let url = try sourceURL(params.requiredString("url"))
-            try sources.check(url)
-            let loaded = try await player.load(url, play: try params.bool("play") ?? false, start: try params.number("start") ?? 0)
-            return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
-        case "seek":
-            // Any finite number: the player clamps it to [0, duration].
-            let position = try params.requiredNumber("position", bounded: false)
-            let landed = try await player.seek(to: position, relative: try params.bool("relative") ?? false)
-            return ["position": .number(landed.position), "state": ProtocolEncoding.state(landed.state)]
-        case "retry":
-            let loaded = try await player.retry()
-            return ["state": ProtocolEncoding.state(loaded.state), "media": ProtocolEncoding.media(loaded.media)]
-        case "play":
-            let played = try await player.play(id: try params.integer("id"))
-            var answer: [String: JSONValue] = ["state": ProtocolEncoding.state(played.state)]
-            answer["changed"] = .bool(played.transition?.didChangeState ?? true)
-            if played.transition == nil { answer["media"] = ProtocolEncoding.media(played.media) }
-            answer["current"] = JSONValue(player.status.current)
-            return .object(answer)
-        case "pause":
-            return changed(try await player.pauseWhenHeard())
-        case "next", "previous":
-            let moved = request.method == "next" ? try await player.next() : try await player.previous()
-            return ["state": ProtocolEncoding.state(moved.state), "media": ProtocolEncoding.media(moved.media),
-                    "current": JSONValue(player.status.current)]
-        case "add":
-            return try await addAndPlay(params, session: session)
-        case "alarms.add", "alarms.remove":
-            return try await alarmChange(request.method, params)
-        case _ where request.method.hasPrefix("playlist."):
-            return try await playlistAnswer(request, session: session)
-        case _ where request.method.hasPrefix("library."):
-            return try await libraryAnswer(request, for: session.peer)
-        case "queue":
-            // A long queue: encoded off the event loop, which goes on serving the other clients.
-            return await longReplies.encode {
-                var bytes = ByteBuffer()
-                JSONCoding.serialize(queueListing(), into: &bytes)
-                return .encoded(bytes)
-            }
-        case "loudness":
-            let ids = params.object["ids"] == nil ? nil : try params.requiredIntegerArray("ids")
-            return await longReplies.encode {
-                var bytes = ByteBuffer()
-                JSONCoding.serialize(loudnessListing(ids), into: &bytes)
-                return .encoded(bytes)
-            }
-        default:
-            throw RPC.Failure(.internalError, "internal error: '\(request.method)' is not a waiting method")
-        }
-    }
-
-    private func queueListing() -> JSONValue {
-        ProtocolEncoding.queue(player.queue, next: player.status.next, tags: player.tags(for:), duration: player.duration(of:))
-    }
-
-    /// The measured loudness of the queue's items `ids` (all when nil): null while not known.
-    private func loudnessListing(_ ids: [Int]?) -> JSONValue {
-        let wanted = ids.map(Set.init)
-        let items = player.queue.items.filter { wanted?.contains($0.id) ?? true }
-        return ["items": .array(items.map { item in
-            ["id": JSONValue(item.id), "loudness": player.loudness(of: item.url).map(ProtocolEncoding.loudness) ?? .null]
-        })]
-    }
-
-    private func immediate(_ request: RPC.Request, session: ClientSession) throws -> JSONValue {
-        let params = Params(request.params, method: request.method)
-        switch request.method {
-        case "ping":
-            return "pong"
-        case "version":
-            return ["version": .string(Self.version), "libraries": .object(Player.libraryVersions.mapValues(JSONValue.string))]
-        case "status":
-            return .encoded(statusEncoding.bytes(for: player.status) { status in
-                var bytes = ByteBuffer()
-                JSONCoding.serialize(ProtocolEncoding.status(status), into: &bytes)
-                return bytes
-            })
-        case "play":
-            return changed(try player.play())
-        case "add":
-            return try add(params, for: session.peer).answer
-        case "queue":
-            return queueListing()
-        case "loudness":
-            return loudnessListing(params.object["ids"] == nil ? nil : try params.requiredIntegerArray("ids"))
-        case "remove":
-            let ids = try params.requiredIntegerArray("ids")
-            return ["version": JSONValue(try player.remove(ids: ids))]
-        case "move":
-            let id = try params.requiredInteger("id")
-            return ["version": JSONValue(try player.move(id: id, to: try params.requiredInteger("position")))]
-        case "clear":
-            return ["version": JSONValue(player.clear()), "state": ProtocolEncoding.state(player.state)]
-        case "options":
-            let repeatFlag = try params.bool("repeat"), single = try params.bool("single")
-            let consume = try params.bool("consume"), random = try params.bool("random")
-            let crossfade = try params.number("crossfade")
-            if let crossfade, !(0...QueueOptions.longestCrossfade).contains(crossfade) {
-                throw RPC.Failure(.invalidParams, "invalid params: 'crossfade' must be a number of seconds from 0 to 15")
-            }
-            let options = player.setOptions { options in
-                if let repeatFlag { options.repeat = repeatFlag }
-                if let single { options.single = single }
-                if let consume { options.consume = consume }
-                if let random { options.random = random }
-                if let crossfade { options.crossfade = crossfade }
-            }
-            return ["repeat": .bool(options.repeat), "single": .bool(options.single), "consume": .bool(options.consume),
-                    "random": .bool(options.random), "crossfade": JSONValue(options.crossfade),
-                    "version": JSONValue(player.queue.version)]
-        case "volume":
-            let level = try params.integer("level"), delta = try params.integer("delta")
-            if let level, !(0...100).contains(level) {
-                throw RPC.Failure(.invalidParams, "invalid params: 'level' must be a whole number from 0 to 100")
-            }
-            if let delta, !(-100...100).contains(delta) {
-                throw RPC.Failure(.invalidParams, "invalid params: 'delta' must be a whole number from -100 to 100")
-            }
-            if level != nil && delta != nil {
-                throw RPC.Failure(.invalidParams, "invalid params: give 'level' or 'delta', not both")
-            }
-            return ["volume": JSONValue(player.setVolume(level: level, delta: delta))]
-        case "replay_gain":
-            var mode: ReplayGainMode?
-            if let text = try params.string("mode") {
-                guard let parsed = ReplayGainMode(rawValue: text) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'mode' must be off, track, album, auto or loudness")
-                }
-                mode = parsed
-            }
-            let preamp = try params.number("preamp_db", unit: "decibels")
-            if let preamp, !(-15...15).contains(preamp) {
-                throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from -15 to 15")
-            }
-            return ProtocolEncoding.replayGain(player.setReplayGain(mode: mode, preampDB: preamp))
-        case "stop":
-            return changed(try player.stop())
-        case "sleep":
-            return try sleepAnswer(params)
-        case "announce":
-            return try announceAnswer(params)
-        case "alarms.list":
-            return ["alarms": .array(player.alarms.alarms.map(ProtocolEncoding.alarm))]
-        case "subscribe":
-            let kinds = try params.stringArray("events") ?? ["transition", "performance"]
-            var subscription = Set<ClientSession.EventKind>()
-            for kind in kinds {
-                guard let parsed = ClientSession.EventKind(rawValue: kind) else {
-                    throw RPC.Failure(.invalidParams, "invalid params: unknown event type '\(kind)' (transition, performance, position, queue, item, library)")
-                }
-                subscription.insert(parsed)
-            }
-            let interval = try params.number("position_interval") ?? 1.0
-            guard interval >= 0.05, interval <= 3600 else {
-                throw RPC.Failure(.invalidParams, "invalid params: position_interval must be from 0.05 to 3600 seconds")
-            }
-            session.subscribe(to: subscription, positionInterval: interval)
-            return ["subscribed": .array(subscription.map(\.rawValue).sorted().map(JSONValue.string)),
-                    "state": ProtocolEncoding.state(player.state)]
-        default:
-            throw RPC.Failure(.internalError, "internal error: '\(request.method)' has no answer at once")
         }
     }
 
@@ -293,7 +130,7 @@ struct RequestRouter: Sendable {
         !text.hasPrefix("/") && SourcePolicy.scheme(of: text) == nil
     }
 
-    private func add(_ params: Params, for peer: ClientPeer, library: LibrarySongs = LibrarySongs()) throws -> (items: [Int], answer: JSONValue) {
+    func add(_ params: Params, for peer: ClientPeer, library: LibrarySongs = LibrarySongs()) throws -> (items: [Int], answer: JSONValue) {
         _ = try params.bool("play")
         guard let texts = try params.stringArray("urls"), !texts.isEmpty else {
             throw RPC.Failure(.invalidParams, "invalid params: 'urls' must be a non-empty array of strings")
@@ -334,7 +171,7 @@ struct RequestRouter: Sendable {
         }
     }
 
-    private func changed(_ transition: PlaybackTransition) -> JSONValue {
+    static func changed(_ transition: PlaybackTransition) -> JSONValue {
         ["changed": .bool(transition.didChangeState), "state": ProtocolEncoding.state(transition.to)]
     }
 
@@ -382,91 +219,5 @@ struct RequestRouter: Sendable {
             throw RPC.Failure(.invalidParams, "invalid params: the file name '\(long.prefix(40))…' is \(long.utf8.count) bytes long; at most \(NAME_MAX) are possible")
         }
         return URL(fileURLWithPath: path)
-    }
-}
-
-/// Typed, strict access to a request's params object.
-struct Params {
-    let object: [String: JSONValue]
-    let method: String
-
-    init(_ value: JSONValue, method: String) {
-        if case .object(let object) = value { self.object = object } else { self.object = [:] }
-        self.method = method
-    }
-
-    func allow(_ keys: Set<String>) throws {
-        if let unknown = object.keys.sorted().first(where: { !keys.contains($0) }) {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(method)' has no parameter '\(unknown)'")
-        }
-    }
-
-    func requiredString(_ key: String) throws -> String {
-        guard let value = object[key] else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
-        guard case .string(let text) = value, !text.isEmpty else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a non-empty string")
-        }
-        return text
-    }
-
-    func requiredNumber(_ key: String, bounded: Bool = true) throws -> Double {
-        guard let value = try number(key, bounded: bounded) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
-        return value
-    }
-
-    /// A finite number; `bounded`: also under 1e9 in magnitude.
-    func number(_ key: String, unit: String = "seconds", bounded: Bool = true) throws -> Double? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .number(let number) = value, number.isFinite, !bounded || abs(number) < 1e9 else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a number of \(unit)")
-        }
-        return number
-    }
-
-    func string(_ key: String) throws -> String? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .string(let text) = value else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a string") }
-        return text
-    }
-
-    func integer(_ key: String) throws -> Int? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .number(let number) = value, number.isFinite, number.rounded() == number, abs(number) < 1e9 else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be a whole number")
-        }
-        return Int(number)
-    }
-
-    func requiredInteger(_ key: String) throws -> Int {
-        guard let value = try integer(key) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
-        return value
-    }
-
-    func requiredIntegerArray(_ key: String) throws -> [Int] {
-        guard let value = object[key] else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
-        guard case .array(let items) = value else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of whole numbers")
-        }
-        return try items.map { item in
-            guard case .number(let number) = item, number.isFinite, number.rounded() == number, abs(number) < 1e9 else {
-                throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of whole numbers")
-            }
-            return Int(number)
-        }
-    }
-
-    func bool(_ key: String) throws -> Bool? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .bool(let flag) = value else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be true or false") }
-        return flag
-    }
-
-    func stringArray(_ key: String) throws -> [String]? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .array(let items) = value else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings") }
-        return try items.map { item in
-            guard case .string(let text) = item else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings") }
-            return text
-        }
     }
 }
