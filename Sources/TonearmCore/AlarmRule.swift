@@ -3,15 +3,15 @@ import Foundation
 /// When an alarm rings: a time of day on some days of the week (every day when none are named),
 /// in a calendar's time zone. Pure: the calendar and the moment to count from are given, so the
 /// rule is tested across daylight-saving changes without a clock.
-public struct AlarmRule: Sendable, Equatable {
-    public var hour: Int
-    public var minute: Int
-    public var second: Int
+package struct AlarmRule: Sendable, Equatable {
+    package var hour: Int
+    package var minute: Int
+    package var second: Int
     /// Empty: every day.
-    public var days: Set<Weekday>
+    package var days: Set<Weekday>
 
     /// "07:30" or "07:30:15" (24-hour); nil when it is not a time of day.
-    public init?(time text: String, days: Set<Weekday> = []) {
+    package init?(time text: String, days: Set<Weekday> = []) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard (2...3).contains(parts.count), parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
               let hour = Int(parts[0]), let minute = Int(parts[1]), (0...23).contains(hour), (0...59).contains(minute)
@@ -25,14 +25,14 @@ public struct AlarmRule: Sendable, Equatable {
     }
 
     /// "07:30", or "07:30:15" when it has seconds.
-    public var time: String {
+    package var time: String {
         second == 0 ? String(format: "%02d:%02d", hour, minute) : String(format: "%02d:%02d:%02d", hour, minute, second)
     }
 
     /// The first moment after `date` at which the alarm rings. On the day clocks go forward, a
     /// time that does not exist rings at the first moment that does (02:30 rings at 03:00); on
     /// the day they go back, a time that comes twice rings the first time only.
-    public func nextFire(after date: Date, calendar: Calendar) -> Date? {
+    package func nextFire(after date: Date, calendar: Calendar) -> Date? {
         let wanted = DateComponents(hour: hour, minute: minute, second: second)
         var from = date
         // A week and a day covers every weekday set; a skipped or doubled hour takes no more.
@@ -48,17 +48,17 @@ public struct AlarmRule: Sendable, Equatable {
     }
 }
 
-public enum Weekday: String, Sendable, CaseIterable, Codable, Comparable {
+package enum Weekday: String, Sendable, CaseIterable, Codable, Comparable {
     case mon, tue, wed, thu, fri, sat, sun
 
     /// From `Calendar`'s weekday number (1 is Sunday).
-    public init?(_ calendarWeekday: Int) {
+    package init?(_ calendarWeekday: Int) {
         let order: [Weekday] = [.sun, .mon, .tue, .wed, .thu, .fri, .sat]
         guard (1...7).contains(calendarWeekday) else { return nil }
         self = order[calendarWeekday - 1]
     }
 
-    public static func < (a: Weekday, b: Weekday) -> Bool {
+    package static func < (a: Weekday, b: Weekday) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
     }
 }

@@ -8,14 +8,14 @@
 /// plays, to come back to it after the last, or ducks it: the first asked `duck` while something
 /// plays, the music goes on lower under the clips and nothing is to come back to. The first of a
 /// run decides for those that join it.
-public struct AnnouncementOverlay: Sendable, Equatable {
+package struct AnnouncementOverlay: Sendable, Equatable {
     /// One announcement: what it plays, at what volume (nil: the player's).
-    public struct Clip: Sendable, Equatable {
-        public let url: String
-        public let volume: Int?
+    package struct Clip: Sendable, Equatable {
+        package let url: String
+        package let volume: Int?
         /// Asked to play over the music, the music lowered, rather than instead of it.
-        public let duck: Bool
-        public init(url: String, volume: Int?, duck: Bool = false) {
+        package let duck: Bool
+        package init(url: String, volume: Int?, duck: Bool = false) {
             self.url = url
             self.volume = volume
             self.duck = duck
@@ -23,15 +23,15 @@ public struct AnnouncementOverlay: Sendable, Equatable {
     }
 
     /// Where playback stood when the first announcement began, to come back to.
-    public struct ReturnPoint: Sendable, Equatable {
+    package struct ReturnPoint: Sendable, Equatable {
         /// The queue item heard (nil: nothing was loaded, nothing to come back to).
-        public let queueID: Int?
-        public let position: Double
+        package let queueID: Int?
+        package let position: Double
         /// It was playing (or about to: buffering, seeking); else paused or ready.
-        public let playing: Bool
+        package let playing: Bool
         /// A live stream: it rejoins live rather than at `position`.
-        public let live: Bool
-        public init(queueID: Int?, position: Double, playing: Bool, live: Bool) {
+        package let live: Bool
+        package init(queueID: Int?, position: Double, playing: Bool, live: Bool) {
             self.queueID = queueID
             self.position = position
             self.playing = playing
@@ -39,7 +39,7 @@ public struct AnnouncementOverlay: Sendable, Equatable {
         }
     }
 
-    public enum Phase: String, Sendable, CaseIterable {
+    package enum Phase: String, Sendable, CaseIterable {
         /// No announcement.
         case quiet
         /// One plays, none waits.
@@ -52,7 +52,7 @@ public struct AnnouncementOverlay: Sendable, Equatable {
         case duckingWithMoreWaiting
     }
 
-    public enum Event: Sendable, Equatable {
+    package enum Event: Sendable, Equatable {
         /// A new announcement, and where playback stands as it comes.
         case announce(Clip, returnPoint: ReturnPoint)
         /// The clip being played ended, or could not be played.
@@ -62,7 +62,7 @@ public struct AnnouncementOverlay: Sendable, Equatable {
         case interrupted
     }
 
-    public enum Effect: Sendable, Equatable {
+    package enum Effect: Sendable, Equatable {
         /// Fade out what plays, then play the clip (the first of a run).
         case fadeOutAndPlay(Clip)
         /// Lower what plays and play the clip over it (the first of a ducking run).
@@ -87,23 +87,23 @@ public struct AnnouncementOverlay: Sendable, Equatable {
     }
 
     /// At most this many wait behind the one playing.
-    public static let maximumWaiting = 16
+    package static let maximumWaiting = 16
 
-    public private(set) var playing: Clip?
-    public private(set) var waiting: [Clip] = []
-    public private(set) var returnPoint: ReturnPoint?
+    package private(set) var playing: Clip?
+    package private(set) var waiting: [Clip] = []
+    package private(set) var returnPoint: ReturnPoint?
     /// The run plays over the music (nil point: nothing to come back to).
-    public private(set) var ducks = false
+    package private(set) var ducks = false
 
-    public init() {}
+    package init() {}
 
-    public var phase: Phase {
+    package var phase: Phase {
         guard playing != nil else { return .quiet }
         if ducks { return waiting.isEmpty ? .ducking : .duckingWithMoreWaiting }
         return waiting.isEmpty ? .announcing : .announcingWithMoreWaiting
     }
 
-    public mutating func handle(_ event: Event) -> Effect {
+    package mutating func handle(_ event: Event) -> Effect {
         switch (event, playing) {
         case (.announce(let clip, let point), nil):
             playing = clip

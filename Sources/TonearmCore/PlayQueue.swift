@@ -2,13 +2,13 @@ import Foundation
 
 /// One entry of the play queue. The id is the queue's own handle for the entry: it survives
 /// moves and is never given to another entry, so a client holding it can never act on the wrong one.
-public struct QueueItem: Sendable, Equatable, Codable {
-    public let id: Int
-    public var url: URL
+package struct QueueItem: Sendable, Equatable, Codable {
+    package let id: Int
+    package var url: URL
     /// From a playlist's `#EXTINF` or PLS `TitleN`; nil when the source gave none.
-    public var title: String?
+    package var title: String?
 
-    public init(id: Int, url: URL, title: String? = nil) {
+    package init(id: Int, url: URL, title: String? = nil) {
         self.id = id
         self.url = url
         self.title = title
@@ -16,20 +16,20 @@ public struct QueueItem: Sendable, Equatable, Codable {
 }
 
 /// MPD's four playback switches.
-public struct QueueOptions: Sendable, Equatable, Codable {
-    public var `repeat`: Bool
-    public var single: Bool
-    public var consume: Bool
-    public var random: Bool
+package struct QueueOptions: Sendable, Equatable, Codable {
+    package var `repeat`: Bool
+    package var single: Bool
+    package var consume: Bool
+    package var random: Bool
     /// With `single`: single mode ends once the current item has ended (MPD's `single oneshot`).
-    public var oneshot: Bool
+    package var oneshot: Bool
     /// How long the end of an item and the start of the next overlap, seconds, 0…`longestCrossfade`
     /// (0: gapless joins). Kept with the queue's play options, as MPD keeps it.
-    public var crossfade: Double
+    package var crossfade: Double
 
-    public static let longestCrossfade = 15.0
+    package static let longestCrossfade = 15.0
 
-    public init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
+    package init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
                 oneshot: Bool = false, crossfade: Double = 0) {
         self.repeat = `repeat`
         self.single = single
@@ -41,7 +41,7 @@ public struct QueueOptions: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey { case `repeat`, single, consume, random, oneshot, crossfade }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.repeat = try c.decode(Bool.self, forKey: .repeat)
         single = try c.decode(Bool.self, forKey: .single)
@@ -55,7 +55,7 @@ public struct QueueOptions: Sendable, Equatable, Codable {
     }
 }
 
-public enum QueueError: Error, Sendable, Equatable {
+package enum QueueError: Error, Sendable, Equatable {
     case unknownID(Int)
     case positionOutOfRange(Int, count: Int)
 }
@@ -66,18 +66,18 @@ public enum QueueError: Error, Sendable, Equatable {
 /// A pure value: no I/O, no clock, no global randomness. The shuffle comes from a PRNG whose state
 /// is stored here, so a queue is deterministic for a seed and survives a Codable round trip exactly.
 /// Every call is O(n) at worst, and no input (unknown ids, an empty queue, no current item) traps.
-public struct PlayQueue: Sendable, Equatable, Codable {
-    public private(set) var items: [QueueItem] = []
+package struct PlayQueue: Sendable, Equatable, Codable {
+    package private(set) var items: [QueueItem] = []
     /// The item being heard (or paused or stopped at); nil when none.
-    public private(set) var currentID: Int?
+    package private(set) var currentID: Int?
     /// +1 on every call that changes items, current or options; never on a no-op. Clients compare
     /// it to know whether their copy of the queue is stale.
-    public private(set) var version: Int = 0
-    public private(set) var options = QueueOptions()
+    package private(set) var version: Int = 0
+    package private(set) var options = QueueOptions()
     /// For each position in `items`: the version at which what sits there last changed (added,
     /// moved, or shifted by an edit before it). MPD's `plchanges` lists the positions whose
     /// version is newer than the client's copy.
-    public private(set) var positionVersions: [Int] = []
+    package private(set) var positionVersions: [Int] = []
 
     /// The id the next added item gets. Only ever grows, so ids are never reused, not even
     /// after `clear()`: a client's stale id then fails loudly instead of hitting a new item.
@@ -87,27 +87,27 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     private var shuffleOrder: [Int] = []
     private var rng = SplitMix64(seed: 0)
 
-    public init() {}
+    package init() {}
 
     // MARK: Reading
 
-    public var current: QueueItem? { currentID.flatMap { item(id: $0) } }
+    package var current: QueueItem? { currentID.flatMap { item(id: $0) } }
 
-    public func item(id: Int) -> QueueItem? {
+    package func item(id: Int) -> QueueItem? {
         items.first { $0.id == id }
     }
 
-    public func position(of id: Int) -> Int? {
+    package func position(of id: Int) -> Int? {
         items.firstIndex { $0.id == id }
     }
 
     /// The ids in the order they will be played: the item order, or the shuffle with `random` on.
-    public var playOrder: [Int] {
+    package var playOrder: [Int] {
         options.random ? shuffleOrder : items.map(\.id)
     }
 
     /// The first item in play order (for `play` with nothing current).
-    public var first: Int? {
+    package var first: Int? {
         orderCount > 0 ? orderID(at: 0) : nil
     }
 
@@ -117,7 +117,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// increasing, never reused. Returns the new items. Empty input: no change, no version bump
     /// (the position is still checked, so a bad request fails the same way whatever it carries).
     @discardableResult
-    public mutating func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(QueueError) -> [QueueItem] {
+    package mutating func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil) throws(QueueError) -> [QueueItem] {
         let at = position ?? items.count
         guard at >= 0, at <= items.count else { throw .positionOutOfRange(at, count: items.count) }
         guard !entries.isEmpty else { return [] }
@@ -137,7 +137,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
 
     /// All-or-nothing: if any id is unknown, nothing is removed. Removing the current item sets
     /// `currentID` to nil; what to play then is the player's decision, not the queue's.
-    public mutating func remove(ids: [Int]) throws(QueueError) {
+    package mutating func remove(ids: [Int]) throws(QueueError) {
         let removed = Set(ids)
         let positions: [Int]
         if removed.count <= 16 {
@@ -162,7 +162,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
 
     /// Moves the item so it ends at `position` (0..<count). The shuffle order is left alone: moving
     /// an item in the list is not a reason to change when it plays.
-    public mutating func move(id: Int, to position: Int) throws(QueueError) {
+    package mutating func move(id: Int, to position: Int) throws(QueueError) {
         guard let from = self.position(of: id) else { throw .unknownID(id) }
         guard position >= 0, position < items.count else { throw .positionOutOfRange(position, count: items.count) }
         guard from != position else { return }
@@ -184,7 +184,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// Reorders the items in `range` (positions) at random, for good: MPD's `shuffle`. The item
     /// being heard, when inside the range, goes to the range's start, so it keeps playing and
     /// everything after it is still to come. The play order with `random` on is left alone.
-    public mutating func shuffle(_ range: Range<Int>? = nil, seed: UInt64) throws(QueueError) {
+    package mutating func shuffle(_ range: Range<Int>? = nil, seed: UInt64) throws(QueueError) {
         let range = range ?? 0..<items.count
         guard range.lowerBound >= 0, range.upperBound <= items.count else {
             throw .positionOutOfRange(range.lowerBound < 0 ? range.lowerBound : range.upperBound, count: items.count)
@@ -204,12 +204,12 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     }
 
     /// Positions whose item changed after `version` (MPD's `plchanges`).
-    public func positionsChanged(since version: Int) -> [Int] {
+    package func positionsChanged(since version: Int) -> [Int] {
         positionVersions.indices.filter { positionVersions[$0] > version }
     }
 
     /// Removes everything. A no-op on an empty queue with no current item.
-    public mutating func clear() {
+    package mutating func clear() {
         guard !items.isEmpty || currentID != nil else { return }
         items = []
         shuffleOrder = []
@@ -221,7 +221,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// Bumps the version only if the options changed. Turning `random` on builds a new shuffle from
     /// `randomSeed`; while `random` stays on the seed is ignored, so toggling `repeat` does not
     /// reshuffle what the listener is in the middle of. Items added later are shuffled in by `add`.
-    public mutating func setOptions(_ options: QueueOptions, randomSeed: UInt64) {
+    package mutating func setOptions(_ options: QueueOptions, randomSeed: UInt64) {
         guard options != self.options else { return }
         let turnsRandomOn = options.random && !self.options.random
         self.options = options
@@ -237,7 +237,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// The player says which item is now heard (nil: none). Unknown id -> `unknownID`.
     /// The shuffle order is not changed: the player also calls this after `previous`, and
     /// reordering then would make "previous, previous" bounce between two items.
-    public mutating func setCurrent(_ id: Int?) throws(QueueError) {
+    package mutating func setCurrent(_ id: Int?) throws(QueueError) {
         if let id, position(of: id) == nil { throw .unknownID(id) }
         guard id != currentID else { return }
         currentID = id
@@ -249,7 +249,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     ///
     /// A `finished` that is no longer in the queue (the user removed it while it played) is ignored.
     /// `finished == id` (single + repeat) is not consumed: removing it would remove what now plays.
-    public mutating func advance(from finished: Int?, to id: Int) throws(QueueError) {
+    package mutating func advance(from finished: Int?, to id: Int) throws(QueueError) {
         guard position(of: id) != nil else { throw .unknownID(id) }
         var changed = false
         var consumedAt: Int?
@@ -269,7 +269,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// Item `id` played to its end and nothing was joined to it (the queue's end, `single`, or
     /// what follows is opened anew): with `consume` it is removed, as MPD does, and current goes
     /// with it. Returns whether the queue changed.
-    public mutating func finish(_ id: Int) -> Bool {
+    package mutating func finish(_ id: Int) -> Bool {
         guard options.consume, let at = position(of: id) else { return false }
         dropItems(at: [at], [id])
         version += 1
@@ -282,7 +282,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
     /// The item to play after `id` when it ends on its own (gapless pre-roll uses this):
     /// single && repeat -> the same id; single && !repeat -> nil; otherwise the next in play order,
     /// and at the end: repeat -> the first in play order, else nil. Unknown id -> nil.
-    public func next(after id: Int) -> Int? {
+    package func next(after id: Int) -> Int? {
         guard let index = orderIndex(of: id) else { return nil }
         if options.single { return options.repeat ? id : nil }
         return step(from: index, by: 1)
@@ -290,13 +290,13 @@ public struct PlayQueue: Sendable, Equatable, Codable {
 
     /// Where the user's `next` goes: like `next(after:)` but ignoring `single`, because (as in MPD)
     /// the user's next always moves on. Wraps with `repeat`.
-    public func userNext(after id: Int) -> Int? {
+    package func userNext(after id: Int) -> Int? {
         guard let index = orderIndex(of: id) else { return nil }
         return step(from: index, by: 1)
     }
 
     /// The item before `id` in play order; at the start: repeat -> the last, else nil.
-    public func previous(before id: Int) -> Int? {
+    package func previous(before id: Int) -> Int? {
         guard let index = orderIndex(of: id) else { return nil }
         return step(from: index, by: -1)
     }
@@ -387,7 +387,7 @@ public struct PlayQueue: Sendable, Equatable, Codable {
 
     /// Decodes and checks the invariants the methods rely on, so a damaged state file fails
     /// here rather than making the queue misbehave later.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         items = try c.decode([QueueItem].self, forKey: .items)
         currentID = try c.decodeIfPresent(Int.self, forKey: .currentID)

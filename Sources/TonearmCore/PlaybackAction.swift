@@ -4,7 +4,7 @@ import typealias Foundation.TimeInterval
 /// Everything that can ask the state machine to move. Each case names its sender: a user's
 /// command (through a protocol front-end and the player), or the engine's news about the item
 /// being heard (through the adapter, `EngineEventAdapter`).
-public enum PlaybackAction: Equatable, Hashable, Sendable {
+package enum PlaybackAction: Equatable, Hashable, Sendable {
     // User commands (the player, on a client's request)
     case load(URL)
     case play
@@ -33,7 +33,7 @@ public enum PlaybackAction: Equatable, Hashable, Sendable {
     case deviceRestored
 
     /// The action's name as used on the wire and in logs.
-    public var name: String {
+    package var name: String {
         switch self {
         case .load: "load"
         case .play: "play"

@@ -1,7 +1,7 @@
 /// Why playback failed. `isRecoverable` says whether `retry` may help (the device may come
 /// back, a file may be replaced); a file that is not media stays broken however often it is retried.
-public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable, CaseIterable, Codable {
+package struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+    package enum Kind: String, Sendable, CaseIterable, Codable {
         case fileNotFound = "file_not_found"
         case permissionDenied = "permission_denied"
         case unsupportedFormat = "unsupported_format"
@@ -19,20 +19,20 @@ public struct PlaybackError: Error, Equatable, Hashable, Sendable, CustomStringC
         case `internal` = "internal"
     }
 
-    public var kind: Kind
-    public var message: String
+    package var kind: Kind
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var isRecoverable: Bool {
+    package var isRecoverable: Bool {
         switch kind {
         case .fileNotFound, .permissionDenied, .ioError, .deviceUnavailable, .deviceLost, .network: true
         case .unsupportedFormat, .noAudioStream, .decodeFailed, .invalidRequest, .tls, .internal: false
         }
     }
 
-    public var description: String { "\(kind.rawValue): \(message)" }
+    package var description: String { "\(kind.rawValue): \(message)" }
 }

@@ -2,11 +2,11 @@ import struct Foundation.URL
 import typealias Foundation.TimeInterval
 
 /// The state a buffering or seeking player returns to when that finishes.
-public enum ResumableState: String, Equatable, Hashable, Sendable, CaseIterable {
+package enum ResumableState: String, Equatable, Hashable, Sendable, CaseIterable {
     case playing
     case paused
 
-    public var playbackState: PlaybackState {
+    package var playbackState: PlaybackState {
         switch self {
         case .playing: .playing
         case .paused: .paused
@@ -15,7 +15,7 @@ public enum ResumableState: String, Equatable, Hashable, Sendable, CaseIterable 
 }
 
 /// Every state the player can be in. Only `PlaybackStateMachine` moves between them.
-public enum PlaybackState: Equatable, Hashable, Sendable {
+package enum PlaybackState: Equatable, Hashable, Sendable {
     case idle
     case loading(URL)
     case ready
@@ -27,18 +27,18 @@ public enum PlaybackState: Equatable, Hashable, Sendable {
     case failed(PlaybackError)
 
     /// A media item is open (the engine holds a file and may hold the device).
-    public var isActive: Bool {
+    package var isActive: Bool {
         switch self {
         case .ready, .playing, .paused, .buffering, .seeking, .ended: true
         case .idle, .loading, .failed: false
         }
     }
 
-    public var canPlay: Bool { PlaybackTransitionTable.nextState(for: .play, from: self) != nil }
-    public var canPause: Bool { PlaybackTransitionTable.nextState(for: .pause, from: self) != nil }
+    package var canPlay: Bool { PlaybackTransitionTable.nextState(for: .play, from: self) != nil }
+    package var canPause: Bool { PlaybackTransitionTable.nextState(for: .pause, from: self) != nil }
 
     /// The state's name as used on the wire and in logs.
-    public var name: String {
+    package var name: String {
         switch self {
         case .idle: "idle"
         case .loading: "loading"

@@ -7,8 +7,8 @@ import TonearmSync
 /// Subscribers are yielded to while that lock is held, so every subscriber sees transitions in
 /// the order they were accepted. The subscriber lists are `StreamFanout`s, whose own locks keep
 /// a subscriber that goes away mid-publish from deadlocking with `send` (see there).
-public final class PlaybackStateMachine: Sendable {
-    public typealias Clock = @Sendable () -> Date
+package final class PlaybackStateMachine: Sendable {
+    package typealias Clock = @Sendable () -> Date
 
     private let guarded: Locked<PlaybackState>
     private let stateSubscribers = StreamFanout<PlaybackState>()
@@ -16,14 +16,14 @@ public final class PlaybackStateMachine: Sendable {
     private let now: Clock
 
     /// - Parameter now: the clock that stamps transitions; tests inject a fixed or stepping one.
-    public init(initialState: PlaybackState = .idle, now: @escaping Clock = { Date() }) {
+    package init(initialState: PlaybackState = .idle, now: @escaping Clock = { Date() }) {
         self.guarded = Locked(initialState)
         self.now = now
     }
 
-    public var currentState: PlaybackState { guarded.withLock { $0 } }
+    package var currentState: PlaybackState { guarded.withLock { $0 } }
 
-    public func canPerform(_ action: PlaybackAction) -> Bool {
+    package func canPerform(_ action: PlaybackAction) -> Bool {
         PlaybackTransitionTable.nextState(for: action, from: currentState) != nil
     }
 
@@ -31,7 +31,7 @@ public final class PlaybackStateMachine: Sendable {
     /// current state (the state is then unchanged). Only transitions that change the state are
     /// published to the streams.
     @discardableResult
-    public func send(_ action: PlaybackAction) -> PlaybackTransition? {
+    package func send(_ action: PlaybackAction) -> PlaybackTransition? {
         let timestamp = now()
         return guarded.withLock { state in
             let from = state
@@ -46,17 +46,17 @@ public final class PlaybackStateMachine: Sendable {
     }
 
     /// States from now on; the first element is the current state.
-    public func states() -> AsyncStream<PlaybackState> {
+    package func states() -> AsyncStream<PlaybackState> {
         guarded.withLock { stateSubscribers.subscribe(first: $0) }
     }
 
     /// Transitions accepted from now on (events only: no replay of the current state).
-    public func transitions() -> AsyncStream<PlaybackTransition> {
+    package func transitions() -> AsyncStream<PlaybackTransition> {
         transitionSubscribers.subscribe()
     }
 
     /// Suspends until the state satisfies `predicate` (checked against the current state first).
-    public func firstState(where predicate: @Sendable (PlaybackState) -> Bool) async -> PlaybackState? {
+    package func firstState(where predicate: @Sendable (PlaybackState) -> Bool) async -> PlaybackState? {
         for await state in states() where predicate(state) { return state }
         return nil
     }

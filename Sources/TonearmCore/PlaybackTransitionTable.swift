@@ -13,8 +13,8 @@
 ///   interruption caused, so a pause the user asked for is never undone by it.
 /// - `didAdvance` (the next queued item is heard, gapless) keeps playing, paused and buffering
 ///   as they are; in every other state it is stale news and rejected.
-public enum PlaybackTransitionTable {
-    public static func nextState(for action: PlaybackAction, from state: PlaybackState) -> PlaybackState? {
+package enum PlaybackTransitionTable {
+    package static func nextState(for action: PlaybackAction, from state: PlaybackState) -> PlaybackState? {
         // Actions that mean the same in every state.
         switch action {
         case .load(let url):

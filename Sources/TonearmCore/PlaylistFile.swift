@@ -1,28 +1,28 @@
 import Foundation
 
-public struct PlaylistEntry: Sendable, Equatable {
-    public var url: URL
-    public var title: String?
+package struct PlaylistEntry: Sendable, Equatable {
+    package var url: URL
+    package var title: String?
 
-    public init(url: URL, title: String? = nil) {
+    package init(url: URL, title: String? = nil) {
         self.url = url
         self.title = title
     }
 }
 
-public struct PlaylistError: Error, Sendable, Equatable {
-    public var message: String
+package struct PlaylistError: Error, Sendable, Equatable {
+    package var message: String
 
-    public init(message: String) { self.message = message }
+    package init(message: String) { self.message = message }
 }
 
 /// Parses M3U/M3U8 and PLS playlist text. The caller reads the file; this does no I/O (relative
 /// entries are resolved as text, never by asking the file system), so it can be tested on strings.
-public enum PlaylistFile {
-    public enum Kind: Sendable { case m3u, pls }
+package enum PlaylistFile {
+    package enum Kind: Sendable { case m3u, pls }
 
     /// The kind for a path's extension (case-insensitive: .m3u, .m3u8 -> m3u; .pls -> pls), else nil.
-    public static func kind(forPath path: String) -> Kind? {
+    package static func kind(forPath path: String) -> Kind? {
         guard let dot = path.lastIndex(of: "."),
               !path[dot...].contains("/") else { return nil }
         switch path[path.index(after: dot)...].lowercased() {
@@ -37,7 +37,7 @@ public enum PlaylistFile {
     /// M3U: `#EXTINF:<secs>,<title>` titles the next entry; other `#` lines and blank lines are
     /// skipped. PLS: `[playlist]`, `FileN=`, `TitleN=`, ordered by N, keys case-insensitive.
     /// CRLF, CR and a UTF-8 BOM are accepted in both.
-    public static func parse(_ text: String, kind: Kind, directory: URL) throws(PlaylistError) -> [PlaylistEntry] {
+    package static func parse(_ text: String, kind: Kind, directory: URL) throws(PlaylistError) -> [PlaylistEntry] {
         let lines = splitLines(text)
         switch kind {
         case .m3u: return try parseM3U(lines, directory: directory)

@@ -4,12 +4,12 @@ import Foundation
 /// change, and replays onto the last snapshot after a crash. Every way the queue changes has a
 /// case, with every input it needs (the seeds too), so replaying the edits in order gives the
 /// very queue they gave the first time: items, ids, versions and shuffle order.
-public enum QueueEdit: Sendable, Equatable, Codable {
-    public struct Entry: Sendable, Equatable, Codable {
-        public var url: URL
-        public var title: String?
+package enum QueueEdit: Sendable, Equatable, Codable {
+    package struct Entry: Sendable, Equatable, Codable {
+        package var url: URL
+        package var title: String?
 
-        public init(url: URL, title: String?) {
+        package init(url: URL, title: String?) {
             self.url = url
             self.title = title
         }
@@ -30,7 +30,7 @@ extension PlayQueue {
     /// Makes `edit`; returns the items it added (none for every other edit). Fails as the
     /// method it names does.
     @discardableResult
-    public mutating func apply(_ edit: QueueEdit) throws(QueueError) -> [QueueItem] {
+    package mutating func apply(_ edit: QueueEdit) throws(QueueError) -> [QueueItem] {
         switch edit {
         case .add(let entries, let at):
             return try add(entries.map { ($0.url, $0.title) }, at: at)

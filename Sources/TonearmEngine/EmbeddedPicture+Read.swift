@@ -8,7 +8,7 @@ import TonearmMedia
 extension EmbeddedPicture {
     /// The first picture a local file carries; nil when it has none or cannot be opened as
     /// media. Blocks on file I/O: call it from a thread of its own.
-    public static func read(_ url: URL) -> EmbeddedPicture? {
+    package static func read(_ url: URL) -> EmbeddedPicture? {
         guard url.isFileURL, let decoder = try? MediaDecoder(url: url, cancellation: CancellationFlag()),
               let context = decoder.formatContext else { return nil }
         for index in 0..<Int(context.pointee.nb_streams) {

@@ -8,35 +8,35 @@ enum EngineThread: String { case output, decoder }
 
 /// One item the engine is asked to play. The caller chooses the id (unique, increasing): every
 /// event about the item carries it.
-public struct EngineItem: Sendable, Equatable {
-    public let id: Int
-    public let url: URL
+package struct EngineItem: Sendable, Equatable {
+    package let id: Int
+    package let url: URL
     /// Under `ReplayGainMode.auto`: whether this item takes its album gain (its queue
     /// neighbour shares its album), as the player judges it.
-    public var prefersAlbumGain: Bool
+    package var prefersAlbumGain: Bool
     /// Its measured loudness, if known (`replay_gain.mode` `auto` and `loudness`). The output
     /// takes what is known when the item's first frames reach the device and keeps it for the
     /// whole item: a measurement that lands later never changes the level mid-item.
-    public var loudness: LoudnessMeasurement?
+    package var loudness: LoudnessMeasurement?
     /// Not measured yet: if it is still not when the decoder opens it from its start, the
     /// decoder measures it from the frames it decodes anyway (`loudnessMeasured` news).
-    public var measuresOnTheWay: Bool
+    package var measuresOnTheWay: Bool
     /// Not measured yet, under a mode that levels by loudness: the decoder measures its opening
     /// as it opens it (`openingLoudness`), for a provisional level.
-    public var measuresOpening: Bool
+    package var measuresOpening: Bool
     /// The loudness of its opening (its first `openingSeconds`), measured by the decoder as it
     /// opened the item with `loudness` not known: taken by the output, provisionally and for
     /// the whole item, only if `loudness` is still not known at the item's first write. Set in
     /// `knownItems` by the decoder thread.
-    public internal(set) var openingLoudness: LoudnessMeasurement?
+    package internal(set) var openingLoudness: LoudnessMeasurement?
     /// Decoded as the next item: joins the item before it gaplessly even when a crossfade is set
     /// (the two are tracks of one album, as the player judges it). nil: not known yet (their
     /// tags are being read); the decoder waits for it as for a next not named yet.
-    public var joinsGaplessly: Bool?
+    package var joinsGaplessly: Bool?
     /// Its length as its tags say, seconds, if known: a crossfade into it is at most half of it.
-    public var durationHint: Double?
+    package var durationHint: Double?
 
-    public init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
+    package init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
                 measuresOnTheWay: Bool = false, measuresOpening: Bool = false, joinsGaplessly: Bool? = false,
                 durationHint: Double? = nil) {
         self.id = id

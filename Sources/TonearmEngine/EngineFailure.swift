@@ -1,7 +1,7 @@
 /// Why the engine could not open, decode or output an item. The adapter maps it onto the
 /// core's `PlaybackError` (same kinds), keeping the engine free of the core.
-public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+package struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: String, Sendable {
         case fileNotFound, permissionDenied, unsupportedFormat, noAudioStream, decodeFailed, ioError
         case deviceUnavailable, deviceLost
         /// A network source could not be reached, or was lost and not regained.
@@ -12,16 +12,16 @@ public struct EngineFailure: Error, Sendable, Equatable, CustomStringConvertible
         case invalidPath
     }
 
-    public var kind: Kind
-    public var message: String
+    package var kind: Kind
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// The output device failed, not the item: skipping to another item would not help.
-    public var isDeviceFailure: Bool { kind == .deviceUnavailable || kind == .deviceLost }
+    package var isDeviceFailure: Bool { kind == .deviceUnavailable || kind == .deviceLost }
 }

@@ -2,13 +2,13 @@ import Foundation
 import TonearmMedia
 import TonearmSync
 
-public enum EngineStatus: Sendable, Equatable {
+package enum EngineStatus: Sendable, Equatable {
     case unknown
     case readyToPlay
     case failed(EngineFailure)
 }
 
-public enum TimeControlStatus: String, Sendable, Equatable {
+package enum TimeControlStatus: String, Sendable, Equatable {
     case paused, waitingToPlay, playing
 }
 
@@ -16,20 +16,20 @@ public enum TimeControlStatus: String, Sendable, Equatable {
 /// describe the item being heard (`itemID`). The snapshot is not a channel of its own: a change
 /// reaches observers with the event that made it (`ObservedChange.event`), in the event
 /// stream's order, so no observer needs to read live state to know what a change is about.
-public struct EngineSnapshot: Sendable, Equatable {
+package struct EngineSnapshot: Sendable, Equatable {
     /// The engine item being heard (or parked at); 0 before the first load.
-    public var itemID: Int = 0
-    public var status: EngineStatus = .unknown
-    public var timeControlStatus: TimeControlStatus = .paused
-    public var duration: Double?
-    public var mediaInfo: MediaInfo?
+    package var itemID: Int = 0
+    package var status: EngineStatus = .unknown
+    package var timeControlStatus: TimeControlStatus = .paused
+    package var duration: Double?
+    package var mediaInfo: MediaInfo?
     // No position: it moves every sample, and is read when asked (`PlayerEngine.currentTime`),
     // never published (a publication per second woke the delivery thread for no reader).
 }
 
 /// What happened, in the order it happened, each about one named engine item. This is the one
 /// stream the player learns from; `observe(\.property)` is a view of it (see `EngineSnapshot`).
-public enum EngineEvent: Sendable, Equatable {
+package enum EngineEvent: Sendable, Equatable {
 
     case loadStarted(itemID: Int, url: String)
     /// The decoder opened the item's file (a load, or the next item decoded ahead).
@@ -70,7 +70,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// `output.on_open` or `output.on_close` ran (see `OutputHookRun`).
     case outputHookRan(itemID: Int, OutputHookRun)
 
-    public var itemID: Int {
+    package var itemID: Int {
         switch self {
         case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
              .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
@@ -82,31 +82,31 @@ public enum EngineEvent: Sendable, Equatable {
     }
 }
 
-public struct ObservationOptions: OptionSet, Sendable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
+package struct ObservationOptions: OptionSet, Sendable {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
     /// Deliver the current value right away.
-    public static let initial = ObservationOptions(rawValue: 1)
+    package static let initial = ObservationOptions(rawValue: 1)
     /// Deliver every later change.
-    public static let new = ObservationOptions(rawValue: 2)
+    package static let new = ObservationOptions(rawValue: 2)
 }
 
-public struct ObservedChange<Value: Sendable>: Sendable {
+package struct ObservedChange<Value: Sendable>: Sendable {
     /// The engine item the new value is about (the snapshot's `itemID` at that change).
-    public let itemID: Int
-    public let oldValue: Value?
-    public let newValue: Value
+    package let itemID: Int
+    package let oldValue: Value?
+    package let newValue: Value
     /// The event that carried the change; nil for the `.initial` value.
-    public let event: EngineEvent?
+    package let event: EngineEvent?
 }
 
 /// Keeps an observation alive; `invalidate()` or dropping the token stops delivery.
-public final class ObservationToken: Sendable {
+package final class ObservationToken: Sendable {
     private let cancel: Locked<(@Sendable () -> Void)?>
 
     init(cancel: @escaping @Sendable () -> Void) { self.cancel = Locked(cancel) }
 
-    public func invalidate() {
+    package func invalidate() {
         let action = cancel.withLock { action in
             defer { action = nil }
             return action

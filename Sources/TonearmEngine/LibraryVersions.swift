@@ -3,7 +3,7 @@ import CFFmpeg
 
 extension PlayerEngine {
     /// The versions of the C libraries actually loaded, for `version` and bug reports.
-    public static var libraryVersions: [String: String] {
+    package static var libraryVersions: [String: String] {
         func dotted(_ version: UInt32) -> String { "\(version >> 16).\((version >> 8) & 0xff).\(version & 0xff)" }
         return [
             "ffmpeg": String(cString: av_version_info()),

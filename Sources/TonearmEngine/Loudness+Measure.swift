@@ -5,7 +5,7 @@ extension Loudness {
     /// Measures a file by decoding it whole (at its own rate and channels, as float: the meter
     /// filters each rate itself, and nothing is resampled that would change the peaks). Blocking:
     /// for a low-priority thread, never the real-time ones. Nil for silence.
-    public static func measure(_ url: URL) throws(EngineFailure) -> Loudness? {
+    package static func measure(_ url: URL) throws(EngineFailure) -> Loudness? {
         try measure(url, shouldStop: { false }) ?? nil
     }
 
@@ -53,7 +53,7 @@ extension Loudness {
 extension LoudnessMeasurement {
     /// Measures a local file (see `Loudness.measure`): a file that cannot be decoded is
     /// `unmeasurable`. Nil when `shouldStop` said so before the end.
-    public static func measure(_ url: URL, shouldStop: () -> Bool) -> LoudnessMeasurement? {
+    package static func measure(_ url: URL, shouldStop: () -> Bool) -> LoudnessMeasurement? {
         do throws(EngineFailure) {
             guard let result = try Loudness.measure(url, shouldStop: shouldStop) else { return nil }
             return result.map { .measured($0) } ?? .silent

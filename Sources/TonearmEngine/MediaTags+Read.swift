@@ -6,7 +6,7 @@ import TonearmMedia
 extension MediaTags {
     /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
     /// call it from a thread of its own, never the event loop or the cooperative pool.
-    public static func read(_ url: URL) -> MediaTags? {
+    package static func read(_ url: URL) -> MediaTags? {
         guard url.isFileURL, let decoder = try? MediaDecoder(url: url, cancellation: CancellationFlag()) else {
             return nil
         }

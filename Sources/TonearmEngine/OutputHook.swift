@@ -6,13 +6,13 @@ import Glibc
 
 /// One run of `output.on_open` or `output.on_close`: a command run around the device's use (an
 /// amplifier relay on a GPIO, a smart plug, a CEC command), and how it went.
-public struct OutputHookRun: Sendable, Equatable {
-    public enum Moment: String, Sendable {
+package struct OutputHookRun: Sendable, Equatable {
+    package enum Moment: String, Sendable {
         case onOpen = "on_open"
         case onClose = "on_close"
     }
 
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         case exited(Int32)
         case signalled(Int32)
         /// It ran past `output.hook_timeout_ms` and was killed (with its process group).
@@ -24,22 +24,22 @@ public struct OutputHookRun: Sendable, Equatable {
         case couldNotStart(String)
     }
 
-    public let moment: Moment
-    public let command: [String]
-    public let outcome: Outcome
-    public let seconds: Double
+    package let moment: Moment
+    package let command: [String]
+    package let outcome: Outcome
+    package let seconds: Double
 
-    public init(moment: Moment, command: [String], outcome: Outcome, seconds: Double) {
+    package init(moment: Moment, command: [String], outcome: Outcome, seconds: Double) {
         self.moment = moment
         self.command = command
         self.outcome = outcome
         self.seconds = seconds
     }
 
-    public var succeeded: Bool { outcome == .exited(0) }
+    package var succeeded: Bool { outcome == .exited(0) }
 
     /// "on_open `relay on` exited 0 after 0.012 s"
-    public var summary: String {
+    package var summary: String {
         let what = switch outcome {
         case .exited(let code): "exited \(code)"
         case .signalled(let signal): "was killed by signal \(signal)"

@@ -11,12 +11,12 @@ import TonearmMedia
 /// Threads: callers (any thread or task) · the decoder thread (FFmpeg: opens, decodes, seeks) ·
 /// the output thread (the device: opens, writes, pauses, recovers, closes) · the delivery thread
 /// `tonearm-events` (delivers callbacks). The cooperative thread pool is never blocked.
-public final class PlayerEngine: Sendable {
-    public let configuration: OutputConfiguration
-    public let input: InputConfiguration
+package final class PlayerEngine: Sendable {
+    package let configuration: OutputConfiguration
+    package let input: InputConfiguration
     let control: EngineControl
 
-    public init(configuration: OutputConfiguration, input: InputConfiguration = InputConfiguration()) {
+    package init(configuration: OutputConfiguration, input: InputConfiguration = InputConfiguration()) {
         self.configuration = configuration
         self.input = input
         control = EngineControl(configuration: configuration, input: input)
@@ -31,7 +31,7 @@ public final class PlayerEngine: Sendable {
     /// Observes one property. Callbacks run on the engine's delivery thread, in the order
     /// of the changes; `.initial` delivers the current value first. Each change names the item
     /// it is about and the event that carried it. Keep the token alive.
-    public func observe<Value: Equatable & Sendable>(
+    package func observe<Value: Equatable & Sendable>(
         _ keyPath: KeyPath<EngineSnapshot, Value> & Sendable,
         options: ObservationOptions = [.new],
         _ handler: @escaping @Sendable (PlayerEngine, ObservedChange<Value>) -> Void
@@ -49,27 +49,27 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Observes the engine's events on the same queue, in the order they happened.
-    public func observeEvents(_ handler: @escaping @Sendable (PlayerEngine, EngineEvent) -> Void) -> ObservationToken {
+    package func observeEvents(_ handler: @escaping @Sendable (PlayerEngine, EngineEvent) -> Void) -> ObservationToken {
         control.observers.addEventHandler { [weak self] event in
             guard let self else { return }
             handler(self, event)
         }
     }
 
-    public var snapshot: EngineSnapshot { control.observers.snapshot }
-    public var status: EngineStatus { snapshot.status }
-    public var timeControlStatus: TimeControlStatus { snapshot.timeControlStatus }
-    public var duration: Double? { snapshot.duration }
-    public var mediaInfo: MediaInfo? { snapshot.mediaInfo }
+    package var snapshot: EngineSnapshot { control.observers.snapshot }
+    package var status: EngineStatus { snapshot.status }
+    package var timeControlStatus: TimeControlStatus { snapshot.timeControlStatus }
+    package var duration: Double? { snapshot.duration }
+    package var mediaInfo: MediaInfo? { snapshot.mediaInfo }
 
     /// The item being heard and the exact position in it, in seconds.
-    public var heard: (itemID: Int, seconds: Double) {
+    package var heard: (itemID: Int, seconds: Double) {
         control.lock.withLock { control.pendingPauseStands ?? control.clock.position(now: control.clockNow) }
     }
 
     /// `heard`, and the seconds of decoded audio not yet heard (a network source's buffer): what
     /// waits in the pipe and what the device holds, read together under one lock.
-    public var heardAndBuffered: (itemID: Int, seconds: Double, buffered: Double) {
+    package var heardAndBuffered: (itemID: Int, seconds: Double, buffered: Double) {
         control.lock.withLock {
             let c = control
             let now = c.clockNow
@@ -84,10 +84,10 @@ public final class PlayerEngine: Sendable {
         }
     }
 
-    public var currentTime: Double { heard.seconds }
+    package var currentTime: Double { heard.seconds }
 
     /// Info of an item opened and still in play (the heard one, or one decoded ahead).
-    public func mediaInfo(for itemID: Int) -> MediaInfo? { control.lock.withLock { control.info(for: itemID) } }
+    package func mediaInfo(for itemID: Int) -> MediaInfo? { control.lock.withLock { control.info(for: itemID) } }
 
     // MARK: Commands
 
@@ -97,7 +97,7 @@ public final class PlayerEngine: Sendable {
     /// says, never the previous item's play state carried over. Returns the intent number of
     /// this command (see `play`): the open is the play or pause its item starts with.
     @discardableResult
-    public func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) -> Int {
+    package func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) -> Int {
         control.lock.withLock {
             control.remember(item)
             control.intent += 1
@@ -119,7 +119,7 @@ public final class PlayerEngine: Sendable {
     /// where playback could go on from (it ended, or a later item is heard or about to be, too
     /// soon to take it back): the caller acts on that news instead.
     @discardableResult
-    public func setNext(_ item: EngineItem?, after: Int) -> Bool {
+    package func setNext(_ item: EngineItem?, after: Int) -> Bool {
         control.lock.withLock {
             let c = control
             if c.chainEndedAfter == after { return false }
@@ -146,7 +146,7 @@ public final class PlayerEngine: Sendable {
 
     /// Corrects what is known of the next item after `after` (its tags were read since it was
     /// named): the decoder weighs it when `after` ends.
-    public func updateNext(after: Int, joinsGaplessly: Bool?, durationHint: Double?) {
+    package func updateNext(after: Int, joinsGaplessly: Bool?, durationHint: Double?) {
         control.lock.withLock {
             guard var next = control.next, next.after == after else { return }
             next.item.joinsGaplessly = joinsGaplessly
@@ -159,16 +159,16 @@ public final class PlayerEngine: Sendable {
     /// Returns the intent number of this command: output news about play state carries the
     /// number it acted on, so news from before this command can be told apart.
     @discardableResult
-    public func play() -> Int { setPlaying(true) }
+    package func play() -> Int { setPlaying(true) }
 
     @discardableResult
-    public func pause() -> Int { setPlaying(false) }
+    package func pause() -> Int { setPlaying(false) }
 
     /// Returns once the pause asked last is answered: the output planned its fade-out and knows
     /// the frame it ends on (the position reads as that frame from then on), or the device
     /// paused, or the pause was superseded (a play, a stop), or at once when none is pending.
     /// The position then stays where it is.
-    public func pauseTakesEffect() async {
+    package func pauseTakesEffect() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             control.lock.withLock {
                 guard !control.pauseIsAnswered else {
@@ -220,7 +220,7 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Two seconds: a pause that long already puts a live stream noticeably behind its air.
-    public static let liveRejoinAfter = 2.0
+    package static let liveRejoinAfter = 2.0
 
     /// Seeks the item last announced as heard (its `started` or its landing was posted): the
     /// one the player takes as current. Not the one the clock says is heard by now: right after
@@ -229,7 +229,7 @@ public final class PlayerEngine: Sendable {
     /// answered). Its `seekCompleted` event carries `token`. `playing` sets whether sound goes on
     /// after the landing. Returns the item's id, or nil when nothing is loaded.
     @discardableResult
-    public func seek(to seconds: Double, token: Int, playing: Bool) -> Int? {
+    package func seek(to seconds: Double, token: Int, playing: Bool) -> Int? {
         control.lock.withLock {
             let c = control
             let announced = c.clock.rest.itemID
@@ -247,7 +247,7 @@ public final class PlayerEngine: Sendable {
 
     /// Sets how long an item and the next overlap, seconds, 0…15 (0: gapless). It applies to
     /// the next item whose end the decoder has not reached yet.
-    public func setCrossfade(seconds: Double) {
+    package func setCrossfade(seconds: Double) {
         control.lock.withLock {
             control.crossfadeSeconds = seconds.isFinite ? min(max(seconds, 0), 15) : 0
         }
@@ -257,7 +257,7 @@ public final class PlayerEngine: Sendable {
     /// in, from its first frame; replaces a clip mixed before. It goes on as the music is written
     /// (paused with it); its end is posted as `didPlayToEnd` with its id, a clip that cannot be
     /// opened as `failed`. Nothing playing (no device open): it fails at once.
-    public func playOverlay(_ item: EngineItem, gain: Double) {
+    package func playOverlay(_ item: EngineItem, gain: Double) {
         control.lock.withLock {
             control.overlayRequest = (item, min(max(gain.isFinite ? gain : 1, 0), 1))
             control.overlaySerial += 1
@@ -269,7 +269,7 @@ public final class PlayerEngine: Sendable {
 
     /// Stops the clip mixed over the music, if any: it fades out over 5 ms from the next write
     /// (no news of it follows).
-    public func stopOverlay() {
+    package func stopOverlay() {
         control.lock.withLock {
             guard control.overlayRequest != nil else { return }
             control.overlayRequest = nil
@@ -283,7 +283,7 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Software volume, 0…1 as a linear factor of the signal (1 = untouched); ramps, no click.
-    public func setVolume(_ factor: Double) {
+    package func setVolume(_ factor: Double) {
         control.lock.withLock {
             control.volume = min(max(factor.isFinite ? factor : 1, 0), 1)
         }
@@ -292,7 +292,7 @@ public final class PlayerEngine: Sendable {
     /// Tells the engine an item's loudness, measured after it was named: it levels the item
     /// if the item's first frames have not reached the device yet, else it changes nothing.
     /// (Ids increase: an item at or before the one written last has been written.)
-    public func setLoudness(_ measurement: LoudnessMeasurement, for itemID: Int) {
+    package func setLoudness(_ measurement: LoudnessMeasurement, for itemID: Int) {
         control.lock.withLock {
             if let inForce = control.loudnessInForce, inForce.itemID >= itemID { return }
             guard let index = control.knownItems.lastIndex(where: { $0.id == itemID }) else { return }
@@ -304,7 +304,7 @@ public final class PlayerEngine: Sendable {
     /// known then (nil: it plays at the preamp level); before, what is known now.
     /// `provisional`: only its opening's loudness (`EngineItem.openingLoudness`). And a live
     /// stream's automatic gain as last written, dB.
-    public func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool, liveGainDB: Double?) {
+    package func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool, liveGainDB: Double?) {
         control.lock.withLock {
             let leveling = control.leveling(itemID)
             let live = control.loudnessInForce?.itemID == itemID ? control.liveGainInForce : nil
@@ -317,7 +317,7 @@ public final class PlayerEngine: Sendable {
     /// until the next fade: a sleep timer fades to 0, then back to 1 over 0 once paused.
     /// Returns the fade's serial, for `fadeHeard`.
     @discardableResult
-    public func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
+    package func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
         control.lock.withLock {
             let serial = control.fadeRequest.serial + 1
             control.fadeRequest = FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
@@ -328,7 +328,7 @@ public final class PlayerEngine: Sendable {
 
     /// Returns once the last frame of fade `serial` is heard; or once it cannot be (nothing
     /// plays, the device is away, or a newer fade replaced it).
-    public func fadeHeard(_ serial: Int) async {
+    package func fadeHeard(_ serial: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             control.lock.withLock {
                 let c = control
@@ -345,7 +345,7 @@ public final class PlayerEngine: Sendable {
     /// Lowers the music (under a ducked announcement) to `level` (0–1) over `seconds`, or brings
     /// it back with 1: a factor of its own beside `fade`'s, so that each comes back to where the
     /// other stands.
-    public func duck(to level: Double, over seconds: Double) {
+    package func duck(to level: Double, over seconds: Double) {
         control.lock.withLock {
             control.duckRequest = FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0),
                                               serial: control.duckRequest.serial + 1)
@@ -354,7 +354,7 @@ public final class PlayerEngine: Sendable {
 
     /// Paused: drops what the device holds unheard (faded out, say) and refills from the sample
     /// heard last, so that play resumes from there with the gain of now. No effect while playing.
-    public func refillWhilePaused() {
+    package func refillWhilePaused() {
         control.lock.withLock {
             control.refillRequested = true
             control.lock.wakeOutput()
@@ -363,14 +363,14 @@ public final class PlayerEngine: Sendable {
 
     /// How far ahead of what is heard the output writes, at most, in seconds (0 when closed):
     /// a change applied at the next write is heard this much later.
-    public var outputLead: Double { control.lock.withLock { control.outputLeadSeconds / control.speed } }
+    package var outputLead: Double { control.lock.withLock { control.outputLeadSeconds / control.speed } }
 
-    public func setReplayGain(_ settings: ReplayGainSettings) {
+    package func setReplayGain(_ settings: ReplayGainSettings) {
         control.lock.withLock { control.replayGain = settings }
     }
 
     /// Stops playback and releases the file; the device is released `output.release_after_s` later.
-    public func stop() {
+    package func stop() {
         control.lock.withLock {
             let c = control
             c.target = nil
@@ -389,13 +389,13 @@ public final class PlayerEngine: Sendable {
     }
 
     /// Frames the device has taken since the engine started; it grows while audio flows.
-    public var framesWritten: Int { control.lock.withLock { control.framesWrittenTotal } }
+    package var framesWritten: Int { control.lock.withLock { control.framesWrittenTotal } }
 
     /// Whether the output device is open now (see `OutputConfiguration.releaseAfterSeconds`).
-    public var isDeviceOpen: Bool { control.lock.withLock { control.deviceOpen } }
+    package var isDeviceOpen: Bool { control.lock.withLock { control.deviceOpen } }
 
     /// Stops the threads (the output closes the device at once). Idempotent.
-    public func shutdown() {
+    package func shutdown() {
         control.lock.withLock {
             control.overlayCancellation.cancel()
             control.shuttingDown = true
@@ -406,7 +406,7 @@ public final class PlayerEngine: Sendable {
 
     /// After `shutdown`: waits until the output thread has closed the device, run
     /// `output.on_close` and left, off the cooperative pool.
-    public func waitUntilShutDown() async {
+    package func waitUntilShutDown() async {
         let control = self.control
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {

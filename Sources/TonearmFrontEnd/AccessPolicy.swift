@@ -7,18 +7,18 @@ import Glibc
 /// the peer's credentials (`SO_PEERCRED`). With no list set, everyone who can open the socket may
 /// control, as the socket's mode and group decide. Root and the daemon's own user always may.
 /// A pure value: the decision is a function of the credentials, table-tested.
-public struct AccessPolicy: Sendable, Equatable {
-    public var allowUIDs: Set<UInt32> = []
-    public var allowGIDs: Set<UInt32> = []
-    public var readGIDs: Set<UInt32> = []
+package struct AccessPolicy: Sendable, Equatable {
+    package var allowUIDs: Set<UInt32> = []
+    package var allowGIDs: Set<UInt32> = []
+    package var readGIDs: Set<UInt32> = []
 
-    public init(allowUIDs: Set<UInt32> = [], allowGIDs: Set<UInt32> = [], readGIDs: Set<UInt32> = []) {
+    package init(allowUIDs: Set<UInt32> = [], allowGIDs: Set<UInt32> = [], readGIDs: Set<UInt32> = []) {
         self.allowUIDs = allowUIDs
         self.allowGIDs = allowGIDs
         self.readGIDs = readGIDs
     }
 
-    public enum Level: String, Sendable, Equatable {
+    package enum Level: String, Sendable, Equatable {
         /// Every method.
         case control
         /// `status`, `queue`, `subscribe`, `ping`, `version` only.
@@ -28,10 +28,10 @@ public struct AccessPolicy: Sendable, Equatable {
     }
 
     /// No list set: the socket's permissions alone decide.
-    public var isOpen: Bool { allowUIDs.isEmpty && allowGIDs.isEmpty && readGIDs.isEmpty }
+    package var isOpen: Bool { allowUIDs.isEmpty && allowGIDs.isEmpty && readGIDs.isEmpty }
 
     /// - Parameter groups: the peer's primary and supplementary groups (those that could be read).
-    public func level(uid: UInt32, groups: Set<UInt32>, daemonUID: UInt32) -> Level {
+    package func level(uid: UInt32, groups: Set<UInt32>, daemonUID: UInt32) -> Level {
         if isOpen || uid == 0 || uid == daemonUID || allowUIDs.contains(uid) || !groups.isDisjoint(with: allowGIDs) {
             return .control
         }
@@ -42,25 +42,25 @@ public struct AccessPolicy: Sendable, Equatable {
 /// Who may reach the daemon and what it may open: the socket's mode and group, the peer policy,
 /// the media roots (the config's `control.socket_mode`, `socket_group`, `allow_*`, `read_gids`,
 /// and `input.roots`).
-public struct ControlSecurity: Sendable, Equatable {
+package struct ControlSecurity: Sendable, Equatable {
     /// Permissions of a socket the daemon creates (not of one systemd passes).
-    public var socketMode: UInt16 = 0o660
+    package var socketMode: UInt16 = 0o660
     /// Group of a socket the daemon creates; nil: the daemon's group.
-    public var socketGroup: UInt32?
-    public var policy = AccessPolicy()
-    public var roots = MediaRoots([])
+    package var socketGroup: UInt32?
+    package var policy = AccessPolicy()
+    package var roots = MediaRoots([])
 
-    public init() {}
+    package init() {}
 }
 
 /// A connected peer, as the kernel reports it.
 /// Who is on the other end of a connection: its credentials (a Unix socket's; none over TCP),
 /// and how the log names it ("uid=… pid=…", or the TCP address).
-public struct ClientPeer: Sendable, CustomStringConvertible {
-    public let credentials: PeerCredentials?
-    public let description: String
+package struct ClientPeer: Sendable, CustomStringConvertible {
+    package let credentials: PeerCredentials?
+    package let description: String
 
-    public init(credentials: PeerCredentials?, description: String) {
+    package init(credentials: PeerCredentials?, description: String) {
         self.credentials = credentials
         self.description = description
     }
@@ -75,14 +75,14 @@ public struct ClientPeer: Sendable, CustomStringConvertible {
     }
 }
 
-public struct PeerCredentials: Sendable, Equatable {
-    public let pid: Int32
-    public let uid: UInt32
-    public let gid: UInt32
+package struct PeerCredentials: Sendable, Equatable {
+    package let pid: Int32
+    package let uid: UInt32
+    package let gid: UInt32
 
     /// The peer's groups: its primary group and, when its /proc entry can be read, the
     /// supplementary ones (`Groups:`). Under `ProtectProc=invisible` only the primary is seen.
-    public var groups: Set<UInt32> {
+    package var groups: Set<UInt32> {
         var groups: Set<UInt32> = [gid]
         if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {

@@ -2,11 +2,11 @@
 /// are recorded, and a call once those up to a number are durable. A front-end hands these
 /// two functions over, not the log: the request path needs no player, and its tests link
 /// neither FFmpeg nor ALSA.
-public struct ChangeDurability: Sendable {
-    public let recorded: @Sendable () -> Int
-    public let whenDurable: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
+package struct ChangeDurability: Sendable {
+    package let recorded: @Sendable () -> Int
+    package let whenDurable: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
 
-    public init(recorded: @escaping @Sendable () -> Int,
+    package init(recorded: @escaping @Sendable () -> Int,
                 whenDurable: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void) {
         self.recorded = recorded
         self.whenDurable = whenDurable

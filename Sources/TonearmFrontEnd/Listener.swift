@@ -283,7 +283,7 @@ private final class RefuseConnectionHandler: ChannelInboundHandler {
 }
 
 /// A front-end that cannot serve, in words for the person starting the daemon.
-public struct ServerError: Error, CustomStringConvertible {
-    public let description: String
+package struct ServerError: Error, CustomStringConvertible {
+    package let description: String
     package init(_ description: String) { self.description = description }
 }

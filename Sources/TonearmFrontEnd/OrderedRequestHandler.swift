@@ -22,15 +22,15 @@ package enum RequestServed { case answered, waiting }
 
 /// The limits every front-end applies to one client (`max_output_buffer_size`,
 /// `connection_timeout` in `[control]` and `[mpd]`).
-public struct ClientLimits: Sendable, Equatable {
+package struct ClientLimits: Sendable, Equatable {
     /// Replies written and not yet taken by the client past which it is dropped (MPD's
     /// `max_output_buffer_size`, 8 MiB by default).
-    public var maxOutputBytes = 8 << 20
+    package var maxOutputBytes = 8 << 20
     /// A client that sends nothing this long, and waits for no news, is closed (MPD's
     /// `connection_timeout`, 60 s). nil: never.
-    public var idleTimeout: TimeAmount? = .seconds(60)
+    package var idleTimeout: TimeAmount? = .seconds(60)
 
-    public init() {}
+    package init() {}
 }
 
 /// One client's requests, served in order, on its event loop, for every protocol: the single

@@ -5,17 +5,17 @@ import TonearmMedia
 /// What a client may name as a source, checked by both front-ends before anything is opened:
 /// a protocol `input.protocols` allows and, for a local file, a path inside `input.roots`.
 /// (The engine checks the protocol again at every open, redirects included.)
-public struct SourcePolicy: Sendable, Equatable {
-    public var roots: MediaRoots
-    public var input: InputConfiguration
+package struct SourcePolicy: Sendable, Equatable {
+    package var roots: MediaRoots
+    package var input: InputConfiguration
 
-    public init(roots: MediaRoots = MediaRoots([]), input: InputConfiguration = InputConfiguration()) {
+    package init(roots: MediaRoots = MediaRoots([]), input: InputConfiguration = InputConfiguration()) {
         self.roots = roots
         self.input = input
     }
 
     /// Why `url` may not be played, or nil when it may.
-    public func refusal(_ url: URL) -> String? {
+    package func refusal(_ url: URL) -> String? {
         guard input.allows(url) else { return Self.protocolRefusal(InputConfiguration.scheme(of: url), input) }
         guard roots.contains(url) else { return "\(url.path) is outside input.roots (\(roots.paths.joined(separator: ", ")))" }
         return nil
@@ -27,7 +27,7 @@ public struct SourcePolicy: Sendable, Equatable {
     /// by its place in the music directory, and `library.follow_symlinks` scans through a link
     /// that may lead out of every root: such a song is refused here, at `add`, not when the
     /// engine reaches it. The first file refused and why; nil: all may be queued.
-    public func refusal(adding urls: some Sequence<URL>) -> (url: URL, reason: String)? {
+    package func refusal(adding urls: some Sequence<URL>) -> (url: URL, reason: String)? {
         for url in urls {
             if let reason = refusal(url) { return (url, reason) }
         }

@@ -3,12 +3,12 @@ import Glibc
 #endif
 
 /// A TCP address a front-end listens on: `mpd.bind`, `http.bind`.
-public struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
+package struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
 
     /// "127.0.0.1:6600", "[::1]:6600", "localhost:6600".
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
               (1...65_535).contains(port) else { return nil }
         var host = String(text[..<colon])
@@ -18,11 +18,11 @@ public struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Reachable only from this machine: `localhost`, `::1`, or an IPv4 address in 127.0.0.0/8
     /// (an address, not a name: a host name such as "127.example.com" may resolve anywhere).
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         if host == "localhost" || host == "::1" { return true }
         var address = in_addr()
         guard inet_pton(AF_INET, host, &address) == 1 else { return false }

@@ -2,12 +2,12 @@ import Foundation
 
 /// An album's cover as a file beside its songs: `cover`, `folder` or `front` (in that order of
 /// preference, any letter case, as rippers and taggers name it) with an image suffix.
-public enum CoverFiles {
+package enum CoverFiles {
     static let names = ["cover", "folder", "front"]
     static let suffixes: Set<String> = ["jpg", "jpeg", "png", "webp", "tiff", "bmp", "gif"]
 
     /// The path of the cover image in `directory`; nil when there is none.
-    public static func find(in directory: String) -> String? {
+    package static func find(in directory: String) -> String? {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var best: (rank: Int, name: String)?
         for file in files {

@@ -5,7 +5,7 @@ import TonearmMedia
 /// The library's database keeps what measuring files' loudness found (`loudness` table), for
 /// its songs and for any other file the queue played, so nothing is measured twice.
 extension Library: LoudnessStore {
-    public func measurements(of files: [FileIdentity]) throws -> [FileIdentity: LoudnessMeasurement] {
+    package func measurements(of files: [FileIdentity]) throws -> [FileIdentity: LoudnessMeasurement] {
         guard !files.isEmpty else { return [:] }
         return try database.read { db in
             var found: [FileIdentity: LoudnessMeasurement] = [:]
@@ -21,7 +21,7 @@ extension Library: LoudnessStore {
         }
     }
 
-    public func store(_ measurements: [(FileIdentity, LoudnessMeasurement)]) throws {
+    package func store(_ measurements: [(FileIdentity, LoudnessMeasurement)]) throws {
         guard !measurements.isEmpty else { return }
         try database.write { db in
             let statement = try db.cachedStatement(sql: """
@@ -37,7 +37,7 @@ extension Library: LoudnessStore {
         }
     }
 
-    public func unmeasured(after cursor: Int, limit: Int) throws -> (files: [FileIdentity], cursor: Int) {
+    package func unmeasured(after cursor: Int, limit: Int) throws -> (files: [FileIdentity], cursor: Int) {
         try database.read { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT song.id, directory.path AS directory, song.name, song.size, song.mtime,
@@ -60,7 +60,7 @@ extension Library: LoudnessStore {
     }
 
     /// What was measured of these songs (by URI), where it still matches the song as scanned.
-    public func loudness(of songs: [LibrarySong]) throws -> [String: LoudnessMeasurement] {
+    package func loudness(of songs: [LibrarySong]) throws -> [String: LoudnessMeasurement] {
         guard !songs.isEmpty else { return [:] }
         return try database.read { db in
             let statement = try db.cachedStatement(sql: """

@@ -7,9 +7,9 @@ import TonearmSync
 /// The music library: the database of what the music directory holds, kept by scans. Scans run
 /// one at a time on the `tonearm-scan` thread, at idle CPU and I/O priority, in the order asked;
 /// reads run on the caller's thread and never wait for a scan. Blocking: call from a worker thread, never an event loop.
-public final class Library: Sendable {
-    public let configuration: LibraryConfiguration
-    public let root: String
+package final class Library: Sendable {
+    package let configuration: LibraryConfiguration
+    package let root: String
     let database: LibraryDatabase
     private let scanner: LibraryScanner
     private let scans = JobThread(name: "tonearm-scan")
@@ -45,10 +45,10 @@ public final class Library: Sendable {
     }
 
     /// Most `update` scans waiting at once beside the one running (MPD's update queue).
-    public static let updateQueueLimit = 32
+    package static let updateQueueLimit = 32
 
     /// What a scan tells: a job started or ended, and whether the database changed.
-    public enum LibraryNews: Sendable, Equatable {
+    package enum LibraryNews: Sendable, Equatable {
         case updateStarted(job: Int)
         case updateFinished(job: Int, ScanOutcome)
         case offline(job: Int, reason: String)
@@ -56,7 +56,7 @@ public final class Library: Sendable {
 
     /// Opens the library whose music directory is `configuration.musicDirectory` (required) and
     /// whose database is `databasePath`. `reader` reads a file's tags (nil: not media).
-    public init(configuration: LibraryConfiguration, databasePath: String, logger: Logger,
+    package init(configuration: LibraryConfiguration, databasePath: String, logger: Logger,
                 reader: @escaping @Sendable (URL) -> MediaTags?) throws {
         guard let root = configuration.musicDirectory else {
             throw LibraryOffline(description: "no music directory configured")
@@ -79,7 +79,7 @@ public final class Library: Sendable {
     }
 
     /// Stops watching, waits for the scans asked so far, then stops the scan thread.
-    public func shutdown() {
+    package func shutdown() {
         let current = watcher.withLock { watcher in
             defer { watcher = nil }
             return watcher
@@ -92,7 +92,7 @@ public final class Library: Sendable {
 
     /// Starts seeing changes to the music directory as they happen (`library.watch`); each is
     /// in the database within a couple of seconds.
-    public func startWatching() {
+    package func startWatching() {
         let watcher = LibraryWatcher(
             root: root, followSymlinks: configuration.followSymlinks, rescanInterval: configuration.rescanIntervalSeconds,
             logger: logger, refresh: { [weak self] directories, trees in self?.refresh(directories, trees: trees) },
@@ -134,7 +134,7 @@ public final class Library: Sendable {
     /// Refused before anything is queued: a path `scanPath` refuses, and a new scan while
     /// `updateQueueLimit` wait.
     @discardableResult
-    public func update(_ path: String = "", rescan: Bool = false) throws(LibraryUpdateRefusal) -> Int {
+    package func update(_ path: String = "", rescan: Bool = false) throws(LibraryUpdateRefusal) -> Int {
         try enqueueUpdate(Library.scanPath(path), rescan: rescan, limited: true)
     }
 
@@ -142,7 +142,7 @@ public final class Library: Sendable {
     /// it; "/", empty and "." components are dropped). Refused: a NUL byte (C and SQLite end
     /// the string there: "Dir\0" would scan "Dir/" with each of its entries taken for "Dir"
     /// itself, and remove every song under it), an absolute path, and "..".
-    public static func scanPath(_ text: String) throws(LibraryUpdateRefusal) -> String {
+    package static func scanPath(_ text: String) throws(LibraryUpdateRefusal) -> String {
         guard !text.utf8.contains(0) else { throw .badPath("the path contains a NUL byte") }
         guard !text.hasPrefix("/") || text.allSatisfy({ $0 == "/" }) else {
             throw .badPath("'\(text)' is absolute: give a path relative to the music directory")
@@ -193,18 +193,18 @@ public final class Library: Sendable {
     }
 
     /// The scan running now, if any (MPD's `updating_db`).
-    public var updatingJob: Int? { state.withLock { $0.running ?? ($0.queued > 0 ? $0.nextJob : nil) } }
+    package var updatingJob: Int? { state.withLock { $0.running ?? ($0.queued > 0 ? $0.nextJob : nil) } }
 
     /// Why the music directory, or a mount point below it, looked gone when last scanned, if
     /// any did: each part's reason names its path.
-    public var offline: String? {
+    package var offline: String? {
         state.withLock { state in
             state.offline.isEmpty ? nil : state.offline.sorted { $0.key < $1.key }.map(\.value).joined(separator: "; ")
         }
     }
 
     /// Scan news, for `idle update` / `idle database` and the JSON-RPC events.
-    public func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
+    package func subscribe() -> AsyncStream<LibraryNews> { news.subscribe() }
 
     /// Runs scan job `job` (on the scan thread): `scan` does the work, given the time.
     private func run(_ job: Int, path: String, _ scan: (Int) throws -> ScanOutcome) {
@@ -259,61 +259,61 @@ public final class Library: Sendable {
 
     var search: LibrarySearch { LibrarySearch(database: database) }
 
-    public func stats() throws -> LibraryStats { try LibraryReader(database: database).stats() }
+    package func stats() throws -> LibraryStats { try LibraryReader(database: database).stats() }
 
     /// `uri`'s songs then subdirectories, or the one song it names; nil: no such entry.
-    public func list(_ uri: String, withTags: Bool = true) throws -> [LibraryEntry]? {
+    package func list(_ uri: String, withTags: Bool = true) throws -> [LibraryEntry]? {
         try LibraryReader(database: database).list(uri, withTags: withTags)
     }
 
     /// The songs the library holds of `uris` (relative to the music directory), by URI.
-    public func songs(at uris: [String]) throws -> [String: LibrarySong] {
+    package func songs(at uris: [String]) throws -> [String: LibrarySong] {
         try LibraryReader(database: database).songs(at: uris)
     }
 
     /// The songs a search means, with their tags.
-    public func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
+    package func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
         try search.songs(query)
     }
 
     /// How many songs `filter` means and how long they last (seconds), in all or by the values
     /// of `group` (sorted as MPD sorts them, byte by byte; a song without the tag counts under "").
-    public func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
+    package func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
         try search.totals(filter, groupedBy: group)
     }
 
     /// The distinct values of `tag` (nil: the songs' URIs) among the songs `filter` means, each
     /// with the values of `groups` before it: rows sorted as MPD sorts them, byte by byte, the
     /// groups first. A song without a tag gives "" for it.
-    public func distinct(_ tag: MediaTag?, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
+    package func distinct(_ tag: MediaTag?, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
         guard let tag else { return try search.songs(LibraryQuery(filter: filter)).map { [$0.uri] } }
         return try search.distinctValues(tag, filter: filter, groups: groups)
     }
 
     /// A walk of `uri` in MPD's order, taken a part at a time with `next`; nil: no such entry.
-    public func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {
+    package func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {
         try LibraryReader(database: database).startWalk(uri, withTags: withTags)
     }
 
     /// The walk's next entries, at least `count` unless it is done.
-    public func next(_ walk: inout LibraryWalk, atLeast count: Int) throws -> [LibraryEntry] {
+    package func next(_ walk: inout LibraryWalk, atLeast count: Int) throws -> [LibraryEntry] {
         try LibraryReader(database: database).next(&walk, atLeast: count)
     }
 
     /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
-    public func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
+    package func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         try LibraryReader(database: database).walk(uri, withTags: withTags, visit)
     }
 }
 
 /// Why `Library.update` queued nothing.
-public enum LibraryUpdateRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+package enum LibraryUpdateRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not a path inside the music directory (a NUL byte, absolute, `..`); says why.
     case badPath(String)
     /// `Library.updateQueueLimit` scans are waiting already.
     case queueFull
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .badPath(let why): why
         case .queueFull: "Update queue is full (\(Library.updateQueueLimit) scans are waiting)"

@@ -1,27 +1,27 @@
 import Foundation
 
 /// The config's `[library]` table: where the music is and how it is kept in the database.
-public struct LibraryConfiguration: Sendable, Equatable {
+package struct LibraryConfiguration: Sendable, Equatable {
     /// The music directory (absolute, links resolved); nil: no library.
-    public var musicDirectory: String?
+    package var musicDirectory: String?
     /// An incremental scan when the daemon starts.
-    public var scanOnStart = true
+    package var scanOnStart = true
     /// Directory links are followed (a link back up the tree is seen and skipped).
-    public var followSymlinks = true
+    package var followSymlinks = true
     /// Threads that read files' tags during a scan.
-    public var scanThreads = ProcessInfo.processInfo.activeProcessorCount
+    package var scanThreads = ProcessInfo.processInfo.activeProcessorCount
     /// Changes to the music directory are seen as they happen (inotify).
-    public var watch = true
+    package var watch = true
     /// Seconds between scans of the whole tree when it cannot be watched (the kernel's limit of
     /// watches is reached); 0: none.
-    public var rescanIntervalSeconds = 3600.0
+    package var rescanIntervalSeconds = 3600.0
     /// Every song's loudness is measured (EBU R128) in the background after a scan, at idle
     /// priority, for `replay_gain.mode` `auto` and `loudness`.
-    public var measureLoudness = true
+    package var measureLoudness = true
     /// Where clients' stored playlists are kept; nil: `playlists` in the state directory.
-    public var playlistDirectory: String?
+    package var playlistDirectory: String?
 
-    public init(musicDirectory: String? = nil, scanOnStart: Bool = true, followSymlinks: Bool = true) {
+    package init(musicDirectory: String? = nil, scanOnStart: Bool = true, followSymlinks: Bool = true) {
         self.musicDirectory = musicDirectory
         self.scanOnStart = scanOnStart
         self.followSymlinks = followSymlinks

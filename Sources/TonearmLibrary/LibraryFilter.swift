@@ -3,9 +3,9 @@ import TonearmMedia
 
 /// Which songs a search means: MPD's filter expressions as a value (the front-ends parse their
 /// own syntax into it). Matching is done by the database (`LibrarySearch`).
-public indirect enum LibraryFilter: Sendable, Equatable {
+package indirect enum LibraryFilter: Sendable, Equatable {
     /// What a value test reads.
-    public enum Subject: Sendable, Equatable {
+    package enum Subject: Sendable, Equatable {
         case tag(MediaTag)
         /// Any tag's values.
         case anyTag
@@ -15,7 +15,7 @@ public indirect enum LibraryFilter: Sendable, Equatable {
         case audioFormat
     }
 
-    public enum Operation: Sendable, Equatable {
+    package enum Operation: Sendable, Equatable {
         case equals
         case notEquals
         case contains
@@ -41,23 +41,23 @@ public indirect enum LibraryFilter: Sendable, Equatable {
     /// Every song. Made when asked, not kept in a global: an indirect enum's box is referenced
     /// through a tagged pointer, which LeakSanitizer cannot follow, so a global one is reported
     /// as leaked at exit.
-    public static var everything: LibraryFilter { .and([]) }
+    package static var everything: LibraryFilter { .and([]) }
 }
 
 /// A search: the filter, the order (by a tag, or by modification time), and the window.
-public struct LibraryQuery: Sendable, Equatable {
-    public enum Order: Sendable, Equatable {
+package struct LibraryQuery: Sendable, Equatable {
+    package enum Order: Sendable, Equatable {
         /// MPD's database order: a directory's songs, then its subdirectories', depth first.
         case database
         case tag(MediaTag, descending: Bool)
         case modified(descending: Bool)
     }
 
-    public var filter: LibraryFilter
-    public var order: Order
-    public var window: Range<Int>?
+    package var filter: LibraryFilter
+    package var order: Order
+    package var window: Range<Int>?
 
-    public init(filter: LibraryFilter, order: Order = .database, window: Range<Int>? = nil) {
+    package init(filter: LibraryFilter, order: Order = .database, window: Range<Int>? = nil) {
         self.filter = filter
         self.order = order
         self.window = window
@@ -66,8 +66,8 @@ public struct LibraryQuery: Sendable, Equatable {
 
 /// Case folding for searches: Unicode-aware (ICU's full case folding, as MPD with ICU does, is
 /// approximated by Foundation's case-insensitive folding), without removing accents.
-public enum LibraryFolding {
-    public static func fold(_ text: String) -> String {
+package enum LibraryFolding {
+    package static func fold(_ text: String) -> String {
         text.folding(options: [.caseInsensitive], locale: nil)
     }
 }

@@ -2,29 +2,29 @@ import Foundation
 import TonearmMedia
 
 /// A filter expression's syntax error, in MPD's words (the front-ends show them as they are).
-public struct LibraryFilterSyntaxError: Error, Sendable, Equatable {
-    public let message: String
-    public init(_ message: String) { self.message = message }
+package struct LibraryFilterSyntaxError: Error, Sendable, Equatable {
+    package let message: String
+    package init(_ message: String) { self.message = message }
 }
 
 /// MPD's filter expression language (src/song/Filter.cxx, 0.23, with 0.24's `starts_with` and
 /// `added-since`), the textual form of a `LibraryFilter` that both front-ends take: MPD's
 /// `find "(artist == 'x')"` and JSON-RPC's `library.search {filter}`.
-public enum LibraryFilterSyntax {
+package enum LibraryFilterSyntax {
     /// Parses one expression; `fold`: string tests fold letters' case (`search`).
-    public static func parse(_ text: String, fold: Bool) throws(LibraryFilterSyntaxError) -> LibraryFilter {
+    package static func parse(_ text: String, fold: Bool) throws(LibraryFilterSyntaxError) -> LibraryFilter {
         var parser = ExpressionParser(text, fold: fold)
         return try parser.parseWhole()
     }
 
-    public static func baseDirectory(_ value: String) throws(LibraryFilterSyntaxError) -> String {
+    package static func baseDirectory(_ value: String) throws(LibraryFilterSyntaxError) -> String {
         let parts = value.split(separator: "/", omittingEmptySubsequences: true)
         guard !parts.contains(".."), !value.hasPrefix("/") || value == "/" else { throw LibraryFilterSyntaxError("Bad URI") }
         return parts.joined(separator: "/")
     }
 
     /// A time as MPD takes it: seconds since 1970, or ISO 8601 ("2024-01-31T12:00:00Z", a date).
-    public static func time(_ text: String) throws(LibraryFilterSyntaxError) -> Int {
+    package static func time(_ text: String) throws(LibraryFilterSyntaxError) -> Int {
         if let seconds = Int(text) { return seconds }
         for format in ["yyyy-MM-dd'T'HH:mm:ssXXXXX", "yyyy-MM-dd'T'HH:mm:ss'Z'", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd"] {
             let formatter = DateFormatter()
@@ -39,17 +39,17 @@ public enum LibraryFilterSyntax {
     /// One filter expression: `(TAG OP 'VALUE')`, `(!EXPR)`, `(EXPR AND EXPR …)`, `(base 'DIR')`,
     /// `(modified-since 'TIME')`, `(added-since 'TIME')`, `(file OP 'URI')`, `(AudioFormat == 'F')`,
     /// `(AudioFormat =~ 'MASK')`. OP: `==`, `!=`, `contains`, `starts_with`, `=~`, `!~`.
-    public struct ExpressionParser {
+    package struct ExpressionParser {
         private let text: [Character]
         private var position = 0
         private let fold: Bool
 
-        public init(_ text: String, fold: Bool) {
+        package init(_ text: String, fold: Bool) {
             self.text = Array(text)
             self.fold = fold
         }
 
-        public mutating func parseWhole() throws(LibraryFilterSyntaxError) -> LibraryFilter {
+        package mutating func parseWhole() throws(LibraryFilterSyntaxError) -> LibraryFilter {
             let filter = try expression()
             skipSpaces()
             guard position == text.count else { throw LibraryFilterSyntaxError("Unparsed garbage after expression") }

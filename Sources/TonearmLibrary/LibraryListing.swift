@@ -4,17 +4,17 @@ import TonearmMedia
 
 /// A song as the library keeps it: its URI (relative to the music directory), when its file
 /// last changed, its length, audio format and tags.
-public struct LibrarySong: Sendable, Equatable {
-    public let uri: String
-    public let modified: Int
-    public let duration: Double?
-    public let format: String?
-    public let tags: [MediaTags.Entry]
+package struct LibrarySong: Sendable, Equatable {
+    package let uri: String
+    package let modified: Int
+    package let duration: Double?
+    package let format: String?
+    package let tags: [MediaTags.Entry]
 }
 
 extension LibrarySong {
     /// The song's tags as the player keeps a file's.
-    public var mediaTags: MediaTags {
+    package var mediaTags: MediaTags {
         var tags = MediaTags(entries: tags, duration: duration)
         tags.audioFormat = format
         tags.modified = modified
@@ -23,22 +23,22 @@ extension LibrarySong {
 }
 
 /// One line of a listing: a directory (URI, modification time) or a song.
-public enum LibraryEntry: Sendable, Equatable {
+package enum LibraryEntry: Sendable, Equatable {
     case directory(uri: String, modified: Int)
     case song(LibrarySong)
 }
 
 /// What `stats` shows of the library.
-public struct LibraryStats: Sendable, Equatable {
-    public var songs = 0
-    public var artists = 0
-    public var albums = 0
+package struct LibraryStats: Sendable, Equatable {
+    package var songs = 0
+    package var artists = 0
+    package var albums = 0
     /// Seconds of music in the library.
-    public var playtime = 0.0
+    package var playtime = 0.0
     /// When a scan last changed the database (Unix time); 0: never.
-    public var updated = 0
+    package var updated = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// Reads for listings, on the caller's thread (a snapshot of the last committed scan batch).
@@ -178,7 +178,7 @@ struct LibraryReader {
 
 /// A walk of the library taken a part at a time (`Library.next`): what is left to list, as a
 /// stack. A value the caller keeps between parts, so no reader is held meanwhile.
-public struct LibraryWalk: Sendable {
+package struct LibraryWalk: Sendable {
     enum Step: Sendable {
         case entries([LibraryEntry])
         /// A directory to list, then to walk.
@@ -189,7 +189,7 @@ public struct LibraryWalk: Sendable {
     var steps: [Step]
 
     /// Nothing is left.
-    public var isDone: Bool { steps.isEmpty }
+    package var isDone: Bool { steps.isEmpty }
 
     /// A directory's listing, to walk next: its songs, then each subdirectory's line and what it holds.
     mutating func push(_ listing: [LibraryEntry]) {

@@ -5,23 +5,23 @@ import Logging
 import TonearmMedia
 
 /// What one scan did.
-public struct ScanOutcome: Sendable, Equatable {
-    public var added = 0
-    public var changed = 0
-    public var removed = 0
-    public var failed = 0
-    public var seconds = 0.0
+package struct ScanOutcome: Sendable, Equatable {
+    package var added = 0
+    package var changed = 0
+    package var removed = 0
+    package var failed = 0
+    package var seconds = 0.0
     /// Directories below the music directory found offline (a mount point, or a link to one,
     /// empty or unreachable), with why: what the database holds under them is kept.
-    public var offline: [String: String] = [:]
+    package var offline: [String: String] = [:]
     /// Mount points found in place, and directories removed: offline no longer.
     var reached: Set<String> = []
-    public var changedAnything: Bool { added + changed + removed + failed > 0 }
+    package var changedAnything: Bool { added + changed + removed + failed > 0 }
 }
 
 /// Why a scan stopped without touching the database.
-public struct LibraryOffline: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct LibraryOffline: Error, Sendable, CustomStringConvertible {
+    package let description: String
 }
 
 /// Walks the music directory and brings the database in line with it, on the calling thread

@@ -11,27 +11,27 @@ import Glibc
 /// so two clients editing one playlist at once each see the other's change. A change replaces
 /// the file whole (a temporary file, fsync, rename), so a reader on any thread sees the old list
 /// or the new one, and a power cut loses neither. Reads need no thread of their own.
-public final class PlaylistStore: Sendable {
+package final class PlaylistStore: Sendable {
     /// Where the playlists are (created at the first write).
-    public let directory: String
+    package let directory: String
     private let writer = JobThread(name: "tonearm-playlists")
 
     /// More entries than a stored playlist may hold (the queue's own bound is of this order).
-    public static let maximumLength = 65_536
+    package static let maximumLength = 65_536
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
     deinit { writer.finish() }
 
-    public struct Summary: Sendable, Equatable {
-        public let name: String
+    package struct Summary: Sendable, Equatable {
+        package let name: String
         /// Seconds since 1970 (the file's modification time).
-        public let modified: Int
+        package let modified: Int
     }
 
-    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
         case badName
         case noSuchPlaylist
         case exists
@@ -44,7 +44,7 @@ public final class PlaylistStore: Sendable {
         case badPosition
         case io(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .badName: "Bad playlist name"
             case .noSuchPlaylist: "No such playlist"
@@ -59,7 +59,7 @@ public final class PlaylistStore: Sendable {
     }
 
     /// A name MPD would accept: not empty, no `/` and no line break; and short enough to be a file name.
-    public static func isValid(_ name: String) -> Bool {
+    package static func isValid(_ name: String) -> Bool {
         !name.isEmpty && !name.contains { $0 == "/" || $0 == "\n" || $0 == "\r" || $0 == "\0" }
             && name.utf8.count + 4 <= Int(NAME_MAX)
     }
@@ -67,7 +67,7 @@ public final class PlaylistStore: Sendable {
     // MARK: Reading (any thread)
 
     /// Every stored playlist, by name.
-    public func list() -> [Summary] {
+    package func list() -> [Summary] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(".m3u") }.sorted().compactMap { file in
             var info = stat()
@@ -76,14 +76,14 @@ public final class PlaylistStore: Sendable {
         }
     }
 
-    public func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         guard Self.isValid(name) else { return false }
         var info = stat()
         return stat(path(name), &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     /// The playlist's entries, as stored.
-    public func entries(_ name: String) throws(Failure) -> [String] {
+    package func entries(_ name: String) throws(Failure) -> [String] {
         guard Self.isValid(name) else { throw .badName }
         let fd = open(path(name), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw errno == ENOENT ? .noSuchPlaylist : Self.failure("read", name) }
@@ -106,7 +106,7 @@ public final class PlaylistStore: Sendable {
     // MARK: Changing (the store's thread)
 
     /// A new playlist of `entries`; one of that name already there is `exists`.
-    public func create(_ name: String, entries: [String]) throws(Failure) {
+    package func create(_ name: String, entries: [String]) throws(Failure) {
         try onWriter { () throws(Failure) in
             guard Self.isValid(name) else { throw .badName }
             guard !self.contains(name) else { throw .exists }
@@ -116,7 +116,7 @@ public final class PlaylistStore: Sendable {
 
     /// Changes a playlist's entries in place. `creating`: a missing playlist starts empty
     /// (`playlistadd`); otherwise it is `noSuchPlaylist`.
-    public func edit(_ name: String, creating: Bool = false,
+    package func edit(_ name: String, creating: Bool = false,
                      _ change: @escaping @Sendable (inout [String]) throws(Failure) -> Void) throws(Failure) {
         try onWriter { () throws(Failure) in
             var entries: [String]
@@ -129,7 +129,7 @@ public final class PlaylistStore: Sendable {
         }
     }
 
-    public func remove(_ name: String) throws(Failure) {
+    package func remove(_ name: String) throws(Failure) {
         try onWriter { () throws(Failure) in
             guard Self.isValid(name) else { throw .badName }
             guard unlink(self.path(name)) == 0 else { throw errno == ENOENT ? .noSuchPlaylist : Self.failure("remove", name) }
@@ -137,7 +137,7 @@ public final class PlaylistStore: Sendable {
     }
 
     /// Renames `name`; a playlist already called `newName` is `exists`.
-    public func rename(_ name: String, to newName: String) throws(Failure) {
+    package func rename(_ name: String, to newName: String) throws(Failure) {
         try onWriter { () throws(Failure) in
             guard Self.isValid(name), Self.isValid(newName) else { throw .badName }
             guard self.contains(name) else { throw .noSuchPlaylist }

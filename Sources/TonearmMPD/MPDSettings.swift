@@ -2,26 +2,26 @@ import Foundation
 import TonearmFrontEnd
 
 /// The MPD front-end's settings (`[mpd]`).
-public struct MPDSettings: Sendable, Equatable {
-    public var enabled = true
+package struct MPDSettings: Sendable, Equatable {
+    package var enabled = true
     /// MPD's Unix socket; nil: `mpd.sock` beside the control socket.
-    public var socket: String?
+    package var socket: String?
     /// A listening socket systemd passed for MPD (`FileDescriptorName=mpd`), served instead of `socket`.
-    public var inherited: CInt?
+    package var inherited: CInt?
     /// A TCP address to listen on as well (`mpd.bind`, "127.0.0.1:6600"); nil: none.
-    public var bind: TCPAddress?
+    package var bind: TCPAddress?
     /// With a password, a client may do nothing but `password`, `ping`, `close`, `commands` and
     /// `notcommands` until it sends it (MPD's rule).
-    public var password: String?
-    public var maxClients = 256
-    public var limits = ClientLimits()
+    package var password: String?
+    package var maxClients = 256
+    package var limits = ClientLimits()
 
-    public init() {}
+    package init() {}
 
-    public typealias TCPAddress = TonearmFrontEnd.TCPAddress
+    package typealias TCPAddress = TonearmFrontEnd.TCPAddress
 
     /// The Unix socket's path for a control socket at `controlSocket`.
-    public func socketPath(beside controlSocket: String) -> String {
+    package func socketPath(beside controlSocket: String) -> String {
         if let socket { return socket }
         let directory = (controlSocket as NSString).deletingLastPathComponent
         return (directory.isEmpty ? "" : directory + "/") + "mpd.sock"
@@ -30,7 +30,7 @@ public struct MPDSettings: Sendable, Equatable {
     /// Why these settings may not be used with `security`, or nil. A TCP port reachable from other
     /// machines, or one that would let any local user past the control access lists, needs a
     /// password.
-    public func refusal(with security: ControlSecurity) -> String? {
+    package func refusal(with security: ControlSecurity) -> String? {
         guard enabled, let bind, password == nil else { return nil }
         if !bind.isLoopback {
             return "mpd.bind = \"\(bind)\" accepts clients from other machines; set mpd.password as well, or bind to 127.0.0.1"

@@ -2,31 +2,31 @@ import Foundation
 
 /// How the engine reads its sources (the config's `[input]` table): which protocols FFmpeg may
 /// open, and how network sources are buffered, timed out and reconnected.
-public struct InputConfiguration: Sendable, Equatable {
+package struct InputConfiguration: Sendable, Equatable {
     /// The protocols a source may use, by URL scheme. Only these three have the behaviour the
     /// engine builds on (files are stat-checked; http and https are buffered and reconnected).
-    public static let supportedProtocols = ["file", "http", "https"]
+    package static let supportedProtocols = ["file", "http", "https"]
 
-    public var protocols: [String]
+    package var protocols: [String]
     /// Audio buffered before a network source is heard, and again after it ran dry.
-    public var prebufferSeconds: Double
+    package var prebufferSeconds: Double
     /// A network read or connect that gets nothing for this long fails (and is retried).
-    public var timeoutSeconds: Double
+    package var timeoutSeconds: Double
     /// How long a dropped network source is retried; 0 retries for ever.
-    public var reconnectForSeconds: Double
+    package var reconnectForSeconds: Double
     /// An https server must show a certificate that a trusted authority signed for its host name
     /// (`input.tls_verify`). FFmpeg checks nothing unless told.
-    public var tlsVerify: Bool
+    package var tlsVerify: Bool
     /// The authorities trusted for that (`input.ca_file`, PEM); the system's store by default.
-    public var caFile: String
+    package var caFile: String
 
-    public static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
+    package static let systemCAFile = "/etc/ssl/certs/ca-certificates.crt"
     /// `input.roots`, resolved: a local file is opened only if the file opened lies inside one
     /// (empty: any file the daemon can read). Checked again on the file opened, not only when
     /// an item is queued.
-    public var roots: [String] = []
+    package var roots: [String] = []
 
-    public init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
+    package init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
                 timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300, tlsVerify: Bool = true,
                 caFile: String = InputConfiguration.systemCAFile) {
         self.protocols = protocols
@@ -38,11 +38,11 @@ public struct InputConfiguration: Sendable, Equatable {
     }
 
     /// The URL's protocol ("file" for a file URL), lower-cased.
-    public static func scheme(of url: URL) -> String { url.isFileURL ? "file" : (url.scheme ?? "").lowercased() }
+    package static func scheme(of url: URL) -> String { url.isFileURL ? "file" : (url.scheme ?? "").lowercased() }
 
-    public static func isNetwork(_ url: URL) -> Bool { ["http", "https"].contains(scheme(of: url)) }
+    package static func isNetwork(_ url: URL) -> Bool { ["http", "https"].contains(scheme(of: url)) }
 
-    public func allows(_ url: URL) -> Bool { protocols.contains(Self.scheme(of: url)) }
+    package func allows(_ url: URL) -> Bool { protocols.contains(Self.scheme(of: url)) }
 
     /// FFmpeg's `protocol_whitelist`: the allowed protocols and the transports they run on (http
     /// on tcp, https on tls on tcp). A URL given to the engine is checked against `protocols`

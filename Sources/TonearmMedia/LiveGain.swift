@@ -4,19 +4,19 @@
 /// `decibelsPerSecond` of audio. Quiet passages (below `gateLUFS`: silence, a pause between
 /// programmes) hold the gain where it is rather than raise it. Pure: the caller measures and
 /// says how much audio passed.
-public struct LiveGain: Sendable, Equatable {
-    public static let limitDB = 6.0
+package struct LiveGain: Sendable, Equatable {
+    package static let limitDB = 6.0
     /// 1 dB per 5 s.
-    public static let decibelsPerSecond = 0.2
-    public static let gateLUFS = -50.0
+    package static let decibelsPerSecond = 0.2
+    package static let gateLUFS = -50.0
 
     /// The gain now, dB.
-    public private(set) var decibels = 0.0
+    package private(set) var decibels = 0.0
 
-    public init() {}
+    package init() {}
 
     /// `seconds` more audio passed, whose short-term loudness (before this gain) is `shortTermLUFS`.
-    public mutating func update(shortTermLUFS: Double, target: Double, seconds: Double) {
+    package mutating func update(shortTermLUFS: Double, target: Double, seconds: Double) {
         guard shortTermLUFS.isFinite, shortTermLUFS >= Self.gateLUFS, seconds > 0 else { return }
         let wanted = min(max(target - shortTermLUFS, -Self.limitDB), Self.limitDB)
         let step = Self.decibelsPerSecond * seconds

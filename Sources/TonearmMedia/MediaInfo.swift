@@ -3,13 +3,13 @@ import Foundation
 /// A network stream's title as it changes (ICY `StreamTitle`), split as stations send it,
 /// "Artist - Title". Immutable and shared: made once by the decoder thread, carried by a chunk
 /// to the output thread, which announces it when its first frame is heard.
-public final class StreamTitle: Sendable, Equatable {
-    public let title: String
-    public let artist: String?
+package final class StreamTitle: Sendable, Equatable {
+    package let title: String
+    package let artist: String?
 
-    public static func == (lhs: StreamTitle, rhs: StreamTitle) -> Bool { lhs.title == rhs.title && lhs.artist == rhs.artist }
+    package static func == (lhs: StreamTitle, rhs: StreamTitle) -> Bool { lhs.title == rhs.title && lhs.artist == rhs.artist }
 
-    public init(streamTitle: String) {
+    package init(streamTitle: String) {
         if let dash = streamTitle.range(of: " - ") {
             artist = String(streamTitle[..<dash.lowerBound]).trimmingCharacters(in: .whitespaces)
             title = String(streamTitle[dash.upperBound...]).trimmingCharacters(in: .whitespaces)
@@ -21,28 +21,28 @@ public final class StreamTitle: Sendable, Equatable {
 }
 
 /// What a loaded item is: read once by the decoder thread when the file opens.
-public struct MediaInfo: Sendable, Equatable {
-    public var url: String
-    public var duration: Double?
-    public var codec: String
-    public var container: String
-    public var sampleRate: Int
-    public var channels: Int
+package struct MediaInfo: Sendable, Equatable {
+    package var url: String
+    package var duration: Double?
+    package var codec: String
+    package var container: String
+    package var sampleRate: Int
+    package var channels: Int
     /// Bits per decoded sample when the codec says (lossless formats), else nil.
-    public var bitsPerSample: Int?
+    package var bitsPerSample: Int?
     /// Bits per second of the encoded audio, when the file says (MPD's `bitrate`).
-    public var bitRate: Int?
-    public var title: String?
-    public var artist: String?
-    public var album: String?
+    package var bitRate: Int?
+    package var title: String?
+    package var artist: String?
+    package var album: String?
     /// The format handed to the device.
-    public var outputFormat: PCMFormat
+    package var outputFormat: PCMFormat
     /// Loudness tags, when the file has them.
-    public var replayGain: ReplayGainInfo?
+    package var replayGain: ReplayGainInfo?
     /// A network stream with no end and no seeking (internet radio).
-    public var isLive = false
+    package var isLive = false
 
-    public init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
+    package init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
                 channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,
                 outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil, bitRate: Int? = nil) {
         self.bitRate = bitRate
@@ -63,13 +63,13 @@ public struct MediaInfo: Sendable, Equatable {
 
 /// ReplayGain values from a file's tags (`REPLAYGAIN_TRACK_GAIN` and friends, or Opus's R128
 /// tags converted to ReplayGain's −18 LUFS reference). Gains in dB, peaks as linear amplitude.
-public struct ReplayGainInfo: Sendable, Equatable {
-    public var trackGain: Double?
-    public var trackPeak: Double?
-    public var albumGain: Double?
-    public var albumPeak: Double?
+package struct ReplayGainInfo: Sendable, Equatable {
+    package var trackGain: Double?
+    package var trackPeak: Double?
+    package var albumGain: Double?
+    package var albumPeak: Double?
 
-    public init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil, albumPeak: Double? = nil) {
+    package init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil, albumPeak: Double? = nil) {
         self.trackGain = trackGain
         self.trackPeak = trackPeak
         self.albumGain = albumGain

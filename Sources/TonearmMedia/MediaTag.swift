@@ -2,7 +2,7 @@
 /// order MPD lists them. Files name them in many ways: `tag(forMetadataKey:)` maps the keys
 /// FFmpeg reports (Vorbis comments, ID3v2 frames as FFmpeg converts them, MP4 atoms, APE and
 /// TXXX descriptions) onto these.
-public enum MediaTag: Int, Sendable, CaseIterable, Hashable, Comparable {
+package enum MediaTag: Int, Sendable, CaseIterable, Hashable, Comparable {
     case artist
     case artistSort
     case album
@@ -35,7 +35,7 @@ public enum MediaTag: Int, Sendable, CaseIterable, Hashable, Comparable {
     case musicBrainzWorkID
 
     /// The tag's name in MPD's protocol.
-    public var name: String {
+    package var name: String {
         switch self {
         case .artist: "Artist"
         case .artistSort: "ArtistSort"
@@ -70,16 +70,16 @@ public enum MediaTag: Int, Sendable, CaseIterable, Hashable, Comparable {
         }
     }
 
-    public static func < (lhs: MediaTag, rhs: MediaTag) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: MediaTag, rhs: MediaTag) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// The tag a client names, matched without regard to case as MPD does.
-    public static func tag(named name: String) -> MediaTag? { byName[name.lowercased()] }
+    package static func tag(named name: String) -> MediaTag? { byName[name.lowercased()] }
 
     private static let byName: [String: MediaTag] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name.lowercased(), $0) })
 
     /// The tag a file's metadata key stands for, matched without regard to case; nil for keys
     /// that are no song tag (encoder, ReplayGain, ICY headers, …).
-    public static func tag(forMetadataKey key: String) -> MediaTag? {
+    package static func tag(forMetadataKey key: String) -> MediaTag? {
         byKey[key.lowercased()]
     }
 

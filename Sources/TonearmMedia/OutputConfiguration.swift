@@ -1,5 +1,5 @@
 /// Where the output thread sends the sound (`output.kind`).
-public enum OutputSink: Sendable, Equatable {
+package enum OutputSink: Sendable, Equatable {
     /// An ALSA PCM, `device`.
     case alsa
     /// A Snapcast server's TCP stream source (`source = tcp://…?mode=server` in snapserver.conf),
@@ -8,47 +8,47 @@ public enum OutputSink: Sendable, Equatable {
 }
 
 /// How the engine opens and drives the output device (the config's `[output]` table).
-public struct OutputConfiguration: Sendable, Equatable {
+package struct OutputConfiguration: Sendable, Equatable {
     /// ALSA PCM name: "default", "hw:0,0", "null", "file:'/tmp/x.raw',raw"; for a Snapcast sink,
     /// its name in messages ("snapcast:127.0.0.1:4953").
-    public var device: String
-    public var sink: OutputSink = .alsa
+    package var device: String
+    package var sink: OutputSink = .alsa
     /// nil follows the source.
-    public var sampleRate: Int?
-    public var channels: Int?
-    public var sampleType: SampleType?
+    package var sampleRate: Int?
+    package var channels: Int?
+    package var sampleType: SampleType?
     /// ALSA buffer time.
-    public var bufferMilliseconds: Int
+    package var bufferMilliseconds: Int
     /// Keep real time ourselves, for devices that never block (null, file).
-    public var pace: Bool
+    package var pace: Bool
     /// Pacing speed factor (tests play faster than real time but still paced).
-    public var speed: Double
+    package var speed: Double
     /// While the device is gone (unplugged, powered off), how often to try opening it again.
-    public var reopenIntervalMilliseconds: Int
+    package var reopenIntervalMilliseconds: Int
     /// How long a device open may take before the load fails with `deviceUnavailable` (the open
     /// is abandoned on the opener thread, never waited for).
-    public var openTimeoutMilliseconds: Int
+    package var openTimeoutMilliseconds: Int
     /// A device missing or busy when an item is loaded: the item is ready and waits, interrupted,
     /// and plays when the device appears (true); or the load fails with `deviceUnavailable` (false).
-    public var waitForDevice: Bool
+    package var waitForDevice: Bool
     /// Whether playback interrupted by a lost device resumes by itself once the device is back.
-    public var resumeAfterInterruption: Bool
+    package var resumeAfterInterruption: Bool
     /// How long the device stays open once nothing plays (the queue ended, stopped, paused):
     /// then it is closed, so the DAC and what it feeds may sleep, and the next play opens it
     /// again. 0 releases at once; nil keeps it open for good.
-    public var releaseAfterSeconds: Double?
+    package var releaseAfterSeconds: Double?
     /// Commands run before the device is opened after a release (or first) and after it is
     /// released (`output.on_open`, `output.on_close`): argv arrays, no shell. Empty: none.
-    public var onOpen: [String] = []
-    public var onClose: [String] = []
+    package var onOpen: [String] = []
+    package var onClose: [String] = []
     /// How long a hook may run before it is killed.
-    public var hookTimeoutMilliseconds: Int = 5000
+    package var hookTimeoutMilliseconds: Int = 5000
     /// A pause fades out over 5 ms before the device stops (it takes effect once that is heard,
     /// what the device holds later) and play fades back in over 5 ms, so neither clicks. false:
     /// the device stops at once and resumes at full level, sample for sample.
-    public var fadesOnPause = true
+    package var fadesOnPause = true
 
-    public init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
+    package init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
                 sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
                 speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
                 resumeAfterInterruption: Bool = true, waitForDevice: Bool = true, releaseAfterSeconds: Double? = 10) {

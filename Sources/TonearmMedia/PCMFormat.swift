@@ -1,8 +1,8 @@
 /// Interleaved sample types the output path uses; the decoder converts everything to one of these.
-public enum SampleType: String, Sendable, Equatable, CaseIterable {
+package enum SampleType: String, Sendable, Equatable, CaseIterable {
     case s16, s32, float
 
-    public var bytesPerSample: Int {
+    package var bytesPerSample: Int {
         switch self {
         case .s16: 2
         case .s32, .float: 4
@@ -11,22 +11,22 @@ public enum SampleType: String, Sendable, Equatable, CaseIterable {
 }
 
 /// The PCM format of one stream of interleaved frames.
-public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
-    public var sampleType: SampleType
-    public var sampleRate: Int
-    public var channels: Int
+package struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
+    package var sampleType: SampleType
+    package var sampleRate: Int
+    package var channels: Int
 
-    public init(sampleType: SampleType, sampleRate: Int, channels: Int) {
+    package init(sampleType: SampleType, sampleRate: Int, channels: Int) {
         self.sampleType = sampleType
         self.sampleRate = sampleRate
         self.channels = channels
     }
 
-    public var bytesPerFrame: Int { sampleType.bytesPerSample * channels }
+    package var bytesPerFrame: Int { sampleType.bytesPerSample * channels }
 
     /// MPD's audio format text, "rate:bits:channels": the source's bits per sample when the
     /// codec says them, else the sample type's ("f" for float).
-    public func mpdText(sourceBits: Int?) -> String {
+    package func mpdText(sourceBits: Int?) -> String {
         let bits: String
         if let sourceBits {
             bits = String(sourceBits)
@@ -39,5 +39,5 @@ public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
         }
         return "\(sampleRate):\(bits):\(channels)"
     }
-    public var description: String { "\(sampleType.rawValue) \(sampleRate) Hz \(channels) ch" }
+    package var description: String { "\(sampleType.rawValue) \(sampleRate) Hz \(channels) ch" }
 }

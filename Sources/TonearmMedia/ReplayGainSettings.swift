@@ -1,7 +1,7 @@
 import Foundation
 
 /// Which values set an item's gain (`replay_gain.mode`).
-public enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
+package enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
     /// No gain: the samples keep their level (bit-perfect at volume 100).
     case off
     /// The ReplayGain tags' track gain; an untagged file keeps its level.
@@ -16,11 +16,11 @@ public enum ReplayGainMode: String, Sendable, Equatable, CaseIterable {
 
     /// Whether the mode levels by measured loudness (`auto`, `loudness`): only then are queue
     /// items measured ahead.
-    public var usesLoudness: Bool { self == .auto || self == .loudness }
+    package var usesLoudness: Bool { self == .auto || self == .loudness }
 }
 
 /// How a live stream's level is kept (`replay_gain.live`).
-public enum LiveGainMode: String, Sendable, Equatable, CaseIterable {
+package enum LiveGainMode: String, Sendable, Equatable, CaseIterable {
     /// Streams keep their level (plus the preamp under a mode that is not off).
     case off
     /// A slow automatic gain from the stream's short-term loudness (`LiveGain`).
@@ -28,7 +28,7 @@ public enum LiveGainMode: String, Sendable, Equatable, CaseIterable {
 }
 
 /// Where an item's gain comes from, as status shows it.
-public enum GainSource: String, Sendable, Equatable, CaseIterable {
+package enum GainSource: String, Sendable, Equatable, CaseIterable {
     /// The file's ReplayGain tags.
     case tags
     /// Its loudness, measured by Tonearm.
@@ -45,27 +45,27 @@ public enum GainSource: String, Sendable, Equatable, CaseIterable {
 }
 
 /// The gain an item plays with, and why.
-public struct AppliedGain: Sendable, Equatable {
-    public var decibels: Double
-    public var source: GainSource
+package struct AppliedGain: Sendable, Equatable {
+    package var decibels: Double
+    package var source: GainSource
 
-    public init(decibels: Double, source: GainSource) {
+    package init(decibels: Double, source: GainSource) {
         self.decibels = decibels
         self.source = source
     }
 }
 
 /// How the output turns an item's ReplayGain tags, or its measured loudness, into gain.
-public struct ReplayGainSettings: Sendable, Equatable {
-    public var mode: ReplayGainMode
+package struct ReplayGainSettings: Sendable, Equatable {
+    package var mode: ReplayGainMode
     /// Added to the tag's or the measurement's gain, in dB.
-    public var preampDB: Double
+    package var preampDB: Double
     /// The level measured loudness is brought to (`replay_gain.target_lufs`).
-    public var targetLUFS: Double
+    package var targetLUFS: Double
     /// A live stream's automatic gain.
-    public var live: LiveGainMode
+    package var live: LiveGainMode
 
-    public init(mode: ReplayGainMode = .off, preampDB: Double = 0, targetLUFS: Double = Loudness.referenceLUFS,
+    package init(mode: ReplayGainMode = .off, preampDB: Double = 0, targetLUFS: Double = Loudness.referenceLUFS,
                 live: LiveGainMode = .off) {
         self.mode = mode
         self.preampDB = preampDB
@@ -80,7 +80,7 @@ public struct ReplayGainSettings: Sendable, Equatable {
     /// measured (or silent) gets the preamp alone. `provisional`: `loudness` is only the item's
     /// opening's, which lowers a loud item but never raises a quiet one above the preamp (louder
     /// passages may follow a quiet opening, and they would clip).
-    public func gain(tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool,
+    package func gain(tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool,
                      provisional: Bool = false) -> AppliedGain {
         if mode == .off { return AppliedGain(decibels: 0, source: .none) }
         if mode != .loudness, let tags {

@@ -5,18 +5,18 @@ import TonearmSync
 
 /// One alarm: a time of day on some days, what it plays (a URL, or the queue from its start),
 /// at what volume, fading in over how long; and when it rings next.
-public struct Alarm: Sendable, Equatable, Codable {
-    public let id: Int
-    public var time: String
+package struct Alarm: Sendable, Equatable, Codable {
+    package let id: Int
+    package var time: String
     /// Sorted; empty: every day.
-    public var days: [Weekday]
+    package var days: [Weekday]
     /// What it plays; nil: the queue, from its first item.
-    public var url: String?
-    public var volume: Int?
-    public var fadeIn: Double
+    package var url: String?
+    package var volume: Int?
+    package var fadeIn: Double
     /// The moment it rings next. Kept: a moment that passed while the daemon was not running is
     /// a missed alarm, said in the log, never rung late.
-    public var nextAt: Date
+    package var nextAt: Date
 
     enum CodingKeys: String, CodingKey {
         case id, time, days, url, volume
@@ -32,8 +32,8 @@ public struct Alarm: Sendable, Equatable, Codable {
 /// `tonearm-alarms` alone (every change and every ring runs there, one at a time). The next
 /// ring is the one moment the player's `WallClockTimer` waits for. Local time is the system's
 /// time zone (`TZ`, /etc/localtime), read as the daemon starts.
-public final class AlarmClock: Sendable {
-    public static let maximumCount = 100
+package final class AlarmClock: Sendable {
+    package static let maximumCount = 100
     /// Ids go to clients as JSON numbers (exact up to 2^53); bounding `next_id` by it also means
     /// `nextID += 1` never overflows.
     static let maximumID = 1 << 53
@@ -90,7 +90,7 @@ public final class AlarmClock: Sendable {
         }
     }
 
-    public enum Failure: Error, Equatable {
+    package enum Failure: Error, Equatable {
         case invalid(String)
         case notFound(Int)
         case notSaved(String)
@@ -120,7 +120,7 @@ public final class AlarmClock: Sendable {
     /// alarms file (or holds values out of range, see `Saved.problem`), or that cannot be read, is
     /// set aside (`alarms.json.bad-<time>`) and the daemon starts with none; should that rename
     /// fail too, the file is left as it is and alarm changes are refused, not saved over it.
-    public func keep(in directory: String, now: Date = Date()) async {
+    package func keep(in directory: String, now: Date = Date()) async {
         await onJobs { [self] in
             let file = StateFile(directory: directory, name: "alarms.json")
             var saved = Saved(nextID: 1, alarms: [])
@@ -170,10 +170,10 @@ public final class AlarmClock: Sendable {
         }
     }
 
-    public var alarms: [Alarm] { book.withLock { $0.alarms } }
+    package var alarms: [Alarm] { book.withLock { $0.alarms } }
 
     /// Adds an alarm; answered once it is on disk.
-    public func add(time: String, days: [Weekday], url: String?, volume: Int?, fadeIn: Double,
+    package func add(time: String, days: [Weekday], url: String?, volume: Int?, fadeIn: Double,
                     now: Date = Date()) async throws(Failure) -> Alarm {
         guard let rule = AlarmRule(time: time, days: Set(days)) else {
             throw .invalid("time must be HH:MM or HH:MM:SS (24-hour), not '\(time)'")
@@ -193,14 +193,14 @@ public final class AlarmClock: Sendable {
     }
 
     /// Removes an alarm; answered once that is on disk.
-    public func remove(id: Int) async throws(Failure) -> Alarm {
+    package func remove(id: Int) async throws(Failure) -> Alarm {
         try await change { book throws(Failure) in
             guard let index = book.alarms.firstIndex(where: { $0.id == id }) else { throw .notFound(id) }
             return book.alarms.remove(at: index)
         }
     }
 
-    public func shutdown() { jobs.finish() }
+    package func shutdown() { jobs.finish() }
 
     // MARK: On tonearm-alarms
 
@@ -288,7 +288,7 @@ public final class AlarmClock: Sendable {
     }()
 
     /// "2026-11-27T07:30:00+01:00".
-    public static func localTime(_ date: Date, _ calendar: Calendar = .current) -> String {
+    package static func localTime(_ date: Date, _ calendar: Calendar = .current) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = calendar.timeZone
         formatter.formatOptions = [.withInternetDateTime]

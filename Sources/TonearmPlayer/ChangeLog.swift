@@ -9,7 +9,7 @@ import TonearmSync
 ///
 /// With no keeper (no state directory, or one that cannot be written) every change counts as
 /// durable at once: nothing would ever make it more so.
-public final class ChangeLog: Sendable {
+package final class ChangeLog: Sendable {
     struct State {
         /// The number of the latest change.
         var recorded = 0
@@ -28,10 +28,10 @@ public final class ChangeLog: Sendable {
     /// Stored under the lock, after `recorded` changes.
     private let latest = Atomic<Int>(0)
 
-    public init() {}
+    package init() {}
 
     /// The number of the latest change.
-    public var recorded: Int { latest.load(ordering: .acquiring) }
+    package var recorded: Int { latest.load(ordering: .acquiring) }
 
     /// Notes a change the player just made. Called with the player lock held, so that the
     /// changes are numbered in the order they were made.
@@ -51,7 +51,7 @@ public final class ChangeLog: Sendable {
 
     /// Runs `then` once every change up to `sequence` is durable: at once (on the caller's
     /// thread) if it is already, else on the keeper's thread.
-    public func whenDurable(_ sequence: Int, _ then: @escaping @Sendable () -> Void) {
+    package func whenDurable(_ sequence: Int, _ then: @escaping @Sendable () -> Void) {
         let now = state.withLock { s in
             if s.durable >= sequence { return true }
             s.waiters.append((sequence, then))
@@ -61,7 +61,7 @@ public final class ChangeLog: Sendable {
     }
 
     /// Returns once every change up to `sequence` is durable.
-    public func durable(_ sequence: Int) async {
+    package func durable(_ sequence: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             whenDurable(sequence) { continuation.resume() }
         }

@@ -4,19 +4,19 @@ import TonearmEngine
 /// What the adapter needs to know to read an engine event: which engine item the state machine
 /// is about, which item was named to follow it, which seek and which play/pause command are the
 /// latest. The player keeps it, under its lock, and changes it with every command.
-public struct AdapterContext: Sendable, Equatable {
+package struct AdapterContext: Sendable, Equatable {
     /// The engine item the state machine's state describes (loaded, heard or parked at).
-    public var currentItem: Int?
+    package var currentItem: Int?
     /// The engine item named to follow `currentItem` gaplessly.
-    public var pendingNext: Int?
+    package var pendingNext: Int?
     /// Only the latest seek's landing ends `seeking`.
-    public var expectedSeekToken: Int?
+    package var expectedSeekToken: Int?
     /// The intent number of the latest play or pause command (see `PlayerEngine.play`).
-    public var intent: Int
+    package var intent: Int
     /// A failure of the current item is handled by the player (a queue skips it), not the machine.
-    public var skipsFailures: Bool
+    package var skipsFailures: Bool
 
-    public init(currentItem: Int? = nil, pendingNext: Int? = nil, expectedSeekToken: Int? = nil, intent: Int = 0,
+    package init(currentItem: Int? = nil, pendingNext: Int? = nil, expectedSeekToken: Int? = nil, intent: Int = 0,
                 skipsFailures: Bool = false) {
         self.currentItem = currentItem
         self.pendingNext = pendingNext
@@ -31,8 +31,8 @@ public struct AdapterContext: Sendable, Equatable {
 /// (`EngineEventAdapterTests`). News about another item than the current one, a seek that is not
 /// the latest, or play-state news from before the latest play/pause command is stale and yields
 /// nothing, so it can never move the state machine.
-public enum EngineEventAdapter {
-    public static func actions(for event: EngineEvent, context: inout AdapterContext) -> [PlaybackAction] {
+package enum EngineEventAdapter {
+    package static func actions(for event: EngineEvent, context: inout AdapterContext) -> [PlaybackAction] {
         let isCurrent = event.itemID == context.currentItem
         switch event {
         case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged,

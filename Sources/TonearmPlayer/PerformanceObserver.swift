@@ -3,7 +3,7 @@ import TonearmEngine
 import TonearmSync
 
 /// Performance news for clients: how long things took and when the sound faltered.
-public enum PerformanceEvent: Sendable, Equatable {
+package enum PerformanceEvent: Sendable, Equatable {
     case loadStarted(url: String)
     /// From the play request to the first frames handed to the device.
     case firstAudio(latency: Double)
@@ -20,7 +20,7 @@ public enum PerformanceEvent: Sendable, Equatable {
     /// after the previous one.
     case reconnecting(attempt: Int, delay: Double)
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .loadStarted: "load_started"
         case .firstAudio: "first_audio"
@@ -37,7 +37,7 @@ public enum PerformanceEvent: Sendable, Equatable {
 
 /// Turns the same engine changes the adapter sees into `PerformanceEvent`s, with durations
 /// measured on a monotonic clock.
-public final class PerformanceObserver: Sendable {
+package final class PerformanceObserver: Sendable {
     /// Each subscriber keeps the 1,024 newest events: a slow consumer loses old ones instead of
     /// holding memory without end or slowing the others.
     private let broadcaster = StreamFanout<PerformanceEvent>(bufferingPolicy: .bufferingNewest(1024))
@@ -46,7 +46,7 @@ public final class PerformanceObserver: Sendable {
     private let playedItem = Locked<Int?>(nil)
     private let tokens = Locked<[ObservationToken]>([])
 
-    public init(engine: PlayerEngine) {
+    package init(engine: PlayerEngine) {
         let observations = [
             engine.observeEvents { [weak self] _, event in self?.handle(event) },
             engine.observe(\.timeControlStatus, options: [.new]) { [weak self] _, change in
@@ -56,7 +56,7 @@ public final class PerformanceObserver: Sendable {
         tokens.withLock { $0 = observations }
     }
 
-    public func events() -> AsyncStream<PerformanceEvent> { broadcaster.subscribe() }
+    package func events() -> AsyncStream<PerformanceEvent> { broadcaster.subscribe() }
 
     private func handle(_ event: EngineEvent) {
         switch event {

@@ -18,7 +18,7 @@ extension Player {
     /// others. The point to come back to is saved with the state at once. `duck`: the music
     /// plays on, lowered, under it (when something plays).
     @discardableResult
-    public func announce(_ url: URL, volume: Int?, duck: Bool = false) throws(PlayerError) -> Int {
+    package func announce(_ url: URL, volume: Int?, duck: Bool = false) throws(PlayerError) -> Int {
         if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
         return try model.withLock { m throws(PlayerError) in
             let point = returnPoint(m)
@@ -61,7 +61,7 @@ extension Player {
     }
 
     /// The announcement playing and how many wait (nil: none).
-    public var announcing: (url: String, waiting: Int)? {
+    package var announcing: (url: String, waiting: Int)? {
         model.withLock { m in m.announcements.playing.map { ($0.url, m.announcements.waiting.count) } }
     }
 

@@ -12,7 +12,7 @@ extension Player {
 
     /// Adds entries at `position` (nil: the end). `known`: tags already known by URL (the
     /// library's), so those files are not opened to read them.
-    public func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil,
+    package func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil,
                     known: [URL: MediaTags] = [:]) throws(PlayerError) -> (items: [QueueItem], version: Int) {
         try model.withLock { m throws(PlayerError) in
             let added: [QueueItem]
@@ -30,7 +30,7 @@ extension Player {
         }
     }
 
-    public func remove(ids: [Int]) throws(PlayerError) -> Int {
+    package func remove(ids: [Int]) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
             let currentRemoved = m.queue.currentID.map(ids.contains) ?? false
             let position = m.queue.currentID.flatMap { m.queue.position(of: $0) }
@@ -59,7 +59,7 @@ extension Player {
         return false
     }
 
-    public func move(id: Int, to position: Int) throws(PlayerError) -> Int {
+    package func move(id: Int, to position: Int) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
             let before = m.queue.version
             do throws(QueueError) { try edit(&m, .move(id: id, to: position)) } catch { throw PlayerError(error) }
@@ -72,7 +72,7 @@ extension Player {
     }
 
     /// Empties the queue and stops.
-    public func clear() -> Int {
+    package func clear() -> Int {
         model.withLock { m in
             let before = m.queue.version
             try? edit(&m, .clear)
@@ -85,7 +85,7 @@ extension Player {
         }
     }
 
-    public func setOptions(_ change: (inout QueueOptions) -> Void) -> QueueOptions {
+    package func setOptions(_ change: (inout QueueOptions) -> Void) -> QueueOptions {
         model.withLock { m in
             var options = m.queue.options
             change(&options)
@@ -105,7 +105,7 @@ extension Player {
 
     /// Reorders the items at the positions in `range` (nil: all) at random, for good (MPD's
     /// `shuffle`); returns the queue's version.
-    public func shuffle(_ range: Range<Int>? = nil) throws(PlayerError) -> Int {
+    package func shuffle(_ range: Range<Int>? = nil) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15

@@ -10,7 +10,7 @@ extension Player {
     // MARK: Volume and ReplayGain
 
     /// Sets the software volume, 0…100 (or changes it by `delta`); returns the new level.
-    public func setVolume(level: Int? = nil, delta: Int? = nil) -> Int {
+    package func setVolume(level: Int? = nil, delta: Int? = nil) -> Int {
         model.withLock { m in
             var newLevel = m.volume
             if let level { newLevel = level }
@@ -32,7 +32,7 @@ extension Player {
         return fraction * fraction * fraction
     }
 
-    public func setReplayGain(mode: ReplayGainMode? = nil, preampDB: Double? = nil) -> ReplayGainSettings {
+    package func setReplayGain(mode: ReplayGainMode? = nil, preampDB: Double? = nil) -> ReplayGainSettings {
         model.withLock { m in
             let before = m.replayGain
             if let mode { m.replayGain.mode = mode }

@@ -14,7 +14,7 @@ extension Player {
     /// Pauses `seconds` from now, the last `fade` seconds fading out (at most all of them).
     /// Replaces any sleep timer set before.
     @discardableResult
-    public func sleep(after seconds: Double, fade: Double) throws(PlayerError) -> SleepPlan {
+    package func sleep(after seconds: Double, fade: Double) throws(PlayerError) -> SleepPlan {
         guard seconds.isFinite, seconds > 0, seconds <= 7 * 86_400 else {
             throw .invalid("after_s must be a number of seconds above 0, at most a week (604800)")
         }
@@ -33,7 +33,7 @@ extension Player {
     /// Pauses at the start of what follows the current item (`item`) or the queue's last item
     /// (`queue`): the queue moves on to it, paused.
     @discardableResult
-    public func sleep(atEndOf end: SleepEnd) -> SleepPlan {
+    package func sleep(atEndOf end: SleepEnd) -> SleepPlan {
         let plan = SleepPlan.endOf(end)
         model.withLock { m in
             endSleep(&m)
@@ -47,7 +47,7 @@ extension Player {
 
     /// Cancels the sleep timer; a fade under way comes back up in 300 ms. Returns whether one was set.
     @discardableResult
-    public func cancelSleep() -> Bool {
+    package func cancelSleep() -> Bool {
         model.withLock { m in
             let had = m.sleep != nil
             endSleep(&m)
@@ -56,7 +56,7 @@ extension Player {
         }
     }
 
-    public var sleepPlan: SleepPlan? { model.withLock { $0.sleep } }
+    package var sleepPlan: SleepPlan? { model.withLock { $0.sleep } }
 
     /// Clears the plan and its moments; undoes a fade under way (lock held).
     func endSleep(_ m: inout Model) {

@@ -3,7 +3,7 @@ import TonearmCore
 import TonearmEngine
 
 /// Told of every change worth saving, and of the player's shutdown (see `StateKeeper`).
-public protocol PlayerChangeObserver: AnyObject, Sendable {
+package protocol PlayerChangeObserver: AnyObject, Sendable {
     /// Where playback stands changed (a transition, a gapless join, the end of the resume at start): worth a
     /// snapshot. Queue edits, volume and ReplayGain go to `Player.changes` instead. Called with
     /// the player lock held: it must only note the change.
@@ -19,7 +19,7 @@ struct WeakChangeObserver: Sendable {
 
 extension Player {
     /// The state to keep across a restart, as it is now.
-    public var savedState: SavedPlayerState {
+    package var savedState: SavedPlayerState {
         var result: SavedPlayerState = model.withLock { m in
             let state = machine.currentState
             var queue = m.queue
@@ -74,7 +74,7 @@ extension Player {
 
     /// Brings back a saved state at start, at once: the queue, volume and ReplayGain. No I/O.
     /// `resume(_:mode:)` then loads the current item, in the background of a serving daemon.
-    public func restore(_ saved: SavedPlayerState, resuming mode: ResumeMode) {
+    package func restore(_ saved: SavedPlayerState, resuming mode: ResumeMode) {
         model.withLock { m in
             changes.start(at: saved.journalSequence ?? 0)
             m.queue = saved.queue
@@ -107,7 +107,7 @@ extension Player {
     /// if it was and `mode` is `playing`. An item that is gone since fails as any bad item does,
     /// and the queue goes on; a slow network source delays nothing but this. A user's command
     /// that moved playback elsewhere meanwhile is left alone.
-    public func resume(_ saved: SavedPlayerState, mode: ResumeMode) async {
+    package func resume(_ saved: SavedPlayerState, mode: ResumeMode) async {
         // Done loading (or not to be loaded): from here the state as it is is the one to keep.
         defer {
             model.withLock { $0.pendingResume = nil }

@@ -12,7 +12,7 @@ extension Player {
 
     /// Replaces the queue with `url` and loads it; returns once it is ready (or playing, with
     /// `play`) with the state that led to, or throws why not.
-    public func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+    package func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
         guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
@@ -33,7 +33,7 @@ extension Player {
 
     /// Plays queue item `id` (a jump, from `start` seconds), or with nil: resumes, or starts the
     /// queue when stopped. Returns the state this led to, once the item plays.
-    public func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
+    package func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
         enum Start { case done(PlaybackTransition), jump(Int), failure(PlayerError) }
         let step: Start = model.withLock { m in
             if let id {
@@ -55,7 +55,7 @@ extension Player {
 
     /// Goes to the next queue item (`next`): playing goes on playing it; otherwise it is loaded,
     /// `ready`. At the end of the queue, stops.
-    public func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+    package func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int?? = model.withLock { m in
             guard let current = jumpOrigin(m) else { return .some(m.queue.first) }
             return .some(m.queue.userNext(after: current))
@@ -68,7 +68,7 @@ extension Player {
     }
 
     /// Goes to the previous queue item; at the start of the queue, restarts the current one.
-    public func previous() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+    package func previous() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int? = model.withLock { m in
             guard let current = jumpOrigin(m) else { return m.queue.first }
             return m.queue.previous(before: current) ?? current
@@ -210,11 +210,11 @@ extension Player {
         return previousTags.album == album
     }
 
-    public func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
+    package func tags(for url: URL) -> MediaTags? { tags.tags(for: url) }
 
     /// A queued file's duration: as its tags say; until they are read again after a restart,
     /// as the state file kept it.
-    public func duration(of url: URL) -> Double? { tags.duration(for: url) }
+    package func duration(of url: URL) -> Double? { tags.duration(for: url) }
 
     /// Tags read after the next item was named (an album added and played at once): whether it
     /// joins gaplessly and how long it is are said to the engine again, before its border.
@@ -242,7 +242,7 @@ extension Player {
     /// but changed nothing (play while playing). Its `to` is the state this command led to, even
     /// if the engine has moved on since (a short file may already have ended).
     @discardableResult
-    public func play() throws(PlayerError) -> PlaybackTransition {
+    package func play() throws(PlayerError) -> PlaybackTransition {
         try model.withLock { m throws(PlayerError) in try playNow(&m) }
     }
 
@@ -259,7 +259,7 @@ extension Player {
     /// Reaches the engine even when already paused: a pause while the device is lost must keep
     /// the device's return from resuming playback.
     @discardableResult
-    public func pause() throws(PlayerError) -> PlaybackTransition {
+    package func pause() throws(PlayerError) -> PlaybackTransition {
         try model.withLock { m throws(PlayerError) in
             try perform(.pause, &m, evenUnchanged: true) { _, m in m.context.intent = engine.pause() }
         }
@@ -268,14 +268,14 @@ extension Player {
     /// `pause`, answered once it is heard: with `output.fade_on_pause` the sound fades out after
     /// what the device holds, and the position runs on until then. Once this returns, the
     /// position stays (until a play).
-    public func pauseWhenHeard() async throws(PlayerError) -> PlaybackTransition {
+    package func pauseWhenHeard() async throws(PlayerError) -> PlaybackTransition {
         let transition = try pause()
         await engine.pauseTakesEffect()
         return transition
     }
 
     @discardableResult
-    public func stop() throws(PlayerError) -> PlaybackTransition {
+    package func stop() throws(PlayerError) -> PlaybackTransition {
         try model.withLock { m throws(PlayerError) in
             try perform(.stop, &m) { _, m in stopEngine(&m) }
         }
@@ -295,7 +295,7 @@ extension Player {
     }
 
     /// Seeks and returns the new position and the state the seek settled in, once the engine has landed there.
-    public func seek(to position: Double, relative: Bool = false) async throws(PlayerError) -> (position: Double, state: PlaybackState) {
+    package func seek(to position: Double, relative: Bool = false) async throws(PlayerError) -> (position: Double, state: PlaybackState) {
         guard position.isFinite else { throw .invalid("position must be a finite number of seconds") }
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<SeekOutcome, Never>) in
             model.withLock { m in
@@ -343,7 +343,7 @@ extension Player {
     }
 
     /// Retries the item that failed (a recoverable failure only), as a new load of it.
-    public func retry() async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+    package func retry() async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
                 let from = machine.currentState

@@ -20,14 +20,14 @@ import TonearmSync
 /// ReplayGain) on their own threads; the engine's news arrives on `tonearm-events`
 /// (`Player+EngineNews`); the state keeper reads `savedState` on `tonearm-state`, and the daemon
 /// calls `restore`/`resume` at start (`Player+State`). The public value types are in `PlayerTypes`.
-public final class Player: Sendable {
-    public let machine: PlaybackStateMachine
+package final class Player: Sendable {
+    package let machine: PlaybackStateMachine
     let engine: PlayerEngine
-    public let performance: PerformanceObserver
+    package let performance: PerformanceObserver
     /// How crossfades are made (the configuration's); how long, the queue's options say.
-    public let crossfadeSettings: CrossfadeSettings
+    package let crossfadeSettings: CrossfadeSettings
     /// How announcements play (the configuration's).
-    public let announcementSettings: AnnouncementSettings
+    package let announcementSettings: AnnouncementSettings
     let model: Locked<Model>
     let queueEvents = StreamFanout<QueueEvent>(bufferingPolicy: .bufferingNewest(1024))
     let settingsEvents = StreamFanout<SettingsEvent>(bufferingPolicy: .bufferingNewest(64))
@@ -43,10 +43,10 @@ public final class Player: Sendable {
     /// The sleep timer's and the alarms' moments (`tonearm-timer`).
     let timer = WallClockTimer<TimerKey>()
     /// The alarms, kept in the state directory once `alarms.keep(in:)` is called.
-    public let alarms: AlarmClock
+    package let alarms: AlarmClock
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
-    public let changes = ChangeLog()
+    package let changes = ChangeLog()
 
     /// What a waiting load or jump learns.
     enum LoadOutcome: Sendable {
@@ -99,7 +99,7 @@ public final class Player: Sendable {
         var manualFade: ManualFade?
     }
 
-    public init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
+    package init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
                 volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings(),
                 crossfade: CrossfadeSettings = CrossfadeSettings(),
                 announcements: AnnouncementSettings = AnnouncementSettings()) {
@@ -123,41 +123,41 @@ public final class Player: Sendable {
 
     /// Where measured loudness is kept (the library's database; nil: in memory only), and
     /// whether the library's songs are measured in the background too.
-    public func measureLoudness(store: (any LoudnessStore)?, measuresLibrary: Bool) {
+    package func measureLoudness(store: (any LoudnessStore)?, measuresLibrary: Bool) {
         loudness.configure(store: store, measuresLibrary: measuresLibrary, logger: logger) { [weak self] url, measurement in
             self?.loudnessMeasured(url, measurement)
         }
     }
 
     /// The library changed (a scan ended): its songs not measured yet are measured next.
-    public func libraryChanged() { loudness.libraryChanged() }
+    package func libraryChanged() { loudness.libraryChanged() }
 
     /// What is known of a file's loudness (nil: not measured yet).
-    public func loudness(of url: URL) -> LoudnessMeasurement? { loudness.known(url) }
+    package func loudness(of url: URL) -> LoudnessMeasurement? { loudness.known(url) }
 
     // MARK: Reading
 
-    public var state: PlaybackState { machine.currentState }
+    package var state: PlaybackState { machine.currentState }
 
     /// How the output is driven (device, format, pacing), as configured.
-    public var output: OutputConfiguration { engine.configuration }
+    package var output: OutputConfiguration { engine.configuration }
 
     /// Which protocols an item may be opened with, and how network sources are read.
-    public var input: InputConfiguration { engine.input }
+    package var input: InputConfiguration { engine.input }
 
     /// Frames written to the device since start (the watchdog's sign of life while playing).
-    public var framesWritten: Int { engine.framesWritten }
+    package var framesWritten: Int { engine.framesWritten }
 
     /// FFmpeg's and ALSA's versions, as linked.
-    public static var libraryVersions: [String: String] { PlayerEngine.libraryVersions }
+    package static var libraryVersions: [String: String] { PlayerEngine.libraryVersions }
 
     /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
     /// call it from a thread of its own, never the event loop or the cooperative pool.
-    public static func readTags(_ url: URL) -> MediaTags? { MediaTags.read(url) }
+    package static func readTags(_ url: URL) -> MediaTags? { MediaTags.read(url) }
     /// The picture a local file carries, read the same way. Blocks on file I/O.
-    public static func readPicture(_ url: URL) -> EmbeddedPicture? { EmbeddedPicture.read(url) }
+    package static func readPicture(_ url: URL) -> EmbeddedPicture? { EmbeddedPicture.read(url) }
 
-    public var changeObserver: PlayerChangeObserver? {
+    package var changeObserver: PlayerChangeObserver? {
         get { changeObserverBox.withLock { $0.observer } }
         set { changeObserverBox.withLock { $0.observer = newValue } }
     }
@@ -168,7 +168,7 @@ public final class Player: Sendable {
         min(max(0, seconds), duration ?? .infinity)
     }
 
-    public var status: PlayerStatus {
+    package var status: PlayerStatus {
         model.withLock { m in
             let state = machine.currentState
             let current = m.context.currentItem
@@ -218,11 +218,11 @@ public final class Player: Sendable {
         return ItemLoudness(measured: measurement?.loudness, gain: gain)
     }
 
-    public var queue: PlayQueue { model.withLock { $0.queue } }
+    package var queue: PlayQueue { model.withLock { $0.queue } }
 
     /// Whether `play` would start the queue (stopped, or after a failure a queue skips) rather
     /// than resume: then it waits for the item to open.
-    public var playStartsQueue: Bool {
+    package var playStartsQueue: Bool {
         model.withLock { m in
             guard m.queue.currentID ?? m.queue.first != nil else { return false }
             return machine.currentState == .idle
@@ -235,10 +235,10 @@ public final class Player: Sendable {
         return m.queue.next(after: current)
     }
 
-    public func transitions() -> AsyncStream<PlaybackTransition> { machine.transitions() }
-    public func performanceEvents() -> AsyncStream<PerformanceEvent> { performance.events() }
-    public func queueEventStream() -> AsyncStream<QueueEvent> { queueEvents.subscribe() }
-    public func settingsEventStream() -> AsyncStream<SettingsEvent> { settingsEvents.subscribe() }
+    package func transitions() -> AsyncStream<PlaybackTransition> { machine.transitions() }
+    package func performanceEvents() -> AsyncStream<PerformanceEvent> { performance.events() }
+    package func queueEventStream() -> AsyncStream<QueueEvent> { queueEvents.subscribe() }
+    package func settingsEventStream() -> AsyncStream<SettingsEvent> { settingsEvents.subscribe() }
 
     func publishQueue(_ m: Model) {
         queueEvents.yield(.queue(version: m.queue.version))
@@ -254,7 +254,7 @@ public final class Player: Sendable {
     }
 
     /// Stops playback and waits until the device is closed (shutdown).
-    public func shutdown() async {
+    package func shutdown() async {
         // The state as it stands is the one to keep, not the stop that follows.
         await changeObserver?.playerWillShutDown()
         _ = try? stop()

@@ -1,7 +1,7 @@
 import TonearmCore
 
 /// Why a user command did not do what was asked.
-public enum PlayerError: Error, Sendable, Equatable {
+package enum PlayerError: Error, Sendable, Equatable {
     /// The state machine does not allow the action in this state.
     case rejected(state: PlaybackState, action: PlaybackAction)
     /// The media could not be loaded or played.

@@ -6,66 +6,66 @@ import TonearmMedia
 import TonearmSync
 
 /// Everything `status` reports.
-public struct PlayerStatus: Sendable, Equatable {
-    public var state: PlaybackState
-    public var position: Double
+package struct PlayerStatus: Sendable, Equatable {
+    package var state: PlaybackState
+    package var position: Double
     /// Seconds of decoded audio ahead of what is heard (a network source's buffer fill).
-    public var buffered: Double
-    public var duration: Double?
-    public var media: MediaInfo?
-    public var output: OutputConfiguration
-    public var interruption: String?
+    package var buffered: Double
+    package var duration: Double?
+    package var media: MediaInfo?
+    package var output: OutputConfiguration
+    package var interruption: String?
     /// Queue item ids: the one being heard (or loaded), and the one that follows it.
-    public var current: Int?
-    public var next: Int?
-    public var queueVersion: Int
-    public var volume: Int
-    public var replayGain: ReplayGainSettings
+    package var current: Int?
+    package var next: Int?
+    package var queueVersion: Int
+    package var volume: Int
+    package var replayGain: ReplayGainSettings
     /// The current item's loudness and the gain it plays with; nil when nothing is current.
-    public var loudness: ItemLoudness? = nil
+    package var loudness: ItemLoudness? = nil
     /// The sleep timer, if one is set.
-    public var sleep: SleepPlan? = nil
+    package var sleep: SleepPlan? = nil
     /// The announcement playing over what plays, if one is.
-    public var announcing: Announcing? = nil
+    package var announcing: Announcing? = nil
     /// The output device is open (false once released after `output.release_after_s`, or before
     /// the first play).
-    public var deviceOpen = false
+    package var deviceOpen = false
 }
 
 /// What `status.loudness` shows: the current item's measured loudness (nil: not known, or
 /// silent) and the gain applied to it, and where that gain comes from.
-public struct ItemLoudness: Sendable, Equatable {
-    public var measured: Loudness?
-    public var gain: AppliedGain
+package struct ItemLoudness: Sendable, Equatable {
+    package var measured: Loudness?
+    package var gain: AppliedGain
 
-    public init(measured: Loudness?, gain: AppliedGain) {
+    package init(measured: Loudness?, gain: AppliedGain) {
         self.measured = measured
         self.gain = gain
     }
 }
 
 /// An announcement playing (`status.announcing`): its URL, and how many wait after it.
-public struct Announcing: Sendable, Equatable {
-    public var url: String
-    public var waiting: Int
+package struct Announcing: Sendable, Equatable {
+    package var url: String
+    package var waiting: Int
     /// It plays over the music, lowered (`duck`).
-    public var ducking = false
+    package var ducking = false
 }
 
 /// The sleep timer (`Player.sleep`).
-public enum SleepPlan: Sendable, Equatable {
+package enum SleepPlan: Sendable, Equatable {
     /// Fades out over the last `fade` seconds before `at`, then pauses.
     case at(Date, fade: Double)
     /// Pauses where the current item, or the queue, ends.
     case endOf(SleepEnd)
 }
 
-public enum SleepEnd: String, Sendable, CaseIterable {
+package enum SleepEnd: String, Sendable, CaseIterable {
     case item, queue
 }
 
 /// Why a new item starts being heard (the `item` event).
-public enum ItemReason: String, Sendable {
+package enum ItemReason: String, Sendable {
     /// The previous item ended and this one joined it (gapless where the formats allow).
     case advance
     /// A user's command (load, play with an id, next, previous, …).
@@ -75,7 +75,7 @@ public enum ItemReason: String, Sendable {
 }
 
 /// News about the queue for clients (`queue` and `item` events).
-public enum QueueEvent: Sendable, Equatable {
+package enum QueueEvent: Sendable, Equatable {
     case queue(version: Int)
     case item(id: Int, url: URL, reason: ItemReason)
     case itemFailed(id: Int, kind: PlaybackError.Kind, message: String)
@@ -84,7 +84,7 @@ public enum QueueEvent: Sendable, Equatable {
 }
 
 /// News about the player's settings (MPD's `mixer` and `options` subsystems).
-public enum SettingsEvent: Sendable, Equatable {
+package enum SettingsEvent: Sendable, Equatable {
     case volume(Int)
     /// repeat, random, single, consume
     case queueOptions
@@ -113,23 +113,23 @@ extension PlayerError {
 
 /// How crossfades are made (`[crossfade]` in the configuration).
 /// How announcements play (`[announce]`).
-public struct AnnouncementSettings: Sendable, Equatable {
+package struct AnnouncementSettings: Sendable, Equatable {
     /// What plays under an announcement asked to duck it is lowered to this level, 0–100 on the
     /// volume's scale (50: what volume 50 is to 100, about −18 dB).
-    public var duckLevel: Int
+    package var duckLevel: Int
 
-    public init(duckLevel: Int = 50) {
+    package init(duckLevel: Int = 50) {
         self.duckLevel = duckLevel
     }
 }
 
-public struct CrossfadeSettings: Sendable, Equatable {
+package struct CrossfadeSettings: Sendable, Equatable {
     /// Consecutive tracks of one album join gaplessly even with a crossfade set.
-    public var skipSameAlbum: Bool
+    package var skipSameAlbum: Bool
     /// `next`, `previous` and a jump while playing fade out over this long, seconds (0: cut).
-    public var manualSeconds: Double
+    package var manualSeconds: Double
 
-    public init(skipSameAlbum: Bool = true, manualSeconds: Double = 0.3) {
+    package init(skipSameAlbum: Bool = true, manualSeconds: Double = 0.3) {
         self.skipSameAlbum = skipSameAlbum
         self.manualSeconds = manualSeconds
     }

@@ -5,32 +5,32 @@ import TonearmMedia
 
 /// What the daemon keeps across a restart, crash or power loss (the state file): the queue with
 /// its ids, current item and options, where playback stood, and the volume and ReplayGain.
-public struct SavedPlayerState: Codable, Sendable, Equatable {
+package struct SavedPlayerState: Codable, Sendable, Equatable {
     /// How playback stood: what `state.resume = "playing"` brings back.
-    public enum Playback: String, Codable, Sendable {
+    package enum Playback: String, Codable, Sendable {
         case playing, paused, stopped
     }
 
     /// The file's format; a file of another format is set aside, not misread.
-    public var format = 1
-    public var queue: PlayQueue
-    public var playback: Playback
+    package var format = 1
+    package var queue: PlayQueue
+    package var playback: Playback
     /// Seconds into the current item.
-    public var position: Double
+    package var position: Double
     /// Longer than any item (three years): a position past it is not a time but damage, and
     /// would overflow the engine's frame counts.
-    public static let maximumPosition = 1e8
-    public var volume: Int
+    package static let maximumPosition = 1e8
+    package var volume: Int
     /// The number of the last journaled change this snapshot holds (see `StateJournal`): the
     /// journal's later changes are replayed onto it. nil in files from before the journal.
-    public var journalSequence: Int?
-    public var replayGainMode: String
-    public var replayGainPreampDB: Double
+    package var journalSequence: Int?
+    package var replayGainMode: String
+    package var replayGainPreampDB: Double
     /// The queue items' durations as their tags gave them, by item id: shown again after a
     /// restart until the files are read anew. nil when none was known (and in older files).
-    public var durations: [Int: Double]?
+    package var durations: [Int: Double]?
 
-    public init(queue: PlayQueue, playback: Playback, position: Double, volume: Int, replayGain: ReplayGainSettings) {
+    package init(queue: PlayQueue, playback: Playback, position: Double, volume: Int, replayGain: ReplayGainSettings) {
         self.queue = queue
         self.playback = playback
         self.position = position
@@ -39,7 +39,7 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
         replayGainPreampDB = replayGain.preampDB
     }
 
-    public var replayGain: ReplayGainSettings? {
+    package var replayGain: ReplayGainSettings? {
         guard let mode = ReplayGainMode(rawValue: replayGainMode), replayGainPreampDB.isFinite,
               (-15...15).contains(replayGainPreampDB) else { return nil }
         return ReplayGainSettings(mode: mode, preampDB: replayGainPreampDB)
@@ -47,7 +47,7 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
 
     /// Why this state cannot be restored as it is, if it cannot (a file that decodes but holds
     /// nonsense is as corrupt as one that does not decode; the queue checks itself as it decodes).
-    public var problem: String? {
+    package var problem: String? {
         if format != 1 { return "format \(format) is not 1" }
         if !position.isFinite || position < 0 || position > Self.maximumPosition {
             return "position \(position) is not a time within an item"
@@ -62,7 +62,7 @@ public struct SavedPlayerState: Codable, Sendable, Equatable {
 }
 
 /// How a restored daemon resumes (`state.resume`).
-public enum ResumeMode: String, Sendable, CaseIterable {
+package enum ResumeMode: String, Sendable, CaseIterable {
     /// The current item is loaded at the saved position, paused.
     case paused
     /// As it was: playing if it was playing, else paused.

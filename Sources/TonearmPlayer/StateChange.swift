@@ -7,7 +7,7 @@ import TonearmMedia
 /// a queue edit (options and the current item included), the volume, or ReplayGain. Where
 /// playback stands (play/pause, the position) is not journaled: the keeper saves it in the
 /// snapshot, on every transition and every `state.save_interval` while playing.
-public enum StateChange: Sendable, Equatable, Codable {
+package enum StateChange: Sendable, Equatable, Codable {
     case queue(edit: QueueEdit)
     case volume(level: Int)
     case replayGain(mode: String, preampDB: Double)
@@ -15,7 +15,7 @@ public enum StateChange: Sendable, Equatable, Codable {
 
 extension SavedPlayerState {
     /// Makes `change` on this state (replaying the journal at start).
-    public mutating func apply(_ change: StateChange) throws(StateChangeError) {
+    package mutating func apply(_ change: StateChange) throws(StateChangeError) {
         switch change {
         case .queue(let edit):
             let current = queue.currentID
@@ -37,6 +37,6 @@ extension SavedPlayerState {
     }
 }
 
-public struct StateChangeError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct StateChangeError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 }

@@ -6,16 +6,16 @@ import Glibc
 /// One daemon per state directory: an exclusive `flock` on `tonearmd.lock` in it, held for the
 /// process's life (the kernel lets go when the process ends, however it ends, so a `kill -9`
 /// leaves no stale lock). The file holds the holder's pid, so a second daemon can name it.
-public final class StateDirectoryLock: Sendable {
-    public static let name = "tonearmd.lock"
+package final class StateDirectoryLock: Sendable {
+    package static let name = "tonearmd.lock"
     private let descriptor: Int32
 
-    public enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         /// Another process holds the lock: the pid it wrote, if readable.
         case held(path: String, pid: Int32?)
         case cannot(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .held(let path, let pid):
                 "another tonearmd (pid \(pid.map(String.init) ?? "unknown")) uses this state directory (\(path) is locked)"
@@ -25,7 +25,7 @@ public final class StateDirectoryLock: Sendable {
     }
 
     /// Takes the lock in `file`'s directory (created if missing), or says who has it.
-    public init(for file: StateFile) throws(Failure) {
+    package init(for file: StateFile) throws(Failure) {
         do {
             try file.createDirectory()
         } catch {

@@ -13,21 +13,21 @@ import Glibc
 /// the file is opened without following a link and without blocking, checked to be a regular
 /// file of at most `maximumSize` bytes on the open descriptor, and the temporary file is created
 /// anew, never opened through a name someone else may have planted.
-public struct StateFile: Sendable {
-    public let directory: String
+package struct StateFile: Sendable {
+    package let directory: String
     /// `state.json`; the alarms are kept the same way in `alarms.json`.
-    public let name: String
-    public var path: String { directory + "/" + name }
+    package let name: String
+    package var path: String { directory + "/" + name }
     var temporaryName: String { name + ".tmp" }
     /// Far more than any queue (10,000 items take ~2 MiB): a larger file is not a state.
-    public static let maximumSize = 64 << 20
+    package static let maximumSize = 64 << 20
 
-    public init(directory: String, name: String = "state.json") {
+    package init(directory: String, name: String = "state.json") {
         self.directory = directory
         self.name = name
     }
 
-    public enum Loaded: Sendable {
+    package enum Loaded: Sendable {
         /// No state yet (first start, or `state.json` missing).
         case none
         case state(SavedPlayerState)
@@ -40,7 +40,7 @@ public struct StateFile: Sendable {
     }
 
     /// Reads the saved state. `now` names a file set aside.
-    public func load(now: Date = Date()) -> Loaded {
+    package func load(now: Date = Date()) -> Loaded {
         let reason: String
         switch Self.readRegularFile(path, limit: Self.maximumSize) {
         case .success(let bytes):
@@ -158,12 +158,12 @@ public struct StateFile: Sendable {
         }
     }
 
-    public struct WriteError: Error, CustomStringConvertible {
-        public let description: String
+    package struct WriteError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Creates the directory (0700) if it is missing.
-    public func createDirectory() throws(WriteError) {
+    package func createDirectory() throws(WriteError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -176,7 +176,7 @@ public struct StateFile: Sendable {
     /// temporary file is made with `O_CREAT | O_EXCL | O_NOFOLLOW` in the directory's descriptor,
     /// after removing whatever has its name (a crash's leftover, or a planted link, which is
     /// removed itself, never followed).
-    public func write(_ data: Data) throws(WriteError) {
+    package func write(_ data: Data) throws(WriteError) {
         func fail(_ what: String) -> WriteError {
             WriteError(description: "\(what): \(String(cString: strerror(errno)))")
         }
@@ -216,7 +216,7 @@ public struct StateFile: Sendable {
     /// Where the state lives by default: `$STATE_DIRECTORY` (systemd's `StateDirectory=`, the
     /// first of a colon-separated list), else `/var/lib/tonearm` for root, else
     /// `$XDG_STATE_HOME/tonearm` (`~/.local/state/tonearm`).
-    public static func defaultDirectory(environment: [String: String], isRoot: Bool) -> String {
+    package static func defaultDirectory(environment: [String: String], isRoot: Bool) -> String {
         if let systemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first, !systemd.isEmpty {
             return String(systemd)
         }

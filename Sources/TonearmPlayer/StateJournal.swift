@@ -14,14 +14,14 @@ import Glibc
 /// acknowledged, and is dropped. Any other damage (a line that is no change, a gap in the
 /// numbers, a change that does not apply) stops the replay there, and the journal is set aside
 /// as `state.journal.bad-<UTC time>` so nothing is written over it.
-public struct StateJournal: Sendable {
-    public let directory: String
-    public var path: String { directory + "/" + Self.name }
+package struct StateJournal: Sendable {
+    package let directory: String
+    package var path: String { directory + "/" + Self.name }
     static let name = "state.journal"
     /// The keeper folds the journal into a snapshot long before this; a larger file is damage.
     static let maximumSize = 64 << 20
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
@@ -31,18 +31,18 @@ public struct StateJournal: Sendable {
     }
 
     /// What replaying found.
-    public struct Replay: Sendable, Equatable {
+    package struct Replay: Sendable, Equatable {
         /// Changes applied onto the snapshot.
-        public var applied = 0
+        package var applied = 0
         /// A last line cut short by a crash (a change never acknowledged) was dropped.
-        public var droppedTornLine = false
+        package var droppedTornLine = false
         /// Why the replay stopped early, and where the journal was moved to (nil: it could not be).
-        public var problem: String?
-        public var keptAs: String?
+        package var problem: String?
+        package var keptAs: String?
     }
 
     /// Applies the journal's changes that `state` does not hold yet, in order.
-    public func replay(onto state: inout SavedPlayerState, now: Date = Date()) -> Replay {
+    package func replay(onto state: inout SavedPlayerState, now: Date = Date()) -> Replay {
         var replay = Replay()
         let bytes: [UInt8]
         switch StateFile.readRegularFile(path, limit: Self.maximumSize) {

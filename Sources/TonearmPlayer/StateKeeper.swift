@@ -18,7 +18,7 @@ import TonearmSync
 /// read and written only with `condition` locked; `writer`, `lastWritten` and `lastError` only
 /// on the keeper's thread; `transitionsTask` only by `start` and `playerWillShutDown`, which the
 /// daemon calls in turn.
-public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
+package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private let player: Player
     private let file: StateFile
     private let interval: Double
@@ -39,7 +39,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     private var lastError: String?
     private var transitionsTask: Task<Void, Never>?
 
-    public init(player: Player, file: StateFile, interval: Double, logger: Logger) {
+    package init(player: Player, file: StateFile, interval: Double, logger: Logger) {
         self.player = player
         self.file = file
         self.interval = max(interval, 0.1)
@@ -48,7 +48,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     }
 
     /// Starts the thread and the watch on transitions; the player reports its other changes.
-    public func start() {
+    package func start() {
         player.changeObserver = self
         player.changes.keep { [weak self] in self?.journalChanged() }
         let stream = player.transitions()
@@ -65,7 +65,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         condition.unlock()
     }
 
-    public func playerChanged() {
+    package func playerChanged() {
         condition.lock()
         dirty = true
         condition.signal()
@@ -75,7 +75,7 @@ public final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     /// Writes the state as it is now and stops the thread; returns once that is done (without
     /// blocking a thread of the caller's). The player calls it first thing in its shutdown, so
     /// the stop that follows is not saved.
-    public func playerWillShutDown() async {
+    package func playerWillShutDown() async {
         transitionsTask?.cancel()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             condition.lock()

@@ -4,25 +4,25 @@ import NIOPosix
 
 /// A client for the control socket (used by tonearmctl): sends requests and reads answers in
 /// order, handing notifications that arrive in between to `onNotification`.
-public struct ControlClient: Sendable {
-    public struct ResponseError: Error, CustomStringConvertible, Sendable {
-        public let code: Int
-        public let message: String
-        public let data: JSONValue?
-        public var description: String { message }
+package struct ControlClient: Sendable {
+    package struct ResponseError: Error, CustomStringConvertible, Sendable {
+        package let code: Int
+        package let message: String
+        package let data: JSONValue?
+        package var description: String { message }
     }
 
     /// The daemon could not be reached, or closed the connection, in words.
-    public struct ConnectionError: Error, CustomStringConvertible, Sendable {
-        public let description: String
+    package struct ConnectionError: Error, CustomStringConvertible, Sendable {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
-    public let socketPath: String
+    package let socketPath: String
 
-    public init(socketPath: String) { self.socketPath = socketPath }
+    package init(socketPath: String) { self.socketPath = socketPath }
 
-    public final class Connection {
+    package final class Connection {
         // Used by the one task running the body passed to `withConnection`.
         private var inbound: NIOAsyncChannelInboundStream<InboundLine>.AsyncIterator
         private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
@@ -34,7 +34,7 @@ public struct ControlClient: Sendable {
         }
 
         /// Sends one request and returns its result, or throws its error.
-        public func call(_ method: String, _ params: JSONValue = [:],
+        package func call(_ method: String, _ params: JSONValue = [:],
                          onNotification: (JSONValue) -> Void = { _ in }) async throws -> JSONValue {
             nextID += 1
             let id = JSONValue.number(Double(nextID))
@@ -66,7 +66,7 @@ public struct ControlClient: Sendable {
         }
 
         /// The next message from the daemon (answer or notification), or nil when it closed.
-        public func nextMessage() async throws -> JSONValue? {
+        package func nextMessage() async throws -> JSONValue? {
             while let item = try await inbound.next() {
                 guard case .line(let buffer) = item else { continue }
                 return try JSONValue.parse(Data(buffer.readableBytesView))
@@ -75,7 +75,7 @@ public struct ControlClient: Sendable {
         }
     }
 
-    public func withConnection<T: Sendable>(_ body: @Sendable (Connection) async throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(_ body: @Sendable (Connection) async throws -> T) async throws -> T {
         let group = MultiThreadedEventLoopGroup.singleton
         let channel: NIOAsyncChannel<InboundLine, ByteBuffer>
         do {

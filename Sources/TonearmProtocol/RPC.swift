@@ -1,8 +1,8 @@
 import Foundation
 
 /// JSON-RPC 2.0 framing: one request object per line in, one response or notification per line out.
-public enum RPC {
-    public enum ErrorCode: Int, Sendable {
+package enum RPC {
+    package enum ErrorCode: Int, Sendable {
         case parseError = -32700
         case invalidRequest = -32600
         case methodNotFound = -32601
@@ -17,39 +17,39 @@ public enum RPC {
         /// The daemon serves `control.max_clients` connections already, or this client may not
         /// do this (`control.allow_*`, `read_gids`): refused (a refused connection is closed).
         case tooManyClients = -32003
-        public static let permissionDenied = ErrorCode.tooManyClients
+        package static let permissionDenied = ErrorCode.tooManyClients
     }
 
-    public struct Failure: Error, Sendable {
-        public var code: ErrorCode
-        public var message: String
-        public var data: JSONValue?
+    package struct Failure: Error, Sendable {
+        package var code: ErrorCode
+        package var message: String
+        package var data: JSONValue?
 
-        public init(_ code: ErrorCode, _ message: String, data: JSONValue? = nil) {
+        package init(_ code: ErrorCode, _ message: String, data: JSONValue? = nil) {
             self.code = code
             self.message = message
             self.data = data
         }
     }
 
-    public struct Request: Sendable {
+    package struct Request: Sendable {
         /// nil for a notification (a request without an id): it gets no response.
-        public var id: JSONValue?
-        public var method: String
-        public var params: JSONValue
+        package var id: JSONValue?
+        package var method: String
+        package var params: JSONValue
     }
 
     /// A line that is not a usable request, with the id when it could be read so the client can match it.
-    public struct BadRequest: Error, Sendable {
+    package struct BadRequest: Error, Sendable {
         /// nil: the request was a notification (no id), which gets no answer, not even an error.
-        public var id: JSONValue?
-        public var failure: Failure
+        package var id: JSONValue?
+        package var failure: Failure
     }
 
     private static let requestMembers = ["jsonrpc", "id", "method", "params"]
 
     /// Parses one line.
-    public static func parseRequest(_ line: UnsafeRawBufferPointer) -> Result<Request, BadRequest> {
+    package static func parseRequest(_ line: UnsafeRawBufferPointer) -> Result<Request, BadRequest> {
         let json: JSONValue
         do { json = try JSONCoding.parse(line, keepsIDText: true) } catch {
             return .failure(BadRequest(id: JSONValue.null, failure: Failure(.parseError, "parse error: \(error.description)")))
@@ -91,17 +91,17 @@ public enum RPC {
         return .success(Request(id: id, method: method, params: params.isEmptyArray ? .object([:]) : params))
     }
 
-    public static func response(id: JSONValue, result: JSONValue) -> JSONValue {
+    package static func response(id: JSONValue, result: JSONValue) -> JSONValue {
         ["jsonrpc": "2.0", "id": id, "result": result]
     }
 
-    public static func response(id: JSONValue, error: Failure) -> JSONValue {
+    package static func response(id: JSONValue, error: Failure) -> JSONValue {
         var body: [String: JSONValue] = ["code": .number(Double(error.code.rawValue)), "message": .string(error.message)]
         if let data = error.data { body["data"] = data }
         return ["jsonrpc": "2.0", "id": id, "error": .object(body)]
     }
 
-    public static func notification(method: String, params: JSONValue) -> JSONValue {
+    package static func notification(method: String, params: JSONValue) -> JSONValue {
         ["jsonrpc": "2.0", "method": .string(method), "params": params]
     }
 }

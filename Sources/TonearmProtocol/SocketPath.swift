@@ -3,8 +3,8 @@ import Foundation
 /// Where the control socket lives: the first of an explicit path (--socket), TONEARM_SOCKET,
 /// the config's `socket`, then `$XDG_RUNTIME_DIR/tonearm/tonearm.sock` for a user or
 /// `/run/tonearm/tonearm.sock` for root. Daemon and client resolve it the same way.
-public enum SocketPath {
-    public static func resolve(explicit: String?, environment: [String: String], configured: String?,
+package enum SocketPath {
+    package static func resolve(explicit: String?, environment: [String: String], configured: String?,
                                userID: UInt32 = getuid()) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment["TONEARM_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }

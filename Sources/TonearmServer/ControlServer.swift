@@ -17,10 +17,10 @@ import TonearmWeb
 /// event loop through the shared request path (`TonearmFrontEnd`). A `Service`: on
 /// graceful shutdown it stops accepting, closes every connection, stops playback and removes the
 /// socket files it made.
-public final class ControlServer: Service, Sendable {
-    public let socketPath: String
-    public let maxLineLength: Int
-    public let maxClients: Int
+package final class ControlServer: Service, Sendable {
+    package let socketPath: String
+    package let maxLineLength: Int
+    package let maxClients: Int
     private let player: Player
     private let logger: Logger
     /// A listening socket systemd passed (socket activation): served instead of binding
@@ -44,7 +44,7 @@ public final class ControlServer: Service, Sendable {
     ///   - ready: called once the socket accepts connections.
     ///   - stopping: called when a graceful shutdown begins.
     ///   - watchdog: pinged from the event loop while the daemon is healthy.
-    public init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
+    package init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
                 maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
                 stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
                 security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
@@ -66,7 +66,7 @@ public final class ControlServer: Service, Sendable {
         self.watchdog = watchdog
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // One event-loop thread is plenty for the control sockets and keeps the daemon small.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {

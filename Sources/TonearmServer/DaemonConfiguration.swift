@@ -10,66 +10,66 @@ import TonearmWeb
 
 /// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,
 /// then flags, each overriding the one before.
-public struct DaemonConfiguration: Sendable, Equatable {
-    public var socket: String?
-    public var output = OutputConfiguration()
+package struct DaemonConfiguration: Sendable, Equatable {
+    package var socket: String?
+    package var output = OutputConfiguration()
     /// Where the sound goes (`output.kind`): ALSA's `output.device`, or a Snapcast server.
-    public var outputKind = OutputKind.alsa
+    package var outputKind = OutputKind.alsa
     /// The Snapcast server's stream source and its format (`[snapcast]`).
-    public var snapcast = SnapcastSettings()
+    package var snapcast = SnapcastSettings()
     /// Which protocols sources may use, and how network sources are buffered (`[input]`).
-    public var input = InputConfiguration()
+    package var input = InputConfiguration()
     /// Software volume at start, 0–100 (`output.volume`).
-    public var volume = 100
+    package var volume = 100
     /// ReplayGain at start (`[replay_gain]`).
-    public var replayGain = ReplayGainSettings()
+    package var replayGain = ReplayGainSettings()
     /// How crossfades are made (`[crossfade]`).
-    public var crossfade = CrossfadeSettings()
+    package var crossfade = CrossfadeSettings()
     /// How announcements play (`[announce]`).
-    public var announcements = AnnouncementSettings()
+    package var announcements = AnnouncementSettings()
     /// Clients connected at once (`control.max_clients`); the next one is told so and closed.
-    public var maxClients = 256
+    package var maxClients = 256
     /// Per control client: the cap on unread replies and the silence after which it is closed.
-    public var controlLimits = ClientLimits()
+    package var controlLimits = ClientLimits()
     /// The socket's mode and group, who may control or read, and the media roots.
-    public var security = ControlSecurity()
+    package var security = ControlSecurity()
     /// Where the state file lives (`state.directory`); nil: `StateFile.defaultDirectory`.
-    public var stateDirectory: String?
+    package var stateDirectory: String?
     /// How a restart resumes (`state.resume`).
-    public var resume = ResumeMode.paused
+    package var resume = ResumeMode.paused
     /// How often the position is saved while playing (`state.save_interval_s`).
-    public var saveIntervalSeconds = 5.0
-    public var logLevel: Logger.Level = .info
+    package var saveIntervalSeconds = 5.0
+    package var logLevel: Logger.Level = .info
     /// MPD's protocol (`[mpd]`).
-    public var mpd = MPDSettings()
+    package var mpd = MPDSettings()
     /// The web remote (`[http]`).
-    public var http = WebSettings()
+    package var http = WebSettings()
     /// The music library (`[library]`); its music directory nil: the first of `input.roots`.
-    public var library = LibraryConfiguration()
+    package var library = LibraryConfiguration()
     /// What the daemon should say once it logs: keys that still work but have moved.
-    public var notices: [String] = []
+    package var notices: [String] = []
 
-    public init() {}
+    package init() {}
 
-    public struct Invalid: Error, CustomStringConvertible {
-        public let description: String
+    package struct Invalid: Error, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// The default config, byte for byte the documented config/tonearmd.toml.
-    public static func embeddedDefault() -> DaemonConfiguration {
+    package static func embeddedDefault() -> DaemonConfiguration {
         // The embedded text is valid TOML; a test checks it equals config/tonearmd.toml.
         (try? DaemonConfiguration().applying(toml: embeddedDefaultTOML, source: "embedded default")) ?? DaemonConfiguration()
     }
 
-    public func applying(tomlFile path: String) throws -> DaemonConfiguration {
+    package func applying(tomlFile path: String) throws -> DaemonConfiguration {
         guard let text = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
             throw Invalid("cannot read config file \(path)")
         }
         return try applying(toml: text, source: path)
     }
 
-    public func applying(toml text: String, source: String) throws -> DaemonConfiguration {
+    package func applying(toml text: String, source: String) throws -> DaemonConfiguration {
         let table: TOMLTable
         do { table = try TOMLTable(string: text) } catch {
             throw Invalid("\(source): not valid TOML: \(error)")
@@ -357,7 +357,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     /// TONEARM_SOCKET, TONEARM_DEVICE, TONEARM_PACE, TONEARM_SPEED, TONEARM_BUFFER_MS, TONEARM_LOG_LEVEL.
-    public func applying(environment: [String: String]) throws -> DaemonConfiguration {
+    package func applying(environment: [String: String]) throws -> DaemonConfiguration {
         var config = self
         if let socket = environment["TONEARM_SOCKET"], !socket.isEmpty { config.socket = socket }
         if let device = environment["TONEARM_DEVICE"], !device.isEmpty { config.output.device = device }
@@ -395,7 +395,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         return value
     }
 
-    public static func logLevel(_ text: String, _ source: String) throws -> Logger.Level {
+    package static func logLevel(_ text: String, _ source: String) throws -> Logger.Level {
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw Invalid("\(source): log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'")
         }
@@ -492,7 +492,7 @@ extension DaemonConfiguration {
     /// A warning when the config file at `path` sets a password (`http.password`,
     /// `http.read_password`, `mpd.password`) and users other than its owner and group may read
     /// it; nil otherwise. The package installs it 0640 root:tonearm.
-    public static func passwordExposure(configFile path: String) -> String? {
+    package static func passwordExposure(configFile path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IROTH != 0,
               let file = try? DaemonConfiguration().applying(tomlFile: path) else { return nil }

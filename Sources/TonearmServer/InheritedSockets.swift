@@ -7,15 +7,15 @@ import Glibc
 /// `LISTEN_PID` equal to ours, descriptors 3 … 3 + `LISTEN_FDS` − 1, named by `LISTEN_FDNAMES`
 /// (colon-separated, e.g. `FileDescriptorName=control`). Read once; the variables are removed so
 /// no child process takes the sockets for its own.
-public struct InheritedSockets: Sendable {
-    public struct Socket: Sendable, Equatable {
-        public let descriptor: CInt
-        public let name: String
+package struct InheritedSockets: Sendable {
+    package struct Socket: Sendable, Equatable {
+        package let descriptor: CInt
+        package let name: String
     }
 
-    public let sockets: [Socket]
+    package let sockets: [Socket]
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         defer {
             unsetenv("LISTEN_PID")
             unsetenv("LISTEN_FDS")
@@ -37,17 +37,17 @@ public struct InheritedSockets: Sendable {
 
     /// The control socket: the one named "control", else the first one not named "mpd" (systemd
     /// names sockets after their unit, "tonearmd.socket", unless `FileDescriptorName=` says otherwise).
-    public var control: Socket? {
+    package var control: Socket? {
         sockets.first { $0.name == "control" } ?? sockets.first { $0.name != "mpd" }
     }
 
     /// MPD's socket: the one named "mpd" (`FileDescriptorName=mpd`).
-    public var mpd: Socket? {
+    package var mpd: Socket? {
         sockets.first { $0.name == "mpd" }
     }
 
     /// The path a Unix socket is bound to (for logs), or nil.
-    public static func path(of descriptor: CInt) -> String? {
+    package static func path(of descriptor: CInt) -> String? {
         var address = sockaddr_un()
         var length = socklen_t(MemoryLayout<sockaddr_un>.size)
         let result = withUnsafeMutablePointer(to: &address) {

@@ -1,20 +1,20 @@
 import TonearmMedia
 
 /// Where the output thread sends the sound (`output.kind`).
-public enum OutputKind: String, Sendable, Equatable {
+package enum OutputKind: String, Sendable, Equatable {
     case alsa
     case snapcast
 }
 
 /// The Snapcast server's TCP stream source (`[snapcast]`): where it listens, and the one format
 /// it was configured with (`sampleformat`), which the decoder converts every item to.
-public struct SnapcastSettings: Sendable, Equatable {
+package struct SnapcastSettings: Sendable, Equatable {
     /// HOST:PORT of snapserver's `source = tcp://HOST:PORT?name=…&mode=server`.
-    public var source = "127.0.0.1:4953"
+    package var source = "127.0.0.1:4953"
     /// RATE:BITS:CHANNELS, as snapserver writes it.
-    public var format = "48000:16:2"
+    package var format = "48000:16:2"
 
-    public init() {}
+    package init() {}
 
     static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -42,7 +42,7 @@ extension DaemonConfiguration {
     /// The engine's output as configured: for Snapcast, the server as the sink, named so in
     /// messages, with pacing on (Tonearm keeps real time for the server, whose buffer would
     /// otherwise run over).
-    public var engineOutput: OutputConfiguration {
+    package var engineOutput: OutputConfiguration {
         var output = self.output
         if outputKind == .snapcast, let (host, port) = SnapcastSettings.hostAndPort(snapcast.source),
            let format = SnapcastSettings.format(snapcast.format) {

@@ -9,15 +9,15 @@ import Glibc
 ///
 /// Written by hand on a datagram socket rather than linking libsystemd: the protocol is one
 /// `sendto` of a short text, and the daemon keeps one dependency fewer.
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     private let address: sockaddr_un?
     private let addressLength: socklen_t
     /// The watchdog interval systemd asked for (`$WATCHDOG_USEC`, when `$WATCHDOG_PID` is ours or unset).
-    public let watchdogInterval: Double?
+    package let watchdogInterval: Double?
 
     /// Reads the variables once, and removes them from the environment so that no child process
     /// mistakes itself for the service.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var length: socklen_t = 0
@@ -47,11 +47,11 @@ public final class SystemdNotifier: Sendable {
         unsetenv("WATCHDOG_PID")
     }
 
-    public var isActive: Bool { address != nil }
+    package var isActive: Bool { address != nil }
 
     /// Sends one message ("READY=1", "STATUS=…", "STOPPING=1", "WATCHDOG=1"). Returns whether it went.
     @discardableResult
-    public func send(_ message: String) -> Bool {
+    package func send(_ message: String) -> Bool {
         guard var address else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }

@@ -10,7 +10,7 @@ import TonearmPlayer
 ///
 /// `@unchecked Sendable`: `lastFrames` and `reportedUnhealthy` are read and written only on the
 /// event loop the pings run on.
-public final class Watchdog: @unchecked Sendable {
+package final class Watchdog: @unchecked Sendable {
     private let interval: Double
     private let player: Player
     private let ping: @Sendable () -> Void
@@ -19,7 +19,7 @@ public final class Watchdog: @unchecked Sendable {
     private var reportedUnhealthy = false
 
     /// - Parameter interval: systemd's watchdog interval; pings go three times in it.
-    public init(interval: Double, player: Player, logger: Logger, ping: @escaping @Sendable () -> Void) {
+    package init(interval: Double, player: Player, logger: Logger, ping: @escaping @Sendable () -> Void) {
         self.interval = interval
         self.player = player
         self.logger = logger

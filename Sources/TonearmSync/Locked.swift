@@ -8,15 +8,15 @@ import Foundation
 /// mutex (through `NSLock`), which ThreadSanitizer understands, so its reports mean something.
 ///
 /// `@unchecked Sendable`: `value` is only ever touched inside `withLock`, with `lock` held.
-public final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    public init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the lock held. Keep it short and never block or await in it.
     @inlinable
-    public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         try withLockedValue(body)
     }
 

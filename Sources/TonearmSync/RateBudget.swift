@@ -2,20 +2,20 @@
 /// event asks `admit`, which says whether it goes through, whether it is the one just past the
 /// limit (the moment to say the rest are left out), or whether it is left out. Time is given by
 /// the caller (any monotonic seconds), so the budget holds no clock.
-public struct RateBudget: Sendable {
-    public enum Verdict: Sendable { case admitted, firstLeftOut, leftOut }
+package struct RateBudget: Sendable {
+    package enum Verdict: Sendable { case admitted, firstLeftOut, leftOut }
 
-    public let limit: Int
-    public let window: Double
+    package let limit: Int
+    package let window: Double
     private var windowStart = -Double.infinity
     private var count = 0
 
-    public init(limit: Int, window: Double) {
+    package init(limit: Int, window: Double) {
         self.limit = limit
         self.window = window
     }
 
-    public mutating func admit(at now: Double) -> Verdict {
+    package mutating func admit(at now: Double) -> Verdict {
         if now - windowStart >= window {
             windowStart = now
             count = 0

@@ -12,7 +12,7 @@ import Foundation
 /// - `delivery` is held while yielding, so concurrent `yield`s reach every subscriber in the
 ///   same order. It is never taken by `onTermination`.
 /// Lock order: (a caller's lock) → `delivery` → `members`; `delivery` → a task's lock → `members`.
-public final class StreamFanout<Element: Sendable>: Sendable {
+package final class StreamFanout<Element: Sendable>: Sendable {
     private struct Members {
         var nextID: UInt64 = 0
         var continuations: [UInt64: AsyncStream<Element>.Continuation] = [:]
@@ -24,7 +24,7 @@ public final class StreamFanout<Element: Sendable>: Sendable {
     private let delivery = NSLock()
     private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
 
-    public init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
+    package init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {
         self.bufferingPolicy = bufferingPolicy
     }
 
@@ -32,7 +32,7 @@ public final class StreamFanout<Element: Sendable>: Sendable {
     /// `delivery` held: a caller that yields under its own lock and passes its current value here
     /// under that same lock gives the subscriber the current value and then every later one, with
     /// no gap and no repeat.
-    public func subscribe(first: Element? = nil) -> AsyncStream<Element> {
+    package func subscribe(first: Element? = nil) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: bufferingPolicy)
         delivery.lock()
         if let first { continuation.yield(first) }
@@ -48,7 +48,7 @@ public final class StreamFanout<Element: Sendable>: Sendable {
         return stream
     }
 
-    public func yield(_ value: Element) {
+    package func yield(_ value: Element) {
         delivery.lock()
         defer { delivery.unlock() }
         let current = members.withLock { Array($0.continuations.values) }

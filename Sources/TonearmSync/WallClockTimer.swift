@@ -11,26 +11,26 @@ import Foundation
 ///
 /// `@unchecked Sendable`: `due` and `finishing` are read and written only with `condition`
 /// locked; the actions are Sendable and run on the timer thread with nothing locked.
-public final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable {
+package final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var due: [Key: (at: Date, action: @Sendable () -> Void)] = [:]
     private var finishing = false
     /// Moments after this are waited for as never (see above).
-    public static var latest: Date { Date(timeIntervalSince1970: 7_258_118_400) }  // 2200-01-01T00:00:00Z
+    package static var latest: Date { Date(timeIntervalSince1970: 7_258_118_400) }  // 2200-01-01T00:00:00Z
 
-    public init(name: String = "tonearm-timer") {
+    package init(name: String = "tonearm-timer") {
         NamedThread.start(name) { [self] in run() }
     }
 
     /// Runs `action` at `date` (at once if it has passed), replacing what `key` had.
-    public func schedule(_ key: Key, at date: Date, _ action: @escaping @Sendable () -> Void) {
+    package func schedule(_ key: Key, at date: Date, _ action: @escaping @Sendable () -> Void) {
         condition.lock()
         due[key] = (date, action)
         condition.signal()
         condition.unlock()
     }
 
-    public func cancel(_ key: Key) {
+    package func cancel(_ key: Key) {
         condition.lock()
         due[key] = nil
         condition.signal()
@@ -38,14 +38,14 @@ public final class WallClockTimer<Key: Hashable & Sendable>: @unchecked Sendable
     }
 
     /// When `key` is due, if it is scheduled.
-    public func moment(of key: Key) -> Date? {
+    package func moment(of key: Key) -> Date? {
         condition.lock()
         defer { condition.unlock() }
         return due[key]?.at
     }
 
     /// Ends the thread; nothing scheduled runs after.
-    public func finish() {
+    package func finish() {
         condition.lock()
         finishing = true
         due.removeAll()

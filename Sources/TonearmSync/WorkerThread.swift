@@ -13,7 +13,7 @@ import Foundation
 ///
 /// `@unchecked Sendable`: `pending`, `finishing` and `sleeping` are touched only with `condition` locked;
 /// `batch` belongs to the worker thread alone; `perform` is immutable and Sendable.
-public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
+package final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending: [Item] = []
     private var finishing = false
@@ -21,14 +21,14 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     private var sleeping = false
     private let perform: @Sendable (Item) -> Void
 
-    public init(name: String, perform: @escaping @Sendable (Item) -> Void) {
+    package init(name: String, perform: @escaping @Sendable (Item) -> Void) {
         self.perform = perform
         NamedThread.start(name) { [self] in run() }
     }
 
     /// Queues `item` behind every item queued before it (any thread). After `finish` nobody
     /// would perform it, so it is performed here, on the caller's thread: no caller waits for ever.
-    public func enqueue(_ item: Item) {
+    package func enqueue(_ item: Item) {
         condition.lock()
         guard !finishing else {
             condition.unlock()
@@ -45,7 +45,7 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
     }
 
     /// Performs what is queued, then ends the thread; later items are performed on their caller's thread.
-    public func finish() {
+    package func finish() {
         condition.lock()
         finishing = true
         condition.signal()
@@ -74,12 +74,12 @@ public final class WorkerThread<Item: Sendable>: @unchecked Sendable {
 }
 
 /// A `WorkerThread` of closures: each job is run as it comes.
-public typealias JobThread = WorkerThread<@Sendable () -> Void>
+package typealias JobThread = WorkerThread<@Sendable () -> Void>
 
 extension WorkerThread where Item == @Sendable () -> Void {
-    public convenience init(name: String) {
+    package convenience init(name: String) {
         self.init(name: name) { job in job() }
     }
 
-    public func async(_ job: @escaping @Sendable () -> Void) { enqueue(job) }
+    package func async(_ job: @escaping @Sendable () -> Void) { enqueue(job) }
 }

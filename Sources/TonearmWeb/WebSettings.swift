@@ -1,28 +1,28 @@
 import TonearmFrontEnd
 
 /// The web remote's settings (`[http]`).
-public struct WebSettings: Sendable, Equatable {
-    public var enabled = true
-    public var bind = TCPAddress("127.0.0.1:6680")!
+package struct WebSettings: Sendable, Equatable {
+    package var enabled = true
+    package var bind = TCPAddress("127.0.0.1:6680")!
     /// With a password, the page asks for it once and keeps a token (an HttpOnly cookie); the
     /// WebSocket and covers need the token.
-    public var password: String?
+    package var password: String?
     /// A second password that gives only read access (status, the queue, the library, events):
     /// the web's `control.read_gids`.
-    public var readPassword: String?
+    package var readPassword: String?
     /// Names besides the bind address, `localhost` and the box's own host names by which pages
     /// may reach the server (a name in DNS or in /etc/hosts). Any other `Host` is refused: a page
     /// of another site whose name was made to point here (DNS rebinding) cannot act.
-    public var allowedHosts: [String] = []
+    package var allowedHosts: [String] = []
     /// Connections at once (pages, their WebSockets, image requests); one more gets a 503.
-    public var maxClients = 64
+    package var maxClients = 64
 
-    public init() {}
+    package init() {}
 
     /// Why these settings may not be used, or nil. A page other machines can reach, open to
     /// anyone on the network, needs a password; so does one that would let every local user
     /// past the control socket's access lists or MPD's password (a browser has no credentials).
-    public func refusal(with security: ControlSecurity, mpdPassword: String?) -> String? {
+    package func refusal(with security: ControlSecurity, mpdPassword: String?) -> String? {
         guard enabled else { return nil }
         if password == nil, readPassword != nil {
             return "http.read_password is set without http.password: set both (the password controls, the read password only reads)"
