@@ -97,7 +97,7 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer", "TonearmFrontEnd", "TonearmLibrary", "TonearmSync",
+            "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmProtocol", "TonearmSync",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

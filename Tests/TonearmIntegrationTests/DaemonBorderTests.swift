@@ -6,11 +6,11 @@ import Glibc
 #endif
 
 extension DaemonTests {
-    /// At the gapless border and at the first sample (the defects issue's §2 and §3): the real
-    /// daemon, a paced device, and what reaches the device.
+    /// At the gapless border and at the first sample: the real daemon, a paced device, and what
+    /// reaches the device.
     @Suite("Daemon at the border and at the first sample", .serialized, .realDaemon(minutes: 5, alone: true))
-    struct DaemonBorderDefectTests {
-        /// §2: seeks to 5 ms before the end of short gapless items, over and over: each lands
+    struct DaemonBorderTests {
+        /// Seeks to 5 ms before the end of short gapless items, over and over: each lands
         /// across a border, and every one is answered; playback goes on afterwards.
         @Test func aSeekAtTheBorderIsAlwaysAnswered() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
@@ -43,7 +43,7 @@ extension DaemonTests {
             #expect(going["current"] != nil)
         }
 
-        /// §3: a volume set while stopped is in force from the first sample: volume 0, then
+        /// A volume set while stopped is in force from the first sample: volume 0, then
         /// play, and nothing but silence reaches the device.
         @Test func aVolumeSetWhileStoppedIsHeardFromTheFirstSample() throws {
             let dir = try TemporaryDirectory()
@@ -60,7 +60,7 @@ extension DaemonTests {
             #expect(peak(capture) == 0, "every sample is silent at volume 0")
         }
 
-        /// §3: a volume set while paused is in force when playback resumes: the capture is the
+        /// A volume set while paused is in force when playback resumes: the capture is the
         /// source at full level up to some sample, and from there on exactly the source at the
         /// new level, with no ramp down from the old one between.
         @Test func aVolumeSetWhilePausedIsInForceWhenPlayResumes() throws {
@@ -92,7 +92,7 @@ extension DaemonTests {
 
         enum Edit: String, CaseIterable, Sendable { case move, delete }
 
-        /// §1: items A B C D (1 s each, every sample of an item naming it) play gapless on a
+        /// Items A B C D (1 s each, every sample of an item naming it) play gapless on a
         /// paced capture; shortly before A ends, B is moved to the end or deleted. The capture
         /// is then exactly what the replies say: A C D B, or A C D, each item whole, with no
         /// frame of B between A and C, and every join is an `advance`.

@@ -3,11 +3,10 @@ import Testing
 import TonearmTestSupport
 
 extension DaemonTests {
-    /// Protocol slips a fuzz found (the outside passes' issue, §9-§12 and §16): positions, ids,
-    /// notifications and subscriptions as the protocol page promises them.
+    /// Positions, ids, notifications and subscriptions as the protocol page promises them.
     @Suite("Daemon keeps the protocol's promises", .serialized, .realDaemon(minutes: 3))
-    struct DaemonProtocolSlipTests {
-        /// §9: a position is never before the item's start, whatever the decoder's first frame
+    struct DaemonProtocolPromiseTests {
+        /// A position is never before the item's start, whatever the decoder's first frame
         /// (Opus's pre-skip), in a seek's answer, in `status` and in MPD's `elapsed`.
         @Test func positionsAreNeverNegative() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
@@ -24,7 +23,7 @@ extension DaemonTests {
             #expect(!(try mpd.command("status")).description.contains("elapsed: -"))
         }
 
-        /// §16: every finite position clamps to [0, duration].
+        /// Every finite position clamps to [0, duration].
         @Test(arguments: [(-5.0, 0.0), (1e8, 3.0), (1e9, 3.0), (1e300, 3.0), (-1e300, 0.0)])
         func everyFinitePositionClamps(_ position: Double, _ landed: Double) throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"])
@@ -35,7 +34,7 @@ extension DaemonTests {
             #expect(abs((seek.result?["position"] as? Double ?? -1) - landed) < 0.001, "\(position): \(seek)")
         }
 
-        /// §11 and §12: a notification gets no answer, even an error; an id comes back exactly
+        /// A notification gets no answer, even an error; an id comes back exactly
         /// as it was sent.
         @Test func notificationsGetNoAnswerAndIdsComeBackAsSent() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
@@ -50,7 +49,7 @@ extension DaemonTests {
             }
         }
 
-        /// §10: a `subscribe` replaces the one before: while the queue changes all the time and
+        /// A `subscribe` replaces the one before: while the queue changes all the time and
         /// the client subscribes again and again, its queue events never repeat or go back.
         @Test func resubscribingNeverRepeatsEvents() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
