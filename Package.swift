@@ -42,116 +42,158 @@ let package = Package(
         // Impure engine: FFmpeg decode, PCM buffer, ALSA output on real threads.
         .target(name: "TonearmEngine", dependencies: ["CFFmpeg", "CALSA", "CEBUR128", "CLinux", "TonearmMedia", "TonearmSync"]),
         // Adapter + coordinator: engine observations -> PlaybackActions; user actions -> engine calls.
-        .target(name: "TonearmPlayer", dependencies: [
-            "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TonearmPlayer",
+            dependencies: [
+                "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", .product(name: "Logging", package: "swift-log"),
+            ]),
         // What a client and the daemon share: JSON values and their coding, JSON-RPC messages and
         // framing, the line decoder, the socket path rule, the client. No FFmpeg, ALSA or player.
-        .target(name: "TonearmProtocol", dependencies: [
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ]),
+        .target(
+            name: "TonearmProtocol",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         // The music library: its SQLite database (GRDB, system libsqlite3) with one writer
         // thread, and the scan that fills it. Media files are read through an injected reader,
         // so it needs neither the engine nor FFmpeg.
-        .target(name: "TonearmLibrary", dependencies: [
-            "CLinux", "TonearmMedia", "TonearmSync", .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TonearmLibrary",
+            dependencies: [
+                "CLinux", "TonearmMedia", "TonearmSync", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // What every front-end shares: listeners, access rules, the ordered request path with its
         // back-pressure and limits, the source rules, work kept off the event loop.
-        .target(name: "TonearmFrontEnd", dependencies: [
-            "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TonearmFrontEnd",
+            dependencies: [
+                "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // JSON-RPC 2.0 on the control socket.
-        .target(name: "TonearmRPC", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TonearmRPC",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // MPD's text protocol, for the clients people already own.
-        .target(name: "TonearmMPD", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "TonearmMPD",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmCore", "TonearmMedia", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The web remote: the page, covers, and JSON-RPC on a WebSocket through the request path.
-        .target(name: "TonearmWeb", dependencies: [
-            "TonearmFrontEnd", "TonearmRPC", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmSync",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOWebSocket", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["Page"]),
+        .target(
+            name: "TonearmWeb",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmRPC", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ], exclude: ["Page"]),
         // The daemon's server: config, the front-ends on one event loop, systemd.
-        .target(name: "TonearmServer", dependencies: [
-            "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmLibrary",
-            "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "TOMLKit", package: "TOMLKit"),
-        ]),
-        .executableTarget(name: "tonearmd", dependencies: [
-            "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmProtocol", "TonearmSync",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], swiftSettings: [
-            // The daemon's own concurrency executors (DaemonExecutors.swift) are installed by the
-            // compiler only with availability checking off: Swift 6.3's experimental SPI.
-            .unsafeFlags(["-Xfrontend", "-disable-availability-checking"]),
-        ]),
+        .target(
+            name: "TonearmServer",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmLibrary",
+                "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]),
+        .executableTarget(
+            name: "tonearmd",
+            dependencies: [
+                "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmProtocol", "TonearmSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: [
+                // The daemon's own concurrency executors (DaemonExecutors.swift) are installed by the
+                // compiler only with availability checking off: Swift 6.3's experimental SPI.
+                .unsafeFlags(["-Xfrontend", "-disable-availability-checking"])
+            ]),
         // The benchmark (docs/performance.md); run through `make bench`.
-        .executableTarget(name: "tonearm-bench", dependencies: [
-            "CLinux", "TonearmTestSupport",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
-        .executableTarget(name: "tonearmctl", dependencies: [
-            "TonearmProtocol",
-            .product(name: "TOMLKit", package: "TOMLKit"),
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .executableTarget(
+            name: "tonearm-bench",
+            dependencies: [
+                "CLinux", "TonearmTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
+            name: "tonearmctl",
+            dependencies: [
+                "TonearmProtocol",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         .testTarget(name: "TonearmCoreTests", dependencies: ["TonearmCore", "TonearmSync"]),
         .testTarget(name: "TonearmMediaTests", dependencies: ["TonearmMedia"]),
-        .testTarget(name: "TonearmLibraryTests", dependencies: [
-            "TonearmLibrary", "TonearmMedia", "TonearmEngine", "TonearmSync", "TonearmTestSupport",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
-        .testTarget(name: "TonearmProtocolTests", dependencies: [
-            "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
-        ]),
+        .testTarget(
+            name: "TonearmLibraryTests",
+            dependencies: [
+                "TonearmLibrary", "TonearmMedia", "TonearmEngine", "TonearmSync", "TonearmTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TonearmProtocolTests",
+            dependencies: [
+                "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
+            ]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
         .target(name: "TonearmTestSupport", dependencies: ["TonearmSync"], path: "Tests/TonearmTestSupport"),
-        .testTarget(name: "TonearmEngineTests", dependencies: ["TonearmEngine", "TonearmMedia", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
-        .testTarget(name: "TonearmPlayerTests", dependencies: [
-            "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", "TonearmTestSupport",
-            .product(name: "Logging", package: "swift-log"),
-        ]),
-        .testTarget(name: "TonearmFrontEndTests", dependencies: [
-            "TonearmFrontEnd", "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
-        ]),
-        .testTarget(name: "TonearmRPCTests", dependencies: [
-            "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
-            .product(name: "NIOCore", package: "swift-nio"),
-        ]),
-        .testTarget(name: "TonearmMPDTests", dependencies: [
-            "TonearmMPD", "TonearmFrontEnd", "TonearmLibrary", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
-        .testTarget(name: "TonearmWebTests", dependencies: [
-            "TonearmWeb", "TonearmFrontEnd", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-        ]),
-        .testTarget(name: "TonearmServerTests", dependencies: [
-            "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
-        ]),
+        .testTarget(
+            name: "TonearmEngineTests",
+            dependencies: ["TonearmEngine", "TonearmMedia", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),
+        .testTarget(
+            name: "TonearmPlayerTests",
+            dependencies: [
+                "TonearmPlayer", "TonearmCore", "TonearmEngine", "TonearmMedia", "TonearmSync", "TonearmTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TonearmFrontEndTests",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TonearmRPCTests",
+            dependencies: [
+                "TonearmRPC", "TonearmFrontEnd", "TonearmPlayer", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "TonearmMPDTests",
+            dependencies: [
+                "TonearmMPD", "TonearmFrontEnd", "TonearmLibrary", "TonearmPlayer", "TonearmEngine", "TonearmMedia", "TonearmTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "TonearmWebTests",
+            dependencies: [
+                "TonearmWeb", "TonearmFrontEnd", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "TonearmServerTests",
+            dependencies: [
+                "TonearmServer", "TonearmFrontEnd", "TonearmMPD", "TonearmMedia", "TonearmProtocol", "TonearmTestSupport",
+            ]),
         .testTarget(name: "TonearmIntegrationTests", dependencies: ["TonearmServer", "TonearmProtocol", "TonearmTestSupport"]),
     ]
 )

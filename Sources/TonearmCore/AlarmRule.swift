@@ -14,7 +14,7 @@ package struct AlarmRule: Sendable, Equatable {
     package init?(time text: String, days: Set<Weekday> = []) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard (2...3).contains(parts.count), parts.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-              let hour = Int(parts[0]), let minute = Int(parts[1]), (0...23).contains(hour), (0...59).contains(minute)
+            let hour = Int(parts[0]), let minute = Int(parts[1]), (0...23).contains(hour), (0...59).contains(minute)
         else { return nil }
         let second = parts.count == 3 ? Int(parts[2]) ?? 60 : 0
         guard (0...59).contains(second) else { return nil }
@@ -37,8 +37,11 @@ package struct AlarmRule: Sendable, Equatable {
         var from = date
         // A week and a day covers every weekday set; a skipped or doubled hour takes no more.
         for _ in 0..<9 {
-            guard let candidate = calendar.nextDate(after: from, matching: wanted, matchingPolicy: .nextTime,
-                                                    repeatedTimePolicy: .first, direction: .forward) else { return nil }
+            guard
+                let candidate = calendar.nextDate(
+                    after: from, matching: wanted, matchingPolicy: .nextTime,
+                    repeatedTimePolicy: .first, direction: .forward)
+            else { return nil }
             if days.isEmpty || Weekday(calendar.component(.weekday, from: candidate)).map(days.contains) == true {
                 return candidate
             }

@@ -29,8 +29,10 @@ package struct QueueOptions: Sendable, Equatable, Codable {
 
     package static let longestCrossfade = 15.0
 
-    package init(repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
-                oneshot: Bool = false, crossfade: Double = 0) {
+    package init(
+        repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
+        oneshot: Bool = false, crossfade: Double = 0
+    ) {
         self.repeat = `repeat`
         self.single = single
         self.consume = consume
@@ -361,15 +363,19 @@ package struct PlayQueue: Sendable, Equatable, Codable {
         let start = currentID.flatMap { shuffleOrder.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
         var merged = Array(shuffleOrder[..<start])
         merged.reserveCapacity(shuffleOrder.count + fresh.count)
-        var old = start, new = 0
+        var old = start
+        var new = 0
         while old < shuffleOrder.count || new < fresh.count {
-            let oldLeft = shuffleOrder.count - old, newLeft = fresh.count - new
+            let oldLeft = shuffleOrder.count - old
+            let newLeft = fresh.count - new
             // Taking a new id with probability newLeft / (oldLeft + newLeft) makes every
             // interleaving equally likely.
             if rng.below(oldLeft + newLeft) < newLeft {
-                merged.append(fresh[new]); new += 1
+                merged.append(fresh[new])
+                new += 1
             } else {
-                merged.append(shuffleOrder[old]); old += 1
+                merged.append(shuffleOrder[old])
+                old += 1
             }
         }
         shuffleOrder = merged
@@ -397,7 +403,8 @@ package struct PlayQueue: Sendable, Equatable, Codable {
         shuffleOrder = try c.decode([Int].self, forKey: .shuffleOrder)
         rng = try c.decode(SplitMix64.self, forKey: .rng)
         // Older state files have none: every position counts as changed at the saved version.
-        positionVersions = try c.decodeIfPresent([Int].self, forKey: .positionVersions)
+        positionVersions =
+            try c.decodeIfPresent([Int].self, forKey: .positionVersions)
             ?? Array(repeating: version, count: items.count)
 
         func fail(_ why: String) -> DecodingError {

@@ -1,5 +1,5 @@
-import struct Foundation.URL
 import typealias Foundation.TimeInterval
+import struct Foundation.URL
 
 /// Everything that can ask the state machine to move. Each case names its sender: a user's
 /// command (through a protocol front-end and the player), or the engine's news about the item

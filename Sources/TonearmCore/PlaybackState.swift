@@ -1,5 +1,5 @@
-import struct Foundation.URL
 import typealias Foundation.TimeInterval
+import struct Foundation.URL
 
 /// The state a buffering or seeking player returns to when that finishes.
 package enum ResumableState: String, Equatable, Hashable, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
-import struct Foundation.Date
 import TonearmSync
+
+import struct Foundation.Date
 
 /// Holds the current `PlaybackState` and moves it only through `PlaybackTransitionTable`.
 ///

@@ -24,7 +24,8 @@ package enum PlaylistFile {
     /// The kind for a path's extension (case-insensitive: .m3u, .m3u8 -> m3u; .pls -> pls), else nil.
     package static func kind(forPath path: String) -> Kind? {
         guard let dot = path.lastIndex(of: "."),
-              !path[dot...].contains("/") else { return nil }
+            !path[dot...].contains("/")
+        else { return nil }
         switch path[path.index(after: dot)...].lowercased() {
         case "m3u", "m3u8": return .m3u
         case "pls": return .pls
@@ -176,7 +177,8 @@ package enum PlaylistFile {
 
     private static func trimmed(_ s: Substring) -> Substring {
         guard let start = s.firstIndex(where: { !$0.isWhitespace }),
-              let end = s.lastIndex(where: { !$0.isWhitespace }) else { return "" }
+            let end = s.lastIndex(where: { !$0.isWhitespace })
+        else { return "" }
         return s[start...end]
     }
 

@@ -14,8 +14,10 @@ final class AlsaOutput: OutputDevice {
     let openingComplaint: String?
     private var pcm: OpaquePointer?
 
-    private init(device: String, pcm: OpaquePointer, format: PCMFormat, canPause: Bool,
-                 periodFrames: Int, bufferFrames: Int, openingComplaint: String?) {
+    private init(
+        device: String, pcm: OpaquePointer, format: PCMFormat, canPause: Bool,
+        periodFrames: Int, bufferFrames: Int, openingComplaint: String?
+    ) {
         self.device = device
         self.pcm = pcm
         self.format = format
@@ -48,8 +50,9 @@ final class AlsaOutput: OutputDevice {
         var handle: OpaquePointer?
         let openResult = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0)
         guard openResult >= 0, let pcm = handle else {
-            throw EngineFailure(.deviceUnavailable,
-                                "cannot open audio device '\(device)': \(describe(openResult))")
+            throw EngineFailure(
+                .deviceUnavailable,
+                "cannot open audio device '\(device)': \(describe(openResult))")
         }
         func fail(_ what: String, _ code: Int32) -> EngineFailure {
             snd_pcm_close(pcm)
@@ -108,9 +111,10 @@ final class AlsaOutput: OutputDevice {
         }
 
         let granted = PCMFormat(sampleType: sampleType, sampleRate: Int(rate), channels: Int(channels))
-        return AlsaOutput(device: device, pcm: pcm, format: granted, canPause: canPause,
-                          periodFrames: max(Int(period), 64), bufferFrames: Int(buffer),
-                          openingComplaint: AlsaMessages.take() ?? FileDeviceCheck.problem(device: device))
+        return AlsaOutput(
+            device: device, pcm: pcm, format: granted, canPause: canPause,
+            periodFrames: max(Int(period), 64), bufferFrames: Int(buffer),
+            openingComplaint: AlsaMessages.take() ?? FileDeviceCheck.problem(device: device))
     }
 
     /// Blocking write of up to `frames` interleaved frames. Recovers from xruns and suspend.

@@ -1,4 +1,5 @@
 import TonearmMedia
+
 /// How a run of chunks begins: the first chunk the decoder produces after an open, a seek or a
 /// pre-roll says what the output thread must do and announce when it reaches it.
 enum RunStart: Equatable {
@@ -62,8 +63,10 @@ final class PCMChunk {
     var seconds: Double { Double(frames) / Double(format.sampleRate) }
     var remainingFrames: Int { frames - written }
 
-    func reset(epoch: Int, itemID: Int, format: PCMFormat, position: Int64, runStart: RunStart?,
-               replayGain: ReplayGainInfo?, prefersAlbumGain: Bool, isNetwork: Bool) {
+    func reset(
+        epoch: Int, itemID: Int, format: PCMFormat, position: Int64, runStart: RunStart?,
+        replayGain: ReplayGainInfo?, prefersAlbumGain: Bool, isNetwork: Bool
+    ) {
         self.isNetwork = isNetwork
         liveGainDB = nil
         streamTitle = nil

@@ -120,8 +120,9 @@ final class CrossfadeTail {
         let channels = format.channels
         for frame in 0..<frames {
             let (incoming, outgoing) = Self.curve(index: index + frame, length: count)
-            PCMMix.frame(into: destination, at: frame * channels, from: storage, at: (start + index + frame) % capacity * channels,
-                         channels: channels, type: format.sampleType, keep: incoming, add: outgoing * gain)
+            PCMMix.frame(
+                into: destination, at: frame * channels, from: storage, at: (start + index + frame) % capacity * channels,
+                channels: channels, type: format.sampleType, keep: incoming, add: outgoing * gain)
         }
     }
 

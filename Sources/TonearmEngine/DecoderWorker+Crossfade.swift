@@ -38,13 +38,15 @@ extension EngineControl {
         guard let item = state.item, let decoder = state.decoder else { return false }
         if state.gathering.itemID == item.id { return true }
         guard let frames = plannedOverlapFrames(item, decoder, state.format),
-              let duration = decoder.info.duration else { return false }
+            let duration = decoder.info.duration
+        else { return false }
         let margin = Int64(Self.tailMarginSeconds * Double(state.format.sampleRate))
         let from = Int64((duration * Double(state.format.sampleRate)).rounded()) - Int64(frames) - margin
         guard state.pendingPosition >= from else { return false }
         if state.gathering.needsStorage(frames: frames, format: state.format) {
             // Megabytes at most, once: not under the lock the output thread takes.
-            let tail = state.gathering, format = state.format
+            let tail = state.gathering
+            let format = state.format
             lock.unlock()
             tail.reserve(frames: frames, format: format)
             lock.lock()
@@ -105,8 +107,11 @@ extension EngineControl {
         // The loudness the output levels the item with, once it has reached it (a measurement
         // landing later does not change an item's level mid-item).
         let loudness = leveling(item.id)
-        state.mixing.itemGainDB = replayGain.gain(tags: tags, loudness: loudness.measurement, prefersAlbum: item.prefersAlbumGain,
-                                                  provisional: loudness.provisional).decibels
+        state.mixing.itemGainDB =
+            replayGain.gain(
+                tags: tags, loudness: loudness.measurement, prefersAlbum: item.prefersAlbumGain,
+                provisional: loudness.provisional
+            ).decibels
         state.mixing.replayGain = tags
         state.mixing.startPosition = state.pendingPosition - Int64(state.mixing.count)
     }
@@ -117,7 +122,8 @@ extension EngineControl {
     func fadeOutRestOfTail(_ decoder: MediaDecoder, _ state: inout DecoderState) -> Bool {
         let tail = state.mixing
         guard let previous = state.previous, tail.itemID == previous.id, state.mixedFrames < tail.count,
-              tail.format == decoder.outputFormat else { return false }
+            tail.format == decoder.outputFormat
+        else { return false }
         let (frames, count) = tail.fadeOut(from: state.mixedFrames, frames: tail.count - state.mixedFrames)
         guard count > 0 else { return false }
         state.mixedFrames += count
@@ -145,8 +151,9 @@ extension EngineControl {
             while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, tailIsOrphaned(state) { lock.waitDecoder() }
             return
         }
-        chunk.reset(epoch: epoch, itemID: item.id, format: tail.format, position: tail.startPosition, runStart: nil,
-                    replayGain: tail.replayGain, prefersAlbumGain: item.prefersAlbumGain, isNetwork: false)
+        chunk.reset(
+            epoch: epoch, itemID: item.id, format: tail.format, position: tail.startPosition, runStart: nil,
+            replayGain: tail.replayGain, prefersAlbumGain: item.prefersAlbumGain, isNetwork: false)
         let count = min(chunk.capacityFrames, tail.count)
         lock.unlock()
         tail.takeOldest(into: chunk.bytes, frames: count)
@@ -170,8 +177,10 @@ extension EngineControl {
     func prepareMix(into item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
         guard formatForNext(after: state.previous, state) != nil else { return }
         let loudness = leveling(item.id)
-        let incoming = replayGain.gain(tags: decoder.info.replayGain, loudness: loudness.measurement,
-                                       prefersAlbum: item.prefersAlbumGain, provisional: loudness.provisional).decibels
+        let incoming = replayGain.gain(
+            tags: decoder.info.replayGain, loudness: loudness.measurement,
+            prefersAlbum: item.prefersAlbumGain, provisional: loudness.provisional
+        ).decibels
         state.mixing.gain = GainStage.factor(decibels: state.mixing.itemGainDB - incoming)
         state.mixedFrames = 0
     }
@@ -183,7 +192,8 @@ extension EngineControl {
     func mixTail(into frames: UnsafeMutableRawPointer, count: Int, _ decoder: MediaDecoder, _ state: inout DecoderState) {
         let tail = state.mixing
         guard let previous = state.previous, tail.itemID == previous.id, state.mixedFrames < tail.count,
-              tail.format == decoder.outputFormat else { return }
+            tail.format == decoder.outputFormat
+        else { return }
         tail.mix(into: frames, frames: count, from: state.mixedFrames)
         state.mixedFrames += count
     }

@@ -23,8 +23,8 @@ extension EngineControl {
     func measureOpening(_ item: EngineItem, _ decoder: MediaDecoder) {
         // Ids increase: an item at or before the one written last has its level already.
         guard item.measuresOpening, !decoder.isNetwork, (loudnessInForce?.itemID ?? .min) < item.id,
-              let known = knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
-              replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
+            let known = knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
+            replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
         else { return }
         let myEpoch = epoch
         let cancellation = decoderCancellation
@@ -32,7 +32,8 @@ extension EngineControl {
         let opening = Loudness.measureOpening(item.url, seconds: Self.openingSeconds, input: input, cancellation: cancellation)
         lock.lock()
         guard epoch == myEpoch, let opening, (loudnessInForce?.itemID ?? .min) < item.id,
-              let index = knownItems.lastIndex(where: { $0.id == item.id }), knownItems[index].loudness == nil else { return }
+            let index = knownItems.lastIndex(where: { $0.id == item.id }), knownItems[index].loudness == nil
+        else { return }
         knownItems[index].openingLoudness = .measured(opening)
     }
 
@@ -74,12 +75,15 @@ extension EngineControl {
 
     /// Feeds the meters the frames just decoded (in the chunk, or in `scratch`); at the end of
     /// the item, its measurement on the way. Lock not held.
-    func feedMeters(_ result: Result<MediaDecoder.Chunk, EngineFailure>, _ destination: MediaDecoder.Destination?,
-                    _ decoder: MediaDecoder, _ state: inout DecoderState) -> LoudnessMeasurement? {
+    func feedMeters(
+        _ result: Result<MediaDecoder.Chunk, EngineFailure>, _ destination: MediaDecoder.Destination?,
+        _ decoder: MediaDecoder, _ state: inout DecoderState
+    ) -> LoudnessMeasurement? {
         switch result {
         case .success(.frames(let count, _, let inDestination)):
             if state.live != nil || state.wholeMeter != nil,
-               let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch) {
+                let samples = inDestination ? destination.map({ UnsafeRawPointer($0.bytes) }) : UnsafeRawPointer(decoder.scratch)
+            {
                 state.live?.add(samples, frames: count)
                 state.wholeMeter?.add(samples, type: state.format.sampleType, frames: count)
             }

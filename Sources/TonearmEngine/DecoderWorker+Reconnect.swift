@@ -25,8 +25,10 @@ extension EngineControl {
 
     /// The connection of a network item dropped: what is decoded is handed on (it plays out while
     /// the connection is retried), and the first attempt is due after `Reconnect.firstDelay`.
-    func startReconnect(_ item: EngineItem, _ decoder: MediaDecoder, _ failure: EngineFailure,
-                        _ state: inout DecoderState) {
+    func startReconnect(
+        _ item: EngineItem, _ decoder: MediaDecoder, _ failure: EngineFailure,
+        _ state: inout DecoderState
+    ) {
         if let fill = state.fill, fill.frames > 0 {
             pipe.push(fill)
             state.fill = nil
@@ -42,10 +44,11 @@ extension EngineControl {
         let delay = outage.map { min(Reconnect.longestDelay, $0.delay * 2) } ?? Reconnect.firstDelay
         var nextAt = now + delay
         if let outage, input.reconnectForSeconds > 0 { nextAt = min(nextAt, outage.since + input.reconnectForSeconds) }
-        state.reconnect = Reconnect(attempt: outage?.attempt ?? 0, since: outage?.since ?? now,
-                                    delay: delay, nextAt: nextAt,
-                                    resumeFrame: state.pendingPosition, isLive: decoder.isLive,
-                                    lastError: failure.message)
+        state.reconnect = Reconnect(
+            attempt: outage?.attempt ?? 0, since: outage?.since ?? now,
+            delay: delay, nextAt: nextAt,
+            resumeFrame: state.pendingPosition, isLive: decoder.isLive,
+            lastError: failure.message)
         let closing = state.decoder
         state.decoder = nil
         lock.unlock()
@@ -70,8 +73,10 @@ extension EngineControl {
         }
         let windowEnd = input.reconnectForSeconds > 0 ? plan.since + input.reconnectForSeconds : nil
         if let windowEnd, now >= windowEnd {
-            let failure = EngineFailure(.network, "\(item.path): the connection was lost and not regained in "
-                                        + "\(Int(now - plan.since)) s (\(plan.attempt) attempts); the last error: \(plan.lastError)")
+            let failure = EngineFailure(
+                .network,
+                "\(item.path): the connection was lost and not regained in "
+                    + "\(Int(now - plan.since)) s (\(plan.attempt) attempts); the last error: \(plan.lastError)")
             fail(item, failure, &state)
             return
         }

@@ -147,7 +147,8 @@ extension EngineControl {
                 state.overlayTookTurn = false
                 decodeStep(&state)
             } else if state.finished, let item = state.item, let next, next.after == item.id,
-                      next.item.id != state.failedNextID {
+                next.item.id != state.failedNextID
+            {
                 openNext(next.item, &state)
             } else if tailIsOrphaned(state) {
                 handOnOrphanedTail(&state)
@@ -225,8 +226,9 @@ extension EngineControl {
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
         lock.unlock()
         if let reusing = reuse, let format {
-            opened = seek(reusing, format: format, seconds: target.startSeconds, url: target.item.url,
-                               cancellation: cancellation)
+            opened = seek(
+                reusing, format: format, seconds: target.startSeconds, url: target.item.url,
+                cancellation: cancellation)
             if case .success(let (decoder, _)) = opened, decoder !== reusing {
                 // Opened again (a seek to 0, a demuxer that refused): the old FFmpeg state is freed here, off the lock.
                 state.decoder = nil
@@ -238,7 +240,10 @@ extension EngineControl {
         }
         lock.lock()
         guard epoch == myEpoch else {
-            if case .success(let (decoder, _)) = opened { state.decoder = decoder; state.item = target.item }
+            if case .success(let (decoder, _)) = opened {
+                state.decoder = decoder
+                state.item = target.item
+            }
             return
         }
         switch opened {
@@ -265,9 +270,11 @@ extension EngineControl {
 
     /// Opens an item's file and prepares conversion; seeks when `startSeconds` > 0. Lock not held.
     /// `forcing` a format decodes in it whatever the source (the next item of a crossfade).
-    private func openDecoder(_ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
-                             forcing forced: PCMFormat? = nil,
-                             format: inout PCMFormat?) -> Result<(MediaDecoder, Int64), EngineFailure> {
+    private func openDecoder(
+        _ item: EngineItem, cancellation: CancellationFlag, startSeconds: Double,
+        forcing forced: PCMFormat? = nil,
+        format: inout PCMFormat?
+    ) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
             let chosen = forced ?? lock.withLock { chunkFormat(for: decoder.sourceFormat) }
@@ -294,8 +301,10 @@ extension EngineControl {
 
     /// Seeks the open decoder. Some demuxers refuse to seek once they reached the end of the file
     /// (FLAC answers EPERM): then the file is opened again and the seek made on the fresh one.
-    private func seek(_ decoder: MediaDecoder, format: PCMFormat, seconds: Double, url: URL,
-                      cancellation: CancellationFlag) -> Result<(MediaDecoder, Int64), EngineFailure> {
+    private func seek(
+        _ decoder: MediaDecoder, format: PCMFormat, seconds: Double, url: URL,
+        cancellation: CancellationFlag
+    ) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
             if decoder.isLive {
                 // A live stream does not seek: it is joined again, live (a play after a pause).
@@ -332,14 +341,15 @@ extension EngineControl {
 
     /// Records an opened item's info and tells observers. Lock held.
     private func noteOpened(_ item: EngineItem, _ decoder: MediaDecoder) {
-        var info = MediaInfo(url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
-                             container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
-                             channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
-                             title: decoder.info.tags.first { $0.tag == .title }?.value,
-                             artist: decoder.info.tags.first { $0.tag == .artist }?.value,
-                             album: decoder.info.tags.first { $0.tag == .album }?.value,
-                             outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain,
-                             bitRate: decoder.info.bitRate)
+        var info = MediaInfo(
+            url: item.path, duration: decoder.info.duration, codec: decoder.info.codec,
+            container: decoder.info.container, sampleRate: decoder.sourceFormat.sampleRate,
+            channels: decoder.sourceFormat.channels, bitsPerSample: decoder.info.bits,
+            title: decoder.info.tags.first { $0.tag == .title }?.value,
+            artist: decoder.info.tags.first { $0.tag == .artist }?.value,
+            album: decoder.info.tags.first { $0.tag == .album }?.value,
+            outputFormat: decoder.outputFormat, replayGain: decoder.info.replayGain,
+            bitRate: decoder.info.bitRate)
         info.isLive = decoder.isLive
         // Keep the infos of items still in play: the heard one and those after it.
         let heard = heardItemID
@@ -359,7 +369,8 @@ extension EngineControl {
         decoderCancellation = cancellation
         // Crossfading into it: it is converted to the format of the tail it is mixed with; and
         // while crossfades are on, an item after one so converted stays in that format too.
-        let forced = formatForNext(after: previous, state)
+        let forced =
+            formatForNext(after: previous, state)
             ?? (state.formatForced && crossfadeSeconds > 0 ? state.format : nil)
         lock.unlock()
         state.decoder = nil
@@ -432,7 +443,8 @@ extension EngineControl {
         // The item's own frames are measured, then the tail before it is mixed in.
         let measured = feedMeters(result, destination, decoder, &state)
         if case .success(.frames(let count, _, let inDestination)) = result,
-           let frames = inDestination ? destination?.bytes : decoder.scratch {
+            let frames = inDestination ? destination?.bytes : decoder.scratch
+        {
             mixTail(into: frames, count: count, decoder, &state)
         }
         lock.lock()
@@ -565,16 +577,18 @@ extension EngineControl {
                 // (a clip over the music, at half of its ring, too: that is served meanwhile).
                 let myEpoch = epoch
                 while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id),
-                      !overlayNeedsWork(state, urgent: true) {
+                    !overlayNeedsWork(state, urgent: true)
+                {
                     lock.waitDecoder()
                 }
                 return
             }
             // Frames kept back come before the pending ones.
             let position = state.pendingPosition - Int64(tail?.count ?? 0)
-            chunk.reset(epoch: epoch, itemID: item.id, format: state.format, position: position,
-                        runStart: state.runStart, replayGain: decoder.info.replayGain,
-                        prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
+            chunk.reset(
+                epoch: epoch, itemID: item.id, format: state.format, position: position,
+                runStart: state.runStart, replayGain: decoder.info.replayGain,
+                prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
             chunk.liveGainDB = state.live?.itemID == item.id ? state.live?.gain.decibels : nil
             chunk.streamTitle = state.streamTitle
             state.streamTitle = nil
@@ -617,17 +631,20 @@ extension EngineControl {
     /// must start a chunk of its own), nor while the item's tail is kept back.
     private func inPlaceDestination(_ decoder: MediaDecoder, _ state: DecoderState) -> MediaDecoder.Destination? {
         guard let chunk = state.fill, state.discardBefore == nil, state.pendingFrames == 0, !decoder.isNetwork,
-              state.gathering.itemID != state.item?.id,
-              chunk.format == decoder.outputFormat, chunk.frames < chunk.capacityFrames else { return nil }
-        return MediaDecoder.Destination(bytes: chunk.bytes + chunk.frames * chunk.format.bytesPerFrame,
-                                        frames: chunk.capacityFrames - chunk.frames)
+            state.gathering.itemID != state.item?.id,
+            chunk.format == decoder.outputFormat, chunk.frames < chunk.capacityFrames
+        else { return nil }
+        return MediaDecoder.Destination(
+            bytes: chunk.bytes + chunk.frames * chunk.format.bytesPerFrame,
+            frames: chunk.capacityFrames - chunk.frames)
     }
 
     /// Pushes the chunk being filled when it is due (lock held).
     private func pushIfDue(_ chunk: PCMChunk, _ state: inout DecoderState) {
         assertOn(.decoder)
         // An item ends once its pending frames and any tail kept back are placed.
-        let ending = state.endPending && state.pendingFrames == 0
+        let ending =
+            state.endPending && state.pendingFrames == 0
             && (state.gathering.itemID != state.item?.id || state.gathering.count == 0)
         // Push a full chunk; the first of a run at once (ready and seeks answer sooner); and, when
         // the output has nothing, a partial one holding twice what the last push held: a run
@@ -640,7 +657,8 @@ extension EngineControl {
         let outputHasNothing = pipe.isEmpty && !outputTakesBatches
         let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))
         if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
-            || (outputHasNothing && chunk.frames >= starvedHandOff) {
+            || (outputHasNothing && chunk.frames >= starvedHandOff)
+        {
             chunk.endsItem = ending
             pipe.push(chunk)
             state.fill = nil
@@ -648,7 +666,8 @@ extension EngineControl {
             if ending {
                 state.endPending = false
             }
-            let batchReady = outputTakesBatches
+            let batchReady =
+                outputTakesBatches
                 && (ending || pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget / 2)
             // The output needs waking only when it may be waiting for this chunk: it had nothing,
             // or the chunk starts a run. Otherwise it reaches the chunk in its own time.

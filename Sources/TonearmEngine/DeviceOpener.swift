@@ -78,9 +78,11 @@ extension EngineControl {
     func openDevice(_ requested: PCMFormat) -> Result<any OutputDevice, EngineFailure> {
         let device = configuration.device
         if stuckOpen != nil {
-            return .failure(EngineFailure(.deviceUnavailable,
-                                          "audio device '\(device)' did not answer an open within "
-                                          + "\(configuration.openTimeoutMilliseconds) ms and still has not"))
+            return .failure(
+                EngineFailure(
+                    .deviceUnavailable,
+                    "audio device '\(device)' did not answer an open within "
+                        + "\(configuration.openTimeoutMilliseconds) ms and still has not"))
         }
         let attempt = DeviceOpenAttempt()
         let bufferMilliseconds = configuration.bufferMilliseconds
@@ -101,8 +103,10 @@ extension EngineControl {
             do throws(EngineFailure) {
                 switch sink {
                 case .alsa:
-                    result = .success(try AlsaOutput.open(device: device, requested: requested,
-                                                          bufferMilliseconds: bufferMilliseconds))
+                    result = .success(
+                        try AlsaOutput.open(
+                            device: device, requested: requested,
+                            bufferMilliseconds: bufferMilliseconds))
                 case .snapcast(let host, let port, let format):
                     result = .success(try SnapcastOutput.open(host: host, port: port, format: format))
                 }
@@ -131,8 +135,10 @@ extension EngineControl {
         if let result = attempt.result { return result }
         attempt.abandoned = true
         stuckOpen = attempt
-        return .failure(EngineFailure(.deviceUnavailable,
-                                      "audio device '\(device)' did not answer an open within "
-                                      + "\(configuration.openTimeoutMilliseconds) ms"))
+        return .failure(
+            EngineFailure(
+                .deviceUnavailable,
+                "audio device '\(device)' did not answer an open within "
+                    + "\(configuration.openTimeoutMilliseconds) ms"))
     }
 }

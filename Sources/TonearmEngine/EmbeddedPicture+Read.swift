@@ -10,15 +10,18 @@ extension EmbeddedPicture {
     /// media. Blocks on file I/O: call it from a thread of its own.
     package static func read(_ url: URL) -> EmbeddedPicture? {
         guard url.isFileURL, let decoder = try? MediaDecoder(url: url, cancellation: CancellationFlag()),
-              let context = decoder.formatContext else { return nil }
+            let context = decoder.formatContext
+        else { return nil }
         for index in 0..<Int(context.pointee.nb_streams) {
             guard let stream = context.pointee.streams[index],
-                  stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0 else { continue }
+                stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0
+            else { continue }
             let packet = stream.pointee.attached_pic
             guard let data = packet.data, packet.size > 0 else { continue }
             let codec = stream.pointee.codecpar.pointee.codec_id
-            return EmbeddedPicture(bytes: Array(UnsafeBufferPointer(start: data, count: Int(packet.size))),
-                                   mimeType: mimeType(codec))
+            return EmbeddedPicture(
+                bytes: Array(UnsafeBufferPointer(start: data, count: Int(packet.size))),
+                mimeType: mimeType(codec))
         }
         return nil
     }

@@ -36,9 +36,11 @@ package struct EngineItem: Sendable, Equatable {
     /// Its length as its tags say, seconds, if known: a crossfade into it is at most half of it.
     package var durationHint: Double?
 
-    package init(id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
-                measuresOnTheWay: Bool = false, measuresOpening: Bool = false, joinsGaplessly: Bool? = false,
-                durationHint: Double? = nil) {
+    package init(
+        id: Int, url: URL, prefersAlbumGain: Bool = false, loudness: LoudnessMeasurement? = nil,
+        measuresOnTheWay: Bool = false, measuresOpening: Bool = false, joinsGaplessly: Bool? = false,
+        durationHint: Double? = nil
+    ) {
         self.id = id
         self.url = url
         self.prefersAlbumGain = prefersAlbumGain
@@ -276,19 +278,19 @@ final class EngineControl: @unchecked Sendable {
     // MARK: Thread ownership, checked in debug builds.
 
     #if DEBUG
-    /// The engine's two threads, each recorded by itself as it starts, with the lock held.
-    private var outputThread: pthread_t?
-    private var decoderThread: pthread_t?
+        /// The engine's two threads, each recorded by itself as it starts, with the lock held.
+        private var outputThread: pthread_t?
+        private var decoderThread: pthread_t?
     #endif
 
     /// Called by each worker thread first thing, lock held.
     func recordThread(_ role: EngineThread) {
         #if DEBUG
-        lock.assertHeld()
-        switch role {
-        case .output: outputThread = pthread_self()
-        case .decoder: decoderThread = pthread_self()
-        }
+            lock.assertHeld()
+            switch role {
+            case .output: outputThread = pthread_self()
+            case .decoder: decoderThread = pthread_self()
+            }
         #endif
     }
 
@@ -296,13 +298,15 @@ final class EngineControl: @unchecked Sendable {
     /// fields it writes are then written from two threads). Lock held.
     func assertOn(_ role: EngineThread, file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
-        lock.assertHeld(file: file, line: line)
-        let owner = switch role {
-        case .output: outputThread
-        case .decoder: decoderThread
-        }
-        precondition(owner.map { pthread_equal($0, pthread_self()) != 0 } == true,
-                     "runs on the \(role) thread only", file: file, line: line)
+            lock.assertHeld(file: file, line: line)
+            let owner =
+                switch role {
+                case .output: outputThread
+                case .decoder: decoderThread
+                }
+            precondition(
+                owner.map { pthread_equal($0, pthread_self()) != 0 } == true,
+                "runs on the \(role) thread only", file: file, line: line)
         #endif
     }
 
@@ -446,4 +450,3 @@ final class EngineControl: @unchecked Sendable {
         }
     }
 }
-

@@ -48,17 +48,17 @@ final class EngineLock: @unchecked Sendable {
     private var pendingWakes: (decoder: Bool, output: Bool) = (false, false)
 
     #if DEBUG
-    /// The thread that holds the mutex (0: none), for debug builds' `assertHeld`: written only by
-    /// that thread, just after taking the mutex and just before letting it go. Any thread may ask
-    /// whether it is the holder without the mutex, hence atomic; relaxed is enough, since a thread
-    /// reads its own id back only if it wrote it.
-    private let holder = Atomic<UInt>(0)
+        /// The thread that holds the mutex (0: none), for debug builds' `assertHeld`: written only by
+        /// that thread, just after taking the mutex and just before letting it go. Any thread may ask
+        /// whether it is the holder without the mutex, hence atomic; relaxed is enough, since a thread
+        /// reads its own id back only if it wrote it.
+        private let holder = Atomic<UInt>(0)
     #endif
 
     func lock() {
         pthread_mutex_lock(mutex)
         #if DEBUG
-        holder.store(pthread_self(), ordering: .relaxed)
+            holder.store(pthread_self(), ordering: .relaxed)
         #endif
     }
 
@@ -66,7 +66,7 @@ final class EngineLock: @unchecked Sendable {
         let wakes = pendingWakes
         pendingWakes = (false, false)
         #if DEBUG
-        holder.store(0, ordering: .relaxed)
+            holder.store(0, ordering: .relaxed)
         #endif
         pthread_mutex_unlock(mutex)
         send(wakes)
@@ -76,16 +76,16 @@ final class EngineLock: @unchecked Sendable {
     /// the holder, and say true.
     var isHeldByCurrentThread: Bool {
         #if DEBUG
-        pthread_equal(holder.load(ordering: .relaxed), pthread_self()) != 0
+            pthread_equal(holder.load(ordering: .relaxed), pthread_self()) != 0
         #else
-        true
+            true
         #endif
     }
 
     /// Stops a debug build where code documented as "lock held" runs without it.
     func assertHeld(file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
-        precondition(isHeldByCurrentThread, "the engine lock is not held here", file: file, line: line)
+            precondition(isHeldByCurrentThread, "the engine lock is not held here", file: file, line: line)
         #endif
     }
 
@@ -99,7 +99,10 @@ final class EngineLock: @unchecked Sendable {
     func wakeDecoder() { pendingWakes.decoder = true }
     /// Call with the lock held: the output is woken when the lock is released.
     func wakeOutput() { pendingWakes.output = true }
-    func wakeAll() { wakeDecoder(); wakeOutput() }
+    func wakeAll() {
+        wakeDecoder()
+        wakeOutput()
+    }
 
     /// Call with the lock held. Returns false on timeout.
     @discardableResult
@@ -118,8 +121,8 @@ final class EngineLock: @unchecked Sendable {
         send(pendingWakes)
         pendingWakes = (false, false)
         #if DEBUG
-        holder.store(0, ordering: .relaxed)
-        defer { holder.store(pthread_self(), ordering: .relaxed) }
+            holder.store(0, ordering: .relaxed)
+            defer { holder.store(pthread_self(), ordering: .relaxed) }
         #endif
         guard let deadline else {
             pthread_cond_wait(condition, mutex)

@@ -73,10 +73,10 @@ package enum EngineEvent: Sendable, Equatable {
     package var itemID: Int {
         switch self {
         case .loadStarted(let id, _), .opened(let id, _), .ready(let id), .started(let id), .didPlayToEnd(let id),
-             .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
-             .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
-             .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _),
-             .loudnessMeasured(let id, _, _), .deviceReleased(let id), .outputHookRan(let id, _):
+            .failed(let id, _), .seekCompleted(let id, _, _), .bufferingStarted(let id, _), .bufferingEnded(let id, _),
+            .firstAudioWritten(let id, _), .underrun(let id), .deviceLost(let id, _, _), .deviceRestored(let id, _, _),
+            .reconnecting(let id, _, _), .streamTitle(let id, _), .timeControlChanged(let id, _),
+            .loudnessMeasured(let id, _, _), .deviceReleased(let id), .outputHookRan(let id, _):
             id
         }
     }
@@ -192,8 +192,10 @@ final class ObserverRegistry: Sendable {
             state.delivered = state.snapshot
             guard !state.eventHandlers.list.isEmpty || !state.snapshotHandlers.list.isEmpty else { return }
             // Enqueued under the lock so deliveries keep the order of posts.
-            queue.enqueue(.event(event, old: old, new: state.snapshot, to: state.eventHandlers.list,
-                                 observers: state.snapshotHandlers.list))
+            queue.enqueue(
+                .event(
+                    event, old: old, new: state.snapshot, to: state.eventHandlers.list,
+                    observers: state.snapshotHandlers.list))
         }
     }
 

@@ -27,7 +27,8 @@ enum FFmpegLog {
     private static func noteTLSComplaint(_ context: UnsafeMutableRawPointer?, _ formatted: UnsafePointer<CChar>) {
         // A protocol logs through its URLContext, whose item name is the protocol's ("tls").
         guard let context, let itemClass = context.load(as: UnsafePointer<AVClass>?.self),
-              let itemName = itemClass.pointee.item_name, let name = itemName(context), strcmp(name, "tls") == 0 else { return }
+            let itemName = itemClass.pointee.item_name, let name = itemName(context), strcmp(name, "tls") == 0
+        else { return }
         let thread = UInt(pthread_self())
         let line = String(cString: formatted)
         // "[tls @ 0x…] Peer certificate failed verification": the words after the prefix.

@@ -67,7 +67,9 @@ struct GainStage {
         let rampFrames = Self.rampFrames(sampleRate: format.sampleRate)
         let step = (target - current) / Double(rampFrames)
         var gain = current
-        var fade = fade, ducking = ducking, muting = muting
+        var fade = fade
+        var ducking = ducking
+        var muting = muting
         func nextGain() -> Double {
             if gain != target {
                 gain += step

@@ -15,7 +15,8 @@ extension Loudness {
         let source = decoder.sourceFormat
         try decoder.configureOutput(PCMFormat(sampleType: .float, sampleRate: source.sampleRate, channels: source.channels))
         guard let meter = LoudnessMeter(channels: source.channels, sampleRate: source.sampleRate) else {
-            throw EngineFailure(.decodeFailed, "\(url.path): loudness cannot be measured at \(source.sampleRate) Hz, \(source.channels) channels")
+            throw EngineFailure(
+                .decodeFailed, "\(url.path): loudness cannot be measured at \(source.sampleRate) Hz, \(source.channels) channels")
         }
         while case .frames(let count, _, _) = try decoder.decodeNext() {
             meter.add(decoder.scratch.assumingMemoryBound(to: Float.self), frames: count)
@@ -30,8 +31,10 @@ extension Loudness {
     /// `measure` decodes: an item's provisional level while it is not measured whole. Tens of ms
     /// of CPU for 6 s of CD audio. Nil for silence, a file that cannot be decoded, or I/O that
     /// `cancellation` stopped.
-    static func measureOpening(_ url: URL, seconds: Double, input: InputConfiguration,
-                               cancellation: CancellationFlag) -> Loudness? {
+    static func measureOpening(
+        _ url: URL, seconds: Double, input: InputConfiguration,
+        cancellation: CancellationFlag
+    ) -> Loudness? {
         do throws(EngineFailure) {
             let decoder = try MediaDecoder(url: url, input: input, cancellation: cancellation)
             let source = decoder.sourceFormat

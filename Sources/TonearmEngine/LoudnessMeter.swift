@@ -18,12 +18,14 @@ final class LoudnessMeter {
 
     /// Nil when libebur128 refuses the format (no channels, a rate it cannot filter).
     init?(channels: Int, sampleRate: Int, mode: Mode = .whole) {
-        let flags = switch mode {
-        case .whole: EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue
-        case .shortTerm: EBUR128_MODE_S.rawValue
-        }
+        let flags =
+            switch mode {
+            case .whole: EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue
+            case .shortTerm: EBUR128_MODE_S.rawValue
+            }
         guard channels > 0, sampleRate > 0,
-              let state = ebur128_init(UInt32(channels), UInt(sampleRate), Int32(flags)) else { return nil }
+            let state = ebur128_init(UInt32(channels), UInt(sampleRate), Int32(flags))
+        else { return nil }
         self.state = state
         self.channels = channels
     }
@@ -56,9 +58,11 @@ final class LoudnessMeter {
 
     /// What was measured; nil for silence (no block above the gate) or a failure.
     func result() -> Loudness? {
-        var integrated = 0.0, range = 0.0
+        var integrated = 0.0
+        var range = 0.0
         guard ebur128_loudness_global(state, &integrated) == EBUR128_SUCCESS.rawValue, integrated.isFinite,
-              ebur128_loudness_range(state, &range) == EBUR128_SUCCESS.rawValue else { return nil }
+            ebur128_loudness_range(state, &range) == EBUR128_SUCCESS.rawValue
+        else { return nil }
         var peak = 0.0
         for channel in 0..<channels {
             var channelPeak = 0.0

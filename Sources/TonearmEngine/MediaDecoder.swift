@@ -91,8 +91,11 @@ final class MediaDecoder {
 
     let sourceFormat: PCMFormat
     private(set) var outputFormat: PCMFormat
-    let info: (duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
-               tags: [MediaTags.Entry], replayGain: ReplayGainInfo?)
+    let info:
+        (
+            duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
+            tags: [MediaTags.Entry], replayGain: ReplayGainInfo?
+        )
 
     /// The latest ICY StreamTitle read, and whether `takeStreamTitle` has handed it on.
     private var streamTitle: String?
@@ -141,7 +144,8 @@ final class MediaDecoder {
         let path = url.isFileURL ? url.path : url.absoluteString
         let scheme = InputConfiguration.scheme(of: url)
         guard input.allows(url) else {
-            throw EngineFailure(.permissionDenied, "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))")
+            throw EngineFailure(
+                .permissionDenied, "the protocol '\(scheme)' is not allowed (input.protocols: \(input.protocols.joined(separator: ", ")))")
         }
         isNetwork = InputConfiguration.isNetwork(url)
         if isNetwork { Self.networkInit }
@@ -158,10 +162,11 @@ final class MediaDecoder {
         }
         let openPath = localFile >= 0 ? "/proc/self/fd/\(localFile)" : path
 
-        let interrupt = AVIOInterruptCB(callback: { opaque in
-            guard let opaque else { return 0 }
-            return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().shouldInterrupt ? 1 : 0
-        }, opaque: Unmanaged.passUnretained(cancellation).toOpaque())
+        let interrupt = AVIOInterruptCB(
+            callback: { opaque in
+                guard let opaque else { return 0 }
+                return Unmanaged<CancellationFlag>.fromOpaque(opaque).takeUnretainedValue().shouldInterrupt ? 1 : 0
+            }, opaque: Unmanaged.passUnretained(cancellation).toOpaque())
         if isNetwork { cancellation.setDeadline(secondsFromNow: input.timeoutSeconds) }
         defer { cancellation.setDeadline(secondsFromNow: nil) }
         // A network source's connection is opened first, on its own: its failures (refused,
@@ -219,7 +224,8 @@ final class MediaDecoder {
         }
         if infoResult < 0 {
             if isNetwork && !Self.isContentError(infoResult) && infoResult != tonearm_averror(EINVAL) {
-                throw failAndFree(EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(infoResult, cancellation))"))
+                throw failAndFree(
+                    EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(infoResult, cancellation))"))
             }
             throw failAndFree(EngineFailure(.unsupportedFormat, "cannot read stream info of \(path): \(FFmpegError.describe(infoResult))"))
         }
@@ -227,8 +233,10 @@ final class MediaDecoder {
         let best = av_find_best_stream(context, AVMEDIA_TYPE_AUDIO, -1, -1, &decoder, 0)
         if best < 0 {
             let reason = best == tonearm_averror_decoder_not_found() ? "no decoder for its audio stream" : "no audio stream"
-            throw failAndFree(EngineFailure(best == tonearm_averror_decoder_not_found() ? .unsupportedFormat : .noAudioStream,
-                                            "\(path): \(reason)"))
+            throw failAndFree(
+                EngineFailure(
+                    best == tonearm_averror_decoder_not_found() ? .unsupportedFormat : .noAudioStream,
+                    "\(path): \(reason)"))
         }
         guard let decoder else {
             throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): no decoder for its audio stream"))
@@ -250,7 +258,11 @@ final class MediaDecoder {
         codec.pointee.pkt_timebase = stream.pointee.time_base
         let codecOpen = avcodec_open2(codec, decoder, nil)
         if codecOpen < 0 {
-            throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): cannot open \(String(cString: decoder.pointee.name)) decoder: \(FFmpegError.describe(codecOpen))"), codec: codec)
+            throw failAndFree(
+                EngineFailure(
+                    .unsupportedFormat,
+                    "\(path): cannot open \(String(cString: decoder.pointee.name)) decoder: \(FFmpegError.describe(codecOpen))"),
+                codec: codec)
         }
         guard codec.pointee.sample_rate > 0, codec.pointee.ch_layout.nb_channels > 0 else {
             throw failAndFree(EngineFailure(.unsupportedFormat, "\(path): audio stream has no sample rate or channels"), codec: codec)
@@ -258,9 +270,10 @@ final class MediaDecoder {
         formatContext = context
         codecContext = codec
 
-        sourceFormat = PCMFormat(sampleType: SampleType.nearest(to: codec.pointee.sample_fmt),
-                                 sampleRate: Int(codec.pointee.sample_rate),
-                                 channels: Int(codec.pointee.ch_layout.nb_channels))
+        sourceFormat = PCMFormat(
+            sampleType: SampleType.nearest(to: codec.pointee.sample_fmt),
+            sampleRate: Int(codec.pointee.sample_rate),
+            channels: Int(codec.pointee.ch_layout.nb_channels))
         outputFormat = sourceFormat
 
         var duration: Double?
@@ -269,7 +282,8 @@ final class MediaDecoder {
             // container's: another stream may start long before it. FFmpeg's duration runs from
             // the container's first timestamp, except Matroska's, which runs from 0.
             let containerDuration = Double(context.pointee.duration) / Double(AV_TIME_BASE)
-            let containerStart = context.pointee.start_time == tonearm_av_nopts_value()
+            let containerStart =
+                context.pointee.start_time == tonearm_av_nopts_value()
                 ? 0 : Double(context.pointee.start_time) / Double(AV_TIME_BASE)
             let isMatroska = String(cString: context.pointee.iformat.pointee.name).hasPrefix("matroska")
             let end = isMatroska ? containerDuration : containerStart + containerDuration
@@ -277,9 +291,11 @@ final class MediaDecoder {
         } else if stream.pointee.duration > 0 {
             duration = Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base)
         }
-        if let held = Self.rawPCMSeconds(stream.pointee.codecpar, container: context.pointee.iformat, dataStart: dataStart,
-                                         size: context.pointee.pb.map { avio_size($0) } ?? -1),
-           Self.headerContradicts(duration, held: held, container: context.pointee.iformat) {
+        if let held = Self.rawPCMSeconds(
+            stream.pointee.codecpar, container: context.pointee.iformat, dataStart: dataStart,
+            size: context.pointee.pb.map { avio_size($0) } ?? -1),
+            Self.headerContradicts(duration, held: held, container: context.pointee.iformat)
+        {
             duration = held
         }
         func tag(_ key: String) -> String? {
@@ -299,13 +315,16 @@ final class MediaDecoder {
             }
             return all
         }
-        let tags = MediaTags.collect([entries(context.pointee.metadata), entries(stream.pointee.metadata)],
-                                     fromID3: String(cString: context.pointee.iformat.pointee.name) == "mp3")
+        let tags = MediaTags.collect(
+            [entries(context.pointee.metadata), entries(stream.pointee.metadata)],
+            fromID3: String(cString: context.pointee.iformat.pointee.name) == "mp3")
         let rawBits = Int(codec.pointee.bits_per_raw_sample)
         // The audio stream's own rate when the container says, else the whole file's.
         let bitRate = stream.pointee.codecpar.pointee.bit_rate > 0 ? stream.pointee.codecpar.pointee.bit_rate : context.pointee.bit_rate
-        info = (duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
-                rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tags, ReplayGainInfo.read(tag))
+        info = (
+            duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
+            rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tags, ReplayGainInfo.read(tag)
+        )
 
         // Live means without end: no duration and no length. A file on a server that cannot
         // seek (no ranges) still has an end, where it ends; it is not rejoined from its start.
@@ -320,8 +339,10 @@ final class MediaDecoder {
     /// How long the samples of a raw PCM file (WAV, AIFF, AU, …) last, from the bytes after its
     /// header: what decodes, whatever the header says. nil for any other codec, or when the
     /// file's size or where its samples start is not known.
-    private static func rawPCMSeconds(_ parameters: UnsafeMutablePointer<AVCodecParameters>,
-                                      container: UnsafePointer<AVInputFormat>, dataStart: Int64, size: Int64) -> Double? {
+    private static func rawPCMSeconds(
+        _ parameters: UnsafeMutablePointer<AVCodecParameters>,
+        container: UnsafePointer<AVInputFormat>, dataStart: Int64, size: Int64
+    ) -> Double? {
         let bits = av_get_bits_per_sample(parameters.pointee.codec_id)
         let blockAlign = Int64(parameters.pointee.block_align)
         let rate = Int64(parameters.pointee.sample_rate)
@@ -343,8 +364,10 @@ final class MediaDecoder {
 
     /// Opens a network source's connection. FFmpeg's http follows the redirects; the thread's
     /// `RequestGate` stops each request to an address the item may not open before it is sent.
-    private static func connect(_ path: String, input: InputConfiguration, interrupt: AVIOInterruptCB,
-                                gate: RequestGate, cancellation: CancellationFlag) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
+    private static func connect(
+        _ path: String, input: InputConfiguration, interrupt: AVIOInterruptCB,
+        gate: RequestGate, cancellation: CancellationFlag
+    ) throws(EngineFailure) -> UnsafeMutablePointer<AVIOContext> {
         var options: OpaquePointer?
         let micros = String(Int64(input.timeoutSeconds * 1_000_000))
         av_dict_set(&options, "protocol_whitelist", input.networkWhitelist, 0)
@@ -366,13 +389,17 @@ final class MediaDecoder {
             if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, "\(path): \(refusal)") }
             if let tlsComplaint {
                 let host = URL(string: path)?.host ?? path
-                throw EngineFailure(.tls, "\(path): the certificate of \(host) could not be verified (\(tlsComplaint)); input.ca_file names the authorities trusted")
+                throw EngineFailure(
+                    .tls,
+                    "\(path): the certificate of \(host) could not be verified (\(tlsComplaint)); input.ca_file names the authorities trusted"
+                )
             }
             throw openFailure(result, path: path, isNetwork: true, cancellation: cancellation)
         }
         guard gate.requestsChecked > 0 else {
             avio_closep(&connection)
-            throw EngineFailure(.permissionDenied, "\(path): this FFmpeg did not announce its request, so where redirects lead cannot be checked")
+            throw EngineFailure(
+                .permissionDenied, "\(path): this FFmpeg did not announce its request, so where redirects lead cannot be checked")
         }
         return opened
     }
@@ -399,7 +426,9 @@ final class MediaDecoder {
             // FFmpeg's http takes any redirect as http to the host it names, and opens nothing
             // the whitelist leaves out: a redirect to a file, or to https where only http is
             // allowed, ends here, as does a URL it cannot parse.
-            return EngineFailure(.permissionDenied, "\(path): the server redirects where it may not be followed (only to allowed protocols on a host), or the URL is malformed")
+            return EngineFailure(
+                .permissionDenied,
+                "\(path): the server redirects where it may not be followed (only to allowed protocols on a host), or the URL is malformed")
         case _ where isContentError(code):
             return EngineFailure(.unsupportedFormat, "\(path): not a media stream FFmpeg can read (\(FFmpegError.describe(code)))")
         default:
@@ -483,8 +512,9 @@ final class MediaDecoder {
     func configureOutput(_ format: PCMFormat) throws(EngineFailure) {
         guard let codec = codecContext else { throw EngineFailure(.decodeFailed, "decoder closed") }
         outputFormat = format
-        try buildResampler(layout: &codec.pointee.ch_layout, sampleFormat: codec.pointee.sample_fmt,
-                           sampleRate: codec.pointee.sample_rate)
+        try buildResampler(
+            layout: &codec.pointee.ch_layout, sampleFormat: codec.pointee.sample_fmt,
+            sampleRate: codec.pointee.sample_rate)
     }
 
     /// What the resampler converts from: a damaged or odd stream may change it mid-way (an MP3
@@ -492,8 +522,10 @@ final class MediaDecoder {
     /// past the frame's buffers.
     private var resamplerInput = (format: AV_SAMPLE_FMT_NONE, rate: Int32(0), channels: Int32(0))
 
-    private func buildResampler(layout: UnsafeMutablePointer<AVChannelLayout>, sampleFormat: AVSampleFormat,
-                                sampleRate: Int32) throws(EngineFailure) {
+    private func buildResampler(
+        layout: UnsafeMutablePointer<AVChannelLayout>, sampleFormat: AVSampleFormat,
+        sampleRate: Int32
+    ) throws(EngineFailure) {
         if resampler != nil { swr_free(&resampler) }
         var inLayout = AVChannelLayout()
         if layout.pointee.order == AV_CHANNEL_ORDER_UNSPEC {
@@ -510,12 +542,14 @@ final class MediaDecoder {
         }
         defer { av_channel_layout_uninit(&outLayout) }
         var swr: OpaquePointer?
-        var rc = swr_alloc_set_opts2(&swr, &outLayout, outputFormat.sampleType.avSampleFormat, Int32(outputFormat.sampleRate),
-                                     &inLayout, sampleFormat, sampleRate, 0, nil)
+        var rc = swr_alloc_set_opts2(
+            &swr, &outLayout, outputFormat.sampleType.avSampleFormat, Int32(outputFormat.sampleRate),
+            &inLayout, sampleFormat, sampleRate, 0, nil)
         if rc >= 0 { rc = swr_init(swr) }
         guard rc >= 0 else {
             swr_free(&swr)
-            throw EngineFailure(.decodeFailed, "cannot convert \(sampleRate) Hz \(inLayout.nb_channels) ch to \(outputFormat): \(FFmpegError.describe(rc))")
+            throw EngineFailure(
+                .decodeFailed, "cannot convert \(sampleRate) Hz \(inLayout.nb_channels) ch to \(outputFormat): \(FFmpegError.describe(rc))")
         }
         resampler = swr
         resamplerInput = (sampleFormat, sampleRate, layout.pointee.nb_channels)
@@ -559,7 +593,10 @@ final class MediaDecoder {
                 try noteDamage(received)
                 continue
             }
-            if draining { finished = true; break }
+            if draining {
+                finished = true
+                break
+            }
 
             let read = av_read_frame(context, packet)
             if read < 0 {
@@ -618,12 +655,15 @@ final class MediaDecoder {
         }
     }
 
-    private func convert(_ frame: UnsafeMutablePointer<AVFrame>?,
-                         into destination: Destination?) throws(EngineFailure) -> (frames: Int, inDestination: Bool) {
+    private func convert(
+        _ frame: UnsafeMutablePointer<AVFrame>?,
+        into destination: Destination?
+    ) throws(EngineFailure) -> (frames: Int, inDestination: Bool) {
         if let frame {
             let format = AVSampleFormat(rawValue: frame.pointee.format)
             if format != resamplerInput.format || frame.pointee.sample_rate != resamplerInput.rate
-                || frame.pointee.ch_layout.nb_channels != resamplerInput.channels {
+                || frame.pointee.ch_layout.nb_channels != resamplerInput.channels
+            {
                 guard frame.pointee.sample_rate > 0, frame.pointee.ch_layout.nb_channels > 0 else { return (0, false) }
                 try buildResampler(layout: &frame.pointee.ch_layout, sampleFormat: format, sampleRate: frame.pointee.sample_rate)
             }
@@ -700,11 +740,13 @@ final class MediaDecoder {
     /// codec's frames stand alone: it starts at the target.
     private func seekPrerollFrames(_ codec: UnsafeMutablePointer<AVCodecContext>) -> Int64 {
         if let descriptor = avcodec_descriptor_get(codec.pointee.codec_id),
-           descriptor.pointee.props & AV_CODEC_PROP_LOSSLESS != 0 {
+            descriptor.pointee.props & AV_CODEC_PROP_LOSSLESS != 0
+        {
             return 0
         }
         let rate = Int64(outputFormat.sampleRate)
-        let stated = codec.pointee.sample_rate > 0
+        let stated =
+            codec.pointee.sample_rate > 0
             ? Int64(codec.pointee.seek_preroll) * rate / Int64(codec.pointee.sample_rate) : 0
         return max(rate / 10, stated)
     }

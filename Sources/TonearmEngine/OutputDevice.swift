@@ -1,4 +1,5 @@
 import TonearmMedia
+
 /// What the output thread drives: an open sound sink, owned by that thread alone (opened on the
 /// opener thread and handed over once, see `DeviceOpenAttempt`). ALSA's PCM is one; a Snapcast
 /// server's TCP stream source is the other. Not Sendable, like the handles behind it.

@@ -21,8 +21,9 @@ extension EngineControl {
         clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: now)
         clock.consuming = false
         guard outputEpoch == epoch, let item = knownItem(heard.itemID) else { return }
-        target = DecodeTarget(item: item, startSeconds: Double(heard.frame) / Double(heard.sampleRate),
-                              runStart: .seek(token: Self.internalSeekToken))
+        target = DecodeTarget(
+            item: item, startSeconds: Double(heard.frame) / Double(heard.sampleRate),
+            runStart: .seek(token: Self.internalSeekToken))
         beginEpoch()
     }
 
@@ -34,7 +35,8 @@ extension EngineControl {
         let now = EngineLock.now()
         let unconfirmed = state.unconfirmedRestore
         state.unconfirmedRestore = nil
-        let sameLossAgain = unconfirmed != nil && state.announcedLoss?.reason == reason
+        let sameLossAgain =
+            unconfirmed != nil && state.announcedLoss?.reason == reason
             && state.announcedLoss?.intent == intent
         if sameLossAgain, let from = unconfirmed?.from {
             // The device never worked since it came back: nothing it took was heard.
@@ -49,9 +51,11 @@ extension EngineControl {
         let heard = clock.position(now: now)
         if !sameLossAgain {
             state.announcedLoss = (reason, intent)
-            post(.deviceLost(itemID: heard.itemID,
-                             EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
-                             intent: intent))
+            post(
+                .deviceLost(
+                    itemID: heard.itemID,
+                    EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
+                    intent: intent))
         }
         setTimeControl(.paused)
         closeDevice(&state)

@@ -1,7 +1,8 @@
 import CLinux
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One run of `output.on_open` or `output.on_close`: a command run around the device's use (an
@@ -40,13 +41,14 @@ package struct OutputHookRun: Sendable, Equatable {
 
     /// "on_open `relay on` exited 0 after 0.012 s"
     package var summary: String {
-        let what = switch outcome {
-        case .exited(let code): "exited \(code)"
-        case .signalled(let signal): "was killed by signal \(signal)"
-        case .timedOut: "timed out and was killed"
-        case .superseded: "was stopped: the device was wanted again"
-        case .couldNotStart(let reason): "could not start: \(reason)"
-        }
+        let what =
+            switch outcome {
+            case .exited(let code): "exited \(code)"
+            case .signalled(let signal): "was killed by signal \(signal)"
+            case .timedOut: "timed out and was killed"
+            case .superseded: "was stopped: the device was wanted again"
+            case .couldNotStart(let reason): "could not start: \(reason)"
+            }
         return "output.\(moment.rawValue) `\(command.joined(separator: " "))` \(what) after "
             + String(format: "%.3f s", seconds)
     }
@@ -62,8 +64,10 @@ package struct OutputHookRun: Sendable, Equatable {
 enum OutputHookRunner {
     /// `stop`: when it fires, a hook not started yet is not started, and a running one is
     /// killed with its process group (`superseded`).
-    static func run(_ moment: OutputHookRun.Moment, _ command: [String], timeout: Double,
-                    stop: HookStop? = nil) -> OutputHookRun {
+    static func run(
+        _ moment: OutputHookRun.Moment, _ command: [String], timeout: Double,
+        stop: HookStop? = nil
+    ) -> OutputHookRun {
         let started = EngineLock.now()
         func done(_ outcome: OutputHookRun.Outcome) -> OutputHookRun {
             OutputHookRun(moment: moment, command: command, outcome: outcome, seconds: EngineLock.now() - started)
@@ -120,8 +124,10 @@ enum OutputHookRunner {
         while true {
             let left = deadline - EngineLock.now()
             if left <= 0 { return .timedOut }
-            var entries = [pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: stop?.descriptor ?? -1, events: Int16(POLLIN), revents: 0)]
+            var entries = [
+                pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stop?.descriptor ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&entries, 2, Int32(min(left * 1000, Double(Int32.max)).rounded(.up)))
             if ready > 0 { return entries[0].revents != 0 ? .exited : .stopped }
             if ready < 0 && errno != EINTR { return .exited }

@@ -32,7 +32,8 @@ extension EngineControl {
         assertOn(.output)
         // A network item that ran dry holds nothing to fade: it pauses at once.
         guard configuration.fadesOnPause, clock.consuming, let device = state.device, deviceLostReason == nil,
-              !state.refilling else {
+            !state.refilling
+        else {
             state.pauseFadeToWrite = nil
             return .pauseNow
         }
@@ -54,7 +55,8 @@ extension EngineControl {
             }
         }
         if let left = state.pauseFadeToWrite, left > 0, let head, head.remainingFrames > 0,
-           head.runStart == nil || (head.runStart == .advance && head.format == deviceFormat) {
+            head.runStart == nil || (head.runStart == .advance && head.format == deviceFormat)
+        {
             return .writeFade
         }
         // The fade is written (or what follows cannot be written now: the end of the queue, an
@@ -89,8 +91,9 @@ extension EngineControl {
         let ramp = GainStage.rampFrames(sampleRate: format.sampleRate)
         let back = Int(clock.held(now: now)) - format.sampleRate / 100
         guard back > ramp, back <= written.count, ramp <= written.scratchFrames,
-              let from = clock.written(at: clock.deviceWritten - Int64(back)), from.runLeft >= ramp,
-              knownItem(from.itemID) != nil else { return false }
+            let from = clock.written(at: clock.deviceWritten - Int64(back)), from.runLeft >= ramp,
+            knownItem(from.itemID) != nil
+        else { return false }
         lock.unlock()
         let rewound = device.rewind(frames: back)
         lock.lock()

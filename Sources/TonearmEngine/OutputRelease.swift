@@ -57,8 +57,9 @@ extension EngineControl {
             guard device.format != wanted else { return }
             grantedFormats[wanted] = device.format
             if epoch == myEpoch, let item = knownItem(head.itemID) {
-                target = DecodeTarget(item: item, startSeconds: Double(head.position + Int64(head.written)) / Double(wanted.sampleRate),
-                                      runStart: .seek(token: Self.internalSeekToken))
+                target = DecodeTarget(
+                    item: item, startSeconds: Double(head.position + Int64(head.written)) / Double(wanted.sampleRate),
+                    runStart: .seek(token: Self.internalSeekToken))
                 beginEpoch()
             }
         case .failure(let failure):

@@ -103,12 +103,14 @@ extension EngineControl {
             dropVoidChunks()
             let head = pipe.first
             if let head, head.isNetwork, head.runStart != nil && head.runStart != .advance || state.refilling,
-               awaitFill(head, &state) {
+                awaitFill(head, &state)
+            {
                 continue
             }
             if let head, let run = head.runStart, run != .advance {
                 if let awaited = deviceAwaited, head.announcedReady, awaited.intent == intent,
-                   EngineLock.now() < nextReopenAt {
+                    EngineLock.now() < nextReopenAt
+                {
                     // The item waits for its device: the next attempt is due then, or at a play or pause.
                     lock.waitOutput(untilMonotonic: nextReopenAt)
                     continue
@@ -334,7 +336,8 @@ extension EngineControl {
         closeDevice(&state)
         let requested = head.format
         switch openDevice(requested) {
-        case .failure(let failure) where configuration.waitForDevice && failure.kind == .deviceUnavailable
+        case .failure(let failure)
+        where configuration.waitForDevice && failure.kind == .deviceUnavailable
             && run == .opened && head.epoch == epoch:
             awaitDevice(for: head, failure)
             return false
@@ -363,8 +366,9 @@ extension EngineControl {
                 // The device plays another format: the decoder converts to it, from this run's start.
                 grantedFormats[requested] = device.format
                 if let item = knownItem(head.itemID) {
-                    target = DecodeTarget(item: item, startSeconds: Double(head.position) / Double(requested.sampleRate),
-                                          runStart: run)
+                    target = DecodeTarget(
+                        item: item, startSeconds: Double(head.position) / Double(requested.sampleRate),
+                        runStart: run)
                 }
                 beginEpoch()
                 return false
@@ -495,7 +499,8 @@ extension EngineControl {
         if state.waitingReported {
             lock.waitOutput()
         } else if !lock.waitOutput(untilMonotonic: now + Self.starvationGrace), pipe.isEmpty, playRequested,
-                  decoderEpoch == epoch {
+            decoderEpoch == epoch
+        {
             reportBuffering(itemID: heardItemID ?? 0, &state)
             if state.writingNetwork { beginRefill(&state) }
         }
@@ -547,8 +552,9 @@ extension EngineControl {
             let taken = leveling(head.itemID)
             loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
         }
-        let itemGain = replayGain.gain(tags: head.replayGain, loudness: loudnessInForce?.measurement,
-                                       prefersAlbum: head.prefersAlbumGain, provisional: loudnessInForce?.provisional ?? false)
+        let itemGain = replayGain.gain(
+            tags: head.replayGain, loudness: loudnessInForce?.measurement,
+            prefersAlbum: head.prefersAlbumGain, provisional: loudnessInForce?.provisional ?? false)
         liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked with or after the
         // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.
@@ -586,8 +592,9 @@ extension EngineControl {
 
         switch outcome {
         case .wrote(let count):
-            clock.wrote(itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
-                        sampleRate: format.sampleRate)
+            clock.wrote(
+                itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
+                sampleRate: format.sampleRate)
             head.written += count
             framesWrittenTotal &+= count
             state.written?.append(pointer, frames: count)
@@ -642,7 +649,8 @@ extension EngineControl {
         assertOn(.output)
         takeBackAfter = nil
         guard outputEpoch == epoch, let device = state.device,
-              let frames = clock.framesWritten(after: after, now: clockNow) else { return }
+            let frames = clock.framesWritten(after: after, now: clockNow)
+        else { return }
         lock.unlock()
         let rewound = device.rewind(frames: Int(frames))
         let delay = configuration.pace ? 0 : device.delayFrames()
@@ -683,14 +691,18 @@ extension EngineControl {
         state.idleSince = nil
         state.devicePaused = false
         state.paceRoom = 0
-        state.written = device.canRewind && configuration.fadesOnPause
-            ? WrittenFrames(bytesPerFrame: device.format.bytesPerFrame,
-                            capacity: device.bufferFrames + device.periodFrames + paceLeadFrames(device) + pacePieceFrames(device),
-                            scratchFrames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
+        state.written =
+            device.canRewind && configuration.fadesOnPause
+            ? WrittenFrames(
+                bytesPerFrame: device.format.bytesPerFrame,
+                capacity: device.bufferFrames + device.periodFrames + paceLeadFrames(device) + pacePieceFrames(device),
+                scratchFrames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
             : nil
         deviceOpen = true
         let rate = Double(device.format.sampleRate)
-        outputLeadSeconds = configuration.pace ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
+        outputLeadSeconds =
+            configuration.pace
+            ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
             : Double(device.bufferFrames) / rate
         outputRewinds = device.canRewind
         // Paced, the thread sleeps on its condition and a take-back wakes it; otherwise it may be

@@ -48,8 +48,9 @@ final class OverlayRing {
         while done < frames {
             let index = (start + done) % capacity
             let run = min(frames - done, capacity - index)
-            (storage + index * format.bytesPerFrame).copyMemory(from: source + done * format.bytesPerFrame,
-                                                                 byteCount: run * format.bytesPerFrame)
+            (storage + index * format.bytesPerFrame).copyMemory(
+                from: source + done * format.bytesPerFrame,
+                byteCount: run * format.bytesPerFrame)
             done += run
         }
     }
@@ -57,13 +58,16 @@ final class OverlayRing {
     /// Adds `frames` frames of the clip from `start` on, × `gain`, into `destination` (in the
     /// same format), rounded and clipped; fading out along the last `fadeOut.left` frames of a
     /// fade of `fadeOut.length` (the last one silent). Output thread, off the lock.
-    func mix(into destination: UnsafeMutableRawPointer, frames: Int, from start: Int,
-             fadeOut: (left: Int, length: Int)? = nil) {
+    func mix(
+        into destination: UnsafeMutableRawPointer, frames: Int, from start: Int,
+        fadeOut: (left: Int, length: Int)? = nil
+    ) {
         let channels = format.channels
         for frame in 0..<frames {
             let level = fadeOut.map { Double(max(0, $0.left - frame - 1)) / Double($0.length) } ?? 1
-            PCMMix.frame(into: destination, at: frame * channels, from: storage, at: (start + frame) % capacity * channels,
-                         channels: channels, type: format.sampleType, keep: 1, add: gain * level)
+            PCMMix.frame(
+                into: destination, at: frame * channels, from: storage, at: (start + frame) % capacity * channels,
+                channels: channels, type: format.sampleType, keep: 1, add: gain * level)
         }
     }
 }

@@ -85,8 +85,9 @@ struct PlaybackClock {
                 first = (first + 1) % ring.count
                 count -= 1
             }
-            ring[(first + count) % ring.count] = Segment(itemID: itemID, deviceStart: deviceWritten,
-                                                         trackStart: trackFrame, sampleRate: sampleRate)
+            ring[(first + count) % ring.count] = Segment(
+                itemID: itemID, deviceStart: deviceWritten,
+                trackStart: trackFrame, sampleRate: sampleRate)
             count += 1
         }
         deviceWritten += Int64(frames)

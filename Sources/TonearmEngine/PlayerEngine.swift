@@ -40,8 +40,11 @@ package final class PlayerEngine: Sendable {
             guard let self else { return }
             if let old {
                 guard options.contains(.new), old[keyPath: keyPath] != new[keyPath: keyPath] else { return }
-                handler(self, ObservedChange(itemID: new.itemID, oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath],
-                                             event: event))
+                handler(
+                    self,
+                    ObservedChange(
+                        itemID: new.itemID, oldValue: old[keyPath: keyPath], newValue: new[keyPath: keyPath],
+                        event: event))
             } else {
                 handler(self, ObservedChange(itemID: new.itemID, oldValue: nil, newValue: new[keyPath: keyPath], event: nil))
             }
@@ -214,7 +217,8 @@ package final class PlayerEngine: Sendable {
     private func rejoinIfLiveAndStale() {
         let c = control
         guard let heard = c.heardItemID, c.info(for: heard)?.isLive == true, let item = c.knownItem(heard),
-              c.target != nil, !c.clock.consuming, EngineLock.now() - c.stoppedConsumingAt > Self.liveRejoinAfter else { return }
+            c.target != nil, !c.clock.consuming, EngineLock.now() - c.stoppedConsumingAt > Self.liveRejoinAfter
+        else { return }
         c.target = DecodeTarget(item: item, startSeconds: 0, runStart: .seek(token: EngineControl.internalSeekToken))
         c.beginEpoch()
     }
@@ -234,7 +238,8 @@ package final class PlayerEngine: Sendable {
             let c = control
             let announced = c.clock.rest.itemID
             guard let itemID = (announced != 0 ? announced : nil) ?? c.target?.item.id,
-                  let item = c.knownItem(itemID) else { return nil }
+                let item = c.knownItem(itemID)
+            else { return nil }
             c.target = DecodeTarget(item: item, startSeconds: max(0, seconds.isFinite ? seconds : 0), runStart: .seek(token: token))
             c.beginEpoch()
             if c.playRequested != playing {
@@ -320,8 +325,9 @@ package final class PlayerEngine: Sendable {
     package func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
         control.lock.withLock {
             let serial = control.fadeRequest.serial + 1
-            control.fadeRequest = FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
-                                              seconds: max(seconds, 0), serial: serial)
+            control.fadeRequest = FadeRequest(
+                from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
+                seconds: max(seconds, 0), serial: serial)
             return serial
         }
     }
@@ -347,8 +353,9 @@ package final class PlayerEngine: Sendable {
     /// other stands.
     package func duck(to level: Double, over seconds: Double) {
         control.lock.withLock {
-            control.duckRequest = FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0),
-                                              serial: control.duckRequest.serial + 1)
+            control.duckRequest = FadeRequest(
+                from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0),
+                serial: control.duckRequest.serial + 1)
         }
     }
 

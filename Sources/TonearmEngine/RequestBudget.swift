@@ -27,9 +27,12 @@ final class RequestBudget {
     /// The CA file to verify https peers against; nil: no verification (`input.tls_verify = false`).
     private let verifyAgainst: String?
 
-    typealias IOOpen = @convention(c) (UnsafeMutablePointer<AVFormatContext>?,
-                                       UnsafeMutablePointer<UnsafeMutablePointer<AVIOContext>?>?,
-                                       UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
+    typealias IOOpen =
+        @convention(c) (
+            UnsafeMutablePointer<AVFormatContext>?,
+            UnsafeMutablePointer<UnsafeMutablePointer<AVIOContext>?>?,
+            UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<OpaquePointer?>?
+        ) -> Int32
 
     /// Installs the budget on `context` (before it opens anything); the context must not outlive it.
     init(installedOn context: UnsafeMutablePointer<AVFormatContext>, verifyAgainst: String?) {

@@ -64,7 +64,9 @@ final class RequestGate {
         // reads more into such an address ("http://host:1:2/") than this check could vouch for.
         guard let url = URL(string: location), url.host?.isEmpty == false, InputConfiguration.isNetwork(url), input.allows(url) else {
             let scheme = URL(string: location).map(InputConfiguration.scheme(of:)) ?? "?"
-            cancellation.refuse("a request to \(location) was stopped before it was sent: not an address of an allowed protocol ('\(scheme)'; input.protocols: \(input.protocols.joined(separator: ", ")))")
+            cancellation.refuse(
+                "a request to \(location) was stopped before it was sent: not an address of an allowed protocol ('\(scheme)'; input.protocols: \(input.protocols.joined(separator: ", ")))"
+            )
             return
         }
     }

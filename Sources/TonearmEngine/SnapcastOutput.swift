@@ -57,7 +57,8 @@ final class SnapcastOutput: OutputDevice {
         var found: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, String(port), &hints, &found)
         guard resolved == 0, let first = found else {
-            throw EngineFailure(.deviceUnavailable, "snapserver at \(address): cannot resolve '\(host)': \(String(cString: gai_strerror(resolved)))")
+            throw EngineFailure(
+                .deviceUnavailable, "snapserver at \(address): cannot resolve '\(host)': \(String(cString: gai_strerror(resolved)))")
         }
         defer { freeaddrinfo(found) }
         var lastError: Int32 = ECONNREFUSED
@@ -65,7 +66,10 @@ final class SnapcastOutput: OutputDevice {
         while let info = candidate {
             candidate = info.pointee.ai_next
             let fd = Glibc.socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.pointee.ai_protocol)
-            guard fd >= 0 else { lastError = errno; continue }
+            guard fd >= 0 else {
+                lastError = errno
+                continue
+            }
             if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
                 var timeout = timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -74,8 +78,10 @@ final class SnapcastOutput: OutputDevice {
             lastError = errno
             Glibc.close(fd)
         }
-        throw EngineFailure(.deviceUnavailable, "snapserver at \(address): \(String(cString: strerror(lastError))) "
-                            + "(is it running, with source = tcp://\(address)?mode=server?)")
+        throw EngineFailure(
+            .deviceUnavailable,
+            "snapserver at \(address): \(String(cString: strerror(lastError))) "
+                + "(is it running, with source = tcp://\(address)?mode=server?)")
     }
 
     func write(_ data: UnsafeRawPointer, frames: Int) -> OutputWriteOutcome {

@@ -1,7 +1,8 @@
 import Logging
 import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Stops accepting for a moment when accept fails for want of resources (out of file
@@ -42,8 +43,9 @@ final class AcceptPauseHandler: ChannelInboundHandler {
         }
         if !reported {
             reported = true
-            logger.warning("cannot accept a client: \(ioError.description); retrying every \(pause.nanoseconds / 1_000_000) ms",
-                           metadata: ["errno": "\(ioError.errnoCode)"])
+            logger.warning(
+                "cannot accept a client: \(ioError.description); retrying every \(pause.nanoseconds / 1_000_000) ms",
+                metadata: ["errno": "\(ioError.errnoCode)"])
         }
         guard !paused, let options = context.channel.syncOptions else { return }
         paused = true

@@ -1,6 +1,8 @@
 import Foundation
+import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Who may do what on the control socket (`control.allow_uids`, `allow_gids`, `read_gids`), from
@@ -85,7 +87,8 @@ package struct PeerCredentials: Sendable, Equatable {
     package var groups: Set<UInt32> {
         var groups: Set<UInt32> = [gid]
         if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") }) {
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Groups:") })
+        {
             for field in line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }) {
                 if let group = UInt32(field) { groups.insert(group) }
             }
@@ -94,14 +97,13 @@ package struct PeerCredentials: Sendable, Equatable {
     }
 }
 
-import NIOCore
-
 extension PeerCredentials {
     /// The peer of a Unix-socket connection (`SO_PEERCRED`); nil when the kernel does not say.
     static func of(_ channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
         guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
-        let future: EventLoopFuture<KernelUcred> = provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET),
-                                                                                 name: SocketOptionName(SO_PEERCRED))
+        let future: EventLoopFuture<KernelUcred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED))
         return future.map { Optional(PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid)) }
             .recover { _ in Optional<PeerCredentials>.none }
     }

@@ -6,8 +6,10 @@ package struct ChangeDurability: Sendable {
     package let recorded: @Sendable () -> Int
     package let whenDurable: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
 
-    package init(recorded: @escaping @Sendable () -> Int,
-                whenDurable: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void) {
+    package init(
+        recorded: @escaping @Sendable () -> Int,
+        whenDurable: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void
+    ) {
         self.recorded = recorded
         self.whenDurable = whenDurable
     }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file a client names (a playlist, a cover image), opened for it, for both protocols. What is
@@ -19,8 +20,10 @@ package enum ClientFile {
 
     /// Opens the regular file at `path` for `peer`; the caller closes the descriptor. `served`:
     /// a directory whose files any client may use (the music directory), or nil.
-    package static func open(_ path: String, for peer: ClientPeer, sources: SourcePolicy,
-                             served: String?) throws(Refusal) -> (fd: Int32, info: stat) {
+    package static func open(
+        _ path: String, for peer: ClientPeer, sources: SourcePolicy,
+        served: String?
+    ) throws(Refusal) -> (fd: Int32, info: stat) {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let code = errno

@@ -47,10 +47,12 @@ package struct FrontEnd: Sendable {
     /// for the log ("uid=… pid=…", or the TCP address).
     package let serve: @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void>
 
-    package init(name: String, address: ListenAddress, maxClients: Int, socketMode: UInt16, socketGroup: UInt32?,
-                 policy: AccessPolicy, tcpAccess: AccessPolicy.Level, refusal: @escaping @Sendable (Refusal) -> ByteBuffer,
-                 maxClientsPerAddress: Int? = nil,
-                 serve: @escaping @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void>) {
+    package init(
+        name: String, address: ListenAddress, maxClients: Int, socketMode: UInt16, socketGroup: UInt32?,
+        policy: AccessPolicy, tcpAccess: AccessPolicy.Level, refusal: @escaping @Sendable (Refusal) -> ByteBuffer,
+        maxClientsPerAddress: Int? = nil,
+        serve: @escaping @Sendable (any Channel, AccessPolicy.Level, ClientPeer) -> EventLoopFuture<Void>
+    ) {
         self.name = name
         self.address = address
         self.maxClients = maxClients
@@ -113,8 +115,10 @@ package final class Listener: Sendable {
         return Listener(frontEnd: frontEnd, channel: channel, connections: connections)
     }
 
-    private static func makeBootstrap(_ frontEnd: FrontEnd, group: any EventLoopGroup, connections: OpenConnections,
-                                      logger: Logger) -> ServerBootstrap {
+    private static func makeBootstrap(
+        _ frontEnd: FrontEnd, group: any EventLoopGroup, connections: OpenConnections,
+        logger: Logger
+    ) -> ServerBootstrap {
         let isTCP = if case .tcp = frontEnd.address { true } else { false }
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -134,12 +138,18 @@ package final class Listener: Sendable {
                 case .admitted:
                     break
                 case .tooMany:
-                    logger.warning("too many clients; refusing one", metadata: [
-                        "socket": "\(frontEnd.name)", "max_clients": "\(frontEnd.maxClients)"])
+                    logger.warning(
+                        "too many clients; refusing one",
+                        metadata: [
+                            "socket": "\(frontEnd.name)", "max_clients": "\(frontEnd.maxClients)",
+                        ])
                     return refuse(channel, frontEnd.refusal(.tooManyClients(limit: frontEnd.maxClients)))
                 case .tooManyFromAddress(let limit):
-                    logger.warning("too many clients from one address; refusing one", metadata: [
-                        "socket": "\(frontEnd.name)", "address": "\(address ?? "?")", "limit": "\(limit)"])
+                    logger.warning(
+                        "too many clients from one address; refusing one",
+                        metadata: [
+                            "socket": "\(frontEnd.name)", "address": "\(address ?? "?")", "limit": "\(limit)",
+                        ])
                     return refuse(channel, frontEnd.refusal(.tooManyFromOneAddress(limit: limit)))
                 }
                 if isTCP {
@@ -151,9 +161,12 @@ package final class Listener: Sendable {
                     guard !frontEnd.policy.isOpen else { return frontEnd.serve(channel, .control, who) }
                     let access = peer.map { frontEnd.policy.level(uid: $0.uid, groups: $0.groups, daemonUID: getuid()) } ?? .none
                     guard access == .none else { return frontEnd.serve(channel, access, who) }
-                    logger.warning("refusing a client the access lists do not name", metadata: [
-                        "socket": "\(frontEnd.name)",
-                        "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")"])
+                    logger.warning(
+                        "refusing a client the access lists do not name",
+                        metadata: [
+                            "socket": "\(frontEnd.name)",
+                            "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
+                        ])
                     return refuse(channel, frontEnd.refusal(.notAllowed(uid: peer?.uid)))
                 }
             }
@@ -203,8 +216,9 @@ package final class Listener: Sendable {
         let directory = (path as NSString).deletingLastPathComponent
         guard !directory.isEmpty else { return }
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o755])
         } catch {
             throw ServerError("cannot create socket directory \(directory): \(error.localizedDescription)")
         }

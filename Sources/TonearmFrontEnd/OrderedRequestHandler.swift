@@ -175,7 +175,8 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     private func serveQueued(context: ChannelHandlerContext) {
         while !busy, !closing, context.channel.isWritable, heldUntil == nil || (gathered?.readableBytes ?? 0) < Self.gatherLimit,
-              let line = queued.popFirst() {
+            let line = queued.popFirst()
+        {
             servedSince = changes?.recorded() ?? 0
             if session.serve(line, self) == .waiting { busy = true }
             guard checkOutput(context: context) else { return }
@@ -337,11 +338,15 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         // need to ask how much (an option read per reply cost more than the rest of the check).
         if limits.maxOutputBytes >= OutputMarks.high && context.channel.isWritable { return true }
         guard let pending = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes),
-              pending > limits.maxOutputBytes else { return true }
+            pending > limits.maxOutputBytes
+        else { return true }
         move(to: .closing)
         queued.removeAll()
-        logger.warning("client does not read its replies; closing it", metadata: [
-            "peer": "\(peer)", "unread_bytes": "\(pending)", "limit": "\(limits.maxOutputBytes)"])
+        logger.warning(
+            "client does not read its replies; closing it",
+            metadata: [
+                "peer": "\(peer)", "unread_bytes": "\(pending)", "limit": "\(limits.maxOutputBytes)",
+            ])
         context.close(promise: nil)
         return false
     }
@@ -464,7 +469,8 @@ extension ChannelPipeline.SynchronousOperations {
     ) throws {
         try addHandlers(
             ByteToMessageHandler(LineDecoder(maxLength: maxLineLength, keepsEmptyLines: keepsEmptyLines)),
-            OrderedRequestHandler(session: session, limits: limits, logger: logger, peer: peer.description,
-                                  changes: changes))
+            OrderedRequestHandler(
+                session: session, limits: limits, logger: logger, peer: peer.description,
+                changes: changes))
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import TonearmCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads a playlist file a client names, for both protocols, from the file `ClientFile` opened
@@ -14,8 +15,10 @@ package enum PlaylistReader {
 
     /// The entries of the playlist at `path` (`kind`), for `peer`. `served`: a directory whose
     /// files any client may use (the music directory), or nil.
-    package static func entries(at path: String, kind: PlaylistFile.Kind, for peer: ClientPeer, sources: SourcePolicy,
-                        served: String?) throws(Refusal) -> [PlaylistEntry] {
+    package static func entries(
+        at path: String, kind: PlaylistFile.Kind, for peer: ClientPeer, sources: SourcePolicy,
+        served: String?
+    ) throws(Refusal) -> [PlaylistEntry] {
         let (fd, info): (Int32, stat)
         do throws(Refusal) { (fd, info) = try ClientFile.open(path, for: peer, sources: sources, served: served) } catch {
             // Named as a playlist, the way clients read it.

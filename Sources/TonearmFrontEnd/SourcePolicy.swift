@@ -51,7 +51,8 @@ package struct SourcePolicy: Sendable, Equatable {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let scheme = text[..<colon]
         guard scheme.count >= 2, let head = scheme.first, head.isASCII, head.isLetter,
-              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return nil }
+            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return nil }
         return scheme.lowercased()
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A TCP address a front-end listens on: `mpd.bind`, `http.bind`.
@@ -10,7 +10,8 @@ package struct TCPAddress: Sendable, Equatable, CustomStringConvertible {
     /// "127.0.0.1:6600", "[::1]:6600", "localhost:6600".
     package init?(_ text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (1...65_535).contains(port) else { return nil }
+            (1...65_535).contains(port)
+        else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }

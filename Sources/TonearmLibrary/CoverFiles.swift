@@ -13,7 +13,8 @@ package enum CoverFiles {
         for file in files {
             let dot = file.lastIndex(of: ".") ?? file.endIndex
             guard dot != file.endIndex, suffixes.contains(file[file.index(after: dot)...].lowercased()),
-                  let rank = names.firstIndex(of: file[..<dot].lowercased()) else { continue }
+                let rank = names.firstIndex(of: file[..<dot].lowercased())
+            else { continue }
             // Among equals (cover.jpg, Cover.png), the first by name, so the answer is stable.
             if best.map({ rank < $0.rank || (rank == $0.rank && file < $0.name) }) ?? true { best = (rank, file) }
         }

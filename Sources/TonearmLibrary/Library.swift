@@ -56,8 +56,10 @@ package final class Library: Sendable {
 
     /// Opens the library whose music directory is `configuration.musicDirectory` (required) and
     /// whose database is `databasePath`. `reader` reads a file's tags (nil: not media).
-    package init(configuration: LibraryConfiguration, databasePath: String, logger: Logger,
-                reader: @escaping @Sendable (URL) -> MediaTags?) throws {
+    package init(
+        configuration: LibraryConfiguration, databasePath: String, logger: Logger,
+        reader: @escaping @Sendable (URL) -> MediaTags?
+    ) throws {
         guard let root = configuration.musicDirectory else {
             throw LibraryOffline(description: "no music directory configured")
         }
@@ -65,9 +67,10 @@ package final class Library: Sendable {
         self.root = root
         self.logger = logger
         database = try LibraryDatabase(path: databasePath, logger: logger)
-        scanner = LibraryScanner(root: root, database: database,
-                                 tags: TagReaderPool(threads: configuration.scanThreads, reader: reader),
-                                 followSymlinks: configuration.followSymlinks, logger: logger)
+        scanner = LibraryScanner(
+            root: root, database: database,
+            tags: TagReaderPool(threads: configuration.scanThreads, reader: reader),
+            followSymlinks: configuration.followSymlinks, logger: logger)
     }
 
     deinit {
@@ -161,7 +164,11 @@ package final class Library: Sendable {
     }
 
     private func numberAndQueue(_ path: String, rescan: Bool, limited: Bool) throws(LibraryUpdateRefusal) -> Int {
-        enum Answer { case covered(Int), queued(Int), full }
+        enum Answer {
+            case covered(Int)
+            case queued(Int)
+            case full
+        }
         let answer: Answer = state.withLock { state in
             if let covering = state.waiting.first(where: { $0.covers(path, rescan: rescan) }) { return .covered(covering.job) }
             if limited, state.waiting.count >= Library.updateQueueLimit { return .full }
@@ -234,12 +241,16 @@ package final class Library: Sendable {
                 state.offline.merge(outcome.offline) { $1 }
             }
             for (path, reason) in outcome.offline.sorted(by: { $0.key < $1.key }) {
-                logger.warning("part of the music directory is offline; its entries are kept",
-                               metadata: ["job": "\(job)", "directory": "\(path)", "reason": "\(reason)"])
+                logger.warning(
+                    "part of the music directory is offline; its entries are kept",
+                    metadata: ["job": "\(job)", "directory": "\(path)", "reason": "\(reason)"])
             }
-            logger.info("library scan finished", metadata: [
-                "job": "\(job)", "added": "\(outcome.added)", "changed": "\(outcome.changed)", "removed": "\(outcome.removed)",
-                "failed": "\(outcome.failed)", "seconds": "\(String(format: "%.2f", outcome.seconds))"])
+            logger.info(
+                "library scan finished",
+                metadata: [
+                    "job": "\(job)", "added": "\(outcome.added)", "changed": "\(outcome.changed)", "removed": "\(outcome.removed)",
+                    "failed": "\(outcome.failed)", "seconds": "\(String(format: "%.2f", outcome.seconds))",
+                ])
             news.yield(.updateFinished(job: job, outcome))
         } catch let offline as LibraryOffline {
             state.withLock { state in

@@ -9,10 +9,11 @@ extension LibrarySearch {
     /// The matching songs as the CTE `m(id, duration)`.
     private static func matchingCTE(_ filter: LibraryFilter) -> Condition {
         let condition = condition(filter)
-        return Condition(sql: """
-            m(id, duration) AS MATERIALIZED (SELECT s.id, COALESCE(s.duration, 0) FROM song s
-                JOIN directory d ON d.id = s.directory_id WHERE s.failed = 0 AND \(condition.sql))
-            """, arguments: condition.arguments)
+        return Condition(
+            sql: """
+                m(id, duration) AS MATERIALIZED (SELECT s.id, COALESCE(s.duration, 0) FROM song s
+                    JOIN directory d ON d.id = s.directory_id WHERE s.failed = 0 AND \(condition.sql))
+                """, arguments: condition.arguments)
     }
 
     /// The CTE `name(song_id, v)`: each matching song's effective values of `tag`.
@@ -27,14 +28,16 @@ extension LibrarySearch {
         }
         for (index, code) in codes.enumerated() {
             let before = Array(codes[..<index])
-            parts.append("SELECT t.song_id, t.value FROM song_tag t WHERE t.tag = ? AND t.song_id IN (SELECT id FROM m)"
-                + (before.isEmpty ? "" : " AND " + lacks(before, "t.song_id")))
+            parts.append(
+                "SELECT t.song_id, t.value FROM song_tag t WHERE t.tag = ? AND t.song_id IN (SELECT id FROM m)"
+                    + (before.isEmpty ? "" : " AND " + lacks(before, "t.song_id")))
             arguments += [code] + before.map { $0 }
         }
         parts.append("SELECT m.id, '' FROM m WHERE " + lacks(codes, "m.id"))
         arguments += codes.map { $0 }
-        return Condition(sql: "\(name)(song_id, v) AS MATERIALIZED (\(parts.joined(separator: " UNION ALL ")))",
-                         arguments: arguments)
+        return Condition(
+            sql: "\(name)(song_id, v) AS MATERIALIZED (\(parts.joined(separator: " UNION ALL ")))",
+            arguments: arguments)
     }
 
     /// The distinct rows of `groups`' values then `tag`'s among the songs `filter` means, sorted.
@@ -43,7 +46,8 @@ extension LibrarySearch {
         let ctes = [Self.matchingCTE(filter)] + columns.enumerated().map { Self.valuesCTE("e\($0.offset)", $0.element) }
         let names = columns.indices.map { "e\($0)" }
         let joins = names.dropFirst().map { " JOIN \($0) ON \($0).song_id = e0.song_id" }.joined()
-        let sql = "WITH " + ctes.map(\.sql).joined(separator: ", ")
+        let sql =
+            "WITH " + ctes.map(\.sql).joined(separator: ", ")
             + " SELECT DISTINCT " + names.map { "\($0).v" }.joined(separator: ", ") + " FROM e0" + joins
             + " ORDER BY " + columns.indices.map { "\($0 + 1)" }.joined(separator: ", ")
         return try database.read { db in
@@ -59,16 +63,20 @@ extension LibrarySearch {
         let matching = Self.matchingCTE(filter)
         return try database.read { db in
             guard let group else {
-                let row = try Row.fetchOne(db, sql: "WITH \(matching.sql) SELECT COUNT(*), TOTAL(duration) FROM m",
-                                           arguments: Self.arguments(matching.arguments))
+                let row = try Row.fetchOne(
+                    db, sql: "WITH \(matching.sql) SELECT COUNT(*), TOTAL(duration) FROM m",
+                    arguments: Self.arguments(matching.arguments))
                 return [(nil, row?[0] ?? 0, row?[1] ?? 0)]
             }
             let values = Self.valuesCTE("e", group)
-            return try Row.fetchAll(db, sql: """
-                WITH \(matching.sql), \(values.sql)
-                SELECT e.v, COUNT(*), TOTAL(m.duration) FROM (SELECT DISTINCT song_id, v FROM e) e JOIN m ON m.id = e.song_id
-                GROUP BY e.v ORDER BY e.v
-                """, arguments: Self.arguments(matching.arguments + values.arguments)).map { ($0[0], $0[1], $0[2]) }
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    WITH \(matching.sql), \(values.sql)
+                    SELECT e.v, COUNT(*), TOTAL(m.duration) FROM (SELECT DISTINCT song_id, v FROM e) e JOIN m ON m.id = e.song_id
+                    GROUP BY e.v ORDER BY e.v
+                    """, arguments: Self.arguments(matching.arguments + values.arguments)
+            ).map { ($0[0], $0[1], $0[2]) }
         }
     }
 

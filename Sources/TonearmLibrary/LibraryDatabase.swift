@@ -17,8 +17,9 @@ final class LibraryDatabase: Sendable {
         do {
             pool = try Self.open(path)
         } catch {
-            logger.error("the library database cannot be used; it is moved aside and rebuilt by the next scan",
-                         metadata: ["file": "\(path)", "error": "\(error)"])
+            logger.error(
+                "the library database cannot be used; it is moved aside and rebuilt by the next scan",
+                metadata: ["file": "\(path)", "error": "\(error)"])
             for suffix in ["", "-wal", "-shm"] {
                 let file = path + suffix
                 guard FileManager.default.fileExists(atPath: file) else { continue }

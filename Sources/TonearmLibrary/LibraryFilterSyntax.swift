@@ -157,7 +157,8 @@ package enum LibraryFilterSyntax {
         private mutating func takeWord(_ spelling: String) -> Bool {
             let characters = Array(spelling)
             guard position + characters.count <= text.count,
-                  Array(text[position..<position + characters.count]) == characters else { return false }
+                Array(text[position..<position + characters.count]) == characters
+            else { return false }
             position += characters.count
             skipSpaces()
             return true

@@ -9,23 +9,26 @@ enum LibraryFunctions {
     private static let compiled = Locked<[String: NSRegularExpression]>([:])
 
     static func register(on db: Database) {
-        db.add(function: DatabaseFunction("tonearm_regexp", argumentCount: 3, pure: true) { values in
-            guard let pattern = String.fromDatabaseValue(values[0]), let text = String.fromDatabaseValue(values[1]) else {
-                return false
-            }
-            let fold = Bool.fromDatabaseValue(values[2]) ?? false
-            guard let expression = expression(pattern, fold: fold) else { return false }
-            return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-        })
-        db.add(function: DatabaseFunction("tonearm_fold", argumentCount: 1, pure: true) { values in
-            String.fromDatabaseValue(values[0]).map(LibraryFolding.fold)
-        })
-        db.add(function: DatabaseFunction("tonearm_format_mask", argumentCount: 2, pure: true) { values in
-            guard let mask = String.fromDatabaseValue(values[0]), let format = String.fromDatabaseValue(values[1]) else {
-                return false
-            }
-            return formatMatches(mask: mask, format)
-        })
+        db.add(
+            function: DatabaseFunction("tonearm_regexp", argumentCount: 3, pure: true) { values in
+                guard let pattern = String.fromDatabaseValue(values[0]), let text = String.fromDatabaseValue(values[1]) else {
+                    return false
+                }
+                let fold = Bool.fromDatabaseValue(values[2]) ?? false
+                guard let expression = expression(pattern, fold: fold) else { return false }
+                return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            })
+        db.add(
+            function: DatabaseFunction("tonearm_fold", argumentCount: 1, pure: true) { values in
+                String.fromDatabaseValue(values[0]).map(LibraryFolding.fold)
+            })
+        db.add(
+            function: DatabaseFunction("tonearm_format_mask", argumentCount: 2, pure: true) { values in
+                guard let mask = String.fromDatabaseValue(values[0]), let format = String.fromDatabaseValue(values[1]) else {
+                    return false
+                }
+                return formatMatches(mask: mask, format)
+            })
     }
 
     /// A pattern that does not compile matches nothing (the parser refuses it before a search).

@@ -148,20 +148,26 @@ struct LibraryReader {
             .map { .directory(uri: $0[0], modified: $0[1]) }
     }
 
-    private func songs(inDirectory id: Int64, path: String, withTags: Bool, named name: String? = nil,
-                       _ db: Database) throws -> [LibrarySong] {
+    private func songs(
+        inDirectory id: Int64, path: String, withTags: Bool, named name: String? = nil,
+        _ db: Database
+    ) throws -> [LibrarySong] {
         let filter = name == nil ? "" : " AND name = ?"
         let arguments: StatementArguments = name.map { [id, $0] } ?? [id]
-        let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT id, name, mtime, duration, format FROM song
-            WHERE directory_id = ? AND failed = 0\(filter) ORDER BY name
-            """), arguments: arguments)
+        let rows = try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT id, name, mtime, duration, format FROM song
+                    WHERE directory_id = ? AND failed = 0\(filter) ORDER BY name
+                    """), arguments: arguments)
         var tagsBySong: [Int64: [MediaTags.Entry]] = [:]
         if withTags, !rows.isEmpty {
-            let tagRows = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
-                WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.seq
-                """), arguments: arguments)
+            let tagRows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
+                        WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.seq
+                        """), arguments: arguments)
             while let row = try tagRows.next() {
                 guard let tag = StoredTag.tag(row[1]) else { continue }
                 tagsBySong[row[0], default: []].append(MediaTags.Entry(tag, row[2]))
@@ -170,8 +176,9 @@ struct LibraryReader {
         return rows.map { row in
             let songName: String = row[1]
             let songID: Int64 = row[0]
-            return LibrarySong(uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
-                               format: row[4], tags: tagsBySong[songID] ?? [])
+            return LibrarySong(
+                uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
+                format: row[4], tags: tagsBySong[songID] ?? [])
         }
     }
 }

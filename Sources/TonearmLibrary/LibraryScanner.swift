@@ -69,7 +69,8 @@ struct LibraryScanner {
     /// Not `recursive`: only `start`'s own entries, and subdirectories the database does not
     /// know yet (a watched change names the one directory it happened in).
     func scan(under start: String, rescan: Bool, now: Int, recursive: Bool = true) throws -> ScanOutcome {
-        var start = start, recursive = recursive
+        var start = start
+        var recursive = recursive
         let began = Date()
         var outcome = ScanOutcome()
         var rootInfo = stat()
@@ -99,7 +100,8 @@ struct LibraryScanner {
             recursive = false
         }
         var startParent = stat()
-        let startParentDevice: UInt64? = !start.isEmpty && stat(absolute(Self.parentPath(start)), &startParent) == 0
+        let startParentDevice: UInt64? =
+            !start.isEmpty && stat(absolute(Self.parentPath(start)), &startParent) == 0
             ? UInt64(startParent.st_dev) : nil
         // The directories on the way to `start` exist in the database too.
         var ancestors: [String] = [""]
@@ -181,7 +183,8 @@ struct LibraryScanner {
                     // A known mount point that cannot be reached (a link to a disk not mounted,
                     // a share whose server went away) is offline, not gone.
                     if let wasMount = known.directories[child], wasMount || Self.mountGone.contains(failure),
-                       try songs(under: child) > 0 {
+                        try songs(under: child) > 0
+                    {
                         seenDirectories.insert(child)
                         outcome.offline[child] = "\(childPath): \(String(cString: strerror(failure))) (the mount went away?)"
                     }
@@ -289,10 +292,12 @@ struct LibraryScanner {
 
     private func songs(under directory: String) throws -> Int {
         try database.read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM song JOIN directory ON song.directory_id = directory.id
-                WHERE directory.path = ? OR directory.path LIKE ? ESCAPE '\\'
-                """, arguments: [directory, Self.likeEscaped(directory) + "/%"]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM song JOIN directory ON song.directory_id = directory.id
+                    WHERE directory.path = ? OR directory.path LIKE ? ESCAPE '\\'
+                    """, arguments: [directory, Self.likeEscaped(directory) + "/%"]) ?? 0
         }
     }
 
@@ -314,20 +319,23 @@ struct LibraryScanner {
             switch change {
             case .directory(let path, let mtime, let mount):
                 let parent = path.isEmpty ? nil : try directoryID(parentPath(path))
-                try db.execute(sql: """
-                    INSERT INTO directory(path, parent_id, mtime, mount) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(path) DO UPDATE SET mtime = excluded.mtime,
-                        mount = CASE WHEN ? THEN excluded.mount ELSE directory.mount END
-                    """, arguments: [path, parent, mtime, mount ?? false, mount != nil])
+                try db.execute(
+                    sql: """
+                        INSERT INTO directory(path, parent_id, mtime, mount) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(path) DO UPDATE SET mtime = excluded.mtime,
+                            mount = CASE WHEN ? THEN excluded.mount ELSE directory.mount END
+                        """, arguments: [path, parent, mtime, mount ?? false, mount != nil])
             case .song(let directory, let name, let size, let mtime, let tags):
                 guard let directoryID = try directoryID(directory) else { continue }
-                let songID = try Int64.fetchOne(db, sql: """
-                    INSERT INTO song(directory_id, name, size, mtime, added, duration, format, failed)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(directory_id, name) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
-                        duration = excluded.duration, format = excluded.format, failed = excluded.failed
-                    RETURNING id
-                    """, arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
+                let songID = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        INSERT INTO song(directory_id, name, size, mtime, added, duration, format, failed)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(directory_id, name) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
+                            duration = excluded.duration, format = excluded.format, failed = excluded.failed
+                        RETURNING id
+                        """, arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
                 guard let songID else { continue }
                 try db.execute(sql: "DELETE FROM song_tag WHERE song_id = ?", arguments: [songID])
                 let insert = try db.cachedStatement(sql: "INSERT INTO song_tag(song_id, seq, tag, value, folded) VALUES (?, ?, ?, ?, ?)")

@@ -46,15 +46,17 @@ struct LibrarySearch {
         case .and(let parts):
             guard !parts.isEmpty else { return Condition(sql: "1", arguments: []) }
             let conditions = parts.map(condition)
-            return Condition(sql: "(" + conditions.map(\.sql).joined(separator: " AND ") + ")",
-                             arguments: conditions.flatMap(\.arguments))
+            return Condition(
+                sql: "(" + conditions.map(\.sql).joined(separator: " AND ") + ")",
+                arguments: conditions.flatMap(\.arguments))
         case .not(let inner):
             let condition = condition(inner)
             return Condition(sql: "NOT " + condition.sql, arguments: condition.arguments)
         case .base(let directory):
             guard !directory.isEmpty else { return Condition(sql: "1", arguments: []) }
-            return Condition(sql: "(d.path = ? OR d.path LIKE ? ESCAPE '\\')",
-                             arguments: [directory, LibraryScanner.likeEscaped(directory) + "/%"])
+            return Condition(
+                sql: "(d.path = ? OR d.path LIKE ? ESCAPE '\\')",
+                arguments: [directory, LibraryScanner.likeEscaped(directory) + "/%"])
         case .value(let subject, .notEquals, let value, let fold):
             let positive = condition(.value(subject, .equals, value, foldCase: fold))
             return Condition(sql: "NOT " + positive.sql, arguments: positive.arguments)
@@ -79,12 +81,15 @@ struct LibrarySearch {
         }
     }
 
-    private static func tagCondition(_ tag: MediaTag, _ operation: LibraryFilter.Operation, _ value: String,
-                                     fold: Bool) -> Condition {
+    private static func tagCondition(
+        _ tag: MediaTag, _ operation: LibraryFilter.Operation, _ value: String,
+        fold: Bool
+    ) -> Condition {
         let item = test("t.value", operation, value, fold: fold, foldedColumn: "t.folded")
         func matches(_ tag: MediaTag) -> Condition {
-            Condition(sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE t.tag = ? AND \(item.sql))",
-                      arguments: [StoredTag.code(tag)] + item.arguments)
+            Condition(
+                sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE t.tag = ? AND \(item.sql))",
+                arguments: [StoredTag.code(tag)] + item.arguments)
         }
         func has(_ tag: MediaTag) -> Condition {
             Condition(sql: "s.id IN (SELECT t.song_id FROM song_tag t WHERE t.tag = ?)", arguments: [StoredTag.code(tag)])
@@ -92,18 +97,24 @@ struct LibrarySearch {
         // Absent tag: the first fallback present decides; with none, only "" matches.
         var absent = Condition(sql: value.isEmpty ? "1" : "0", arguments: [])
         for fallback in fallbacks(tag).reversed() {
-            let present = has(fallback), match = matches(fallback)
-            absent = Condition(sql: "(CASE WHEN \(present.sql) THEN \(match.sql) ELSE \(absent.sql) END)",
-                               arguments: present.arguments + match.arguments + absent.arguments)
+            let present = has(fallback)
+            let match = matches(fallback)
+            absent = Condition(
+                sql: "(CASE WHEN \(present.sql) THEN \(match.sql) ELSE \(absent.sql) END)",
+                arguments: present.arguments + match.arguments + absent.arguments)
         }
-        let direct = matches(tag), present = has(tag)
-        return Condition(sql: "(\(direct.sql) OR (NOT \(present.sql) AND \(absent.sql)))",
-                         arguments: direct.arguments + present.arguments + absent.arguments)
+        let direct = matches(tag)
+        let present = has(tag)
+        return Condition(
+            sql: "(\(direct.sql) OR (NOT \(present.sql) AND \(absent.sql)))",
+            arguments: direct.arguments + present.arguments + absent.arguments)
     }
 
     /// One value's test: `column` (or `foldedColumn`, folded, when `fold`) against `value`.
-    private static func test(_ column: String, _ operation: LibraryFilter.Operation, _ value: String, fold: Bool,
-                             foldedColumn: String) -> Condition {
+    private static func test(
+        _ column: String, _ operation: LibraryFilter.Operation, _ value: String, fold: Bool,
+        foldedColumn: String
+    ) -> Condition {
         let subject = fold ? foldedColumn : column
         let wanted = fold ? LibraryFolding.fold(value) : value
         switch operation {
@@ -142,10 +153,12 @@ struct LibrarySearch {
             arguments += [window.count, window.lowerBound]
         }
         return try database.read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
-                WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(order)\(limit)
-                """, arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null }))
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
+                    WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(order)\(limit)
+                    """, arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null }))
             let ids: [Int64] = rows.map { $0[0] }
             let tags = try Self.tags(of: ids, db)
             return rows.map { row in
@@ -162,9 +175,11 @@ struct LibrarySearch {
             let chunk = ids[start..<min(start + 500, ids.count)]
             start += chunk.count
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT song_id, tag, value FROM song_tag WHERE song_id IN (\(marks)) ORDER BY song_id, seq
-                """, arguments: StatementArguments(chunk.map { $0.databaseValue }))
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT song_id, tag, value FROM song_tag WHERE song_id IN (\(marks)) ORDER BY song_id, seq
+                    """, arguments: StatementArguments(chunk.map { $0.databaseValue }))
             while let row = try rows.next() {
                 guard let tag = StoredTag.tag(row[1]) else { continue }
                 tags[row[0], default: []].append(MediaTags.Entry(tag, row[2]))

@@ -39,8 +39,10 @@ final class LibraryWatcher: Sendable {
     /// …or this long after the first change, while changes keep coming.
     static let longestWait = 1.5
 
-    init(root: String, followSymlinks: Bool, rescanInterval: Double, logger: Logger,
-         refresh: @escaping @Sendable (Set<String>, Set<String>) -> Void, rescanAll: @escaping @Sendable () -> Void) {
+    init(
+        root: String, followSymlinks: Bool, rescanInterval: Double, logger: Logger,
+        refresh: @escaping @Sendable (Set<String>, Set<String>) -> Void, rescanAll: @escaping @Sendable () -> Void
+    ) {
         self.root = root
         self.followSymlinks = followSymlinks
         self.rescanInterval = rescanInterval
@@ -75,8 +77,9 @@ final class LibraryWatcher: Sendable {
         if waiting { finished.wait() }
     }
 
-    fileprivate static let mask = UInt32(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
-        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+    fileprivate static let mask = UInt32(
+        IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
+            | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// The watch thread: every watch and what it names live here and nowhere else.
     private func run() {
@@ -112,8 +115,10 @@ final class LibraryWatcher: Sendable {
             if let firstChange {
                 timeout = Int32(max(0, min(Self.quietPeriod, firstChange + Self.longestWait - Self.now())) * 1000)
             }
-            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0)]
+            var fds = [
+                pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0),
+            ]
             let ready = poll(&fds, 3, timeout)
             if ready < 0 && errno == EINTR { continue }
             if fds[1].revents != 0 { return }
@@ -131,7 +136,10 @@ final class LibraryWatcher: Sendable {
             var overflowed = false
             let count = fds[0].revents == 0 ? 0 : buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress!, $0.count) }
             for event in Self.events(buffer[..<max(0, count)]) where !rootGone {
-                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true; continue }
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    overflowed = true
+                    continue
+                }
                 guard let directory = watches.path(event.wd) else { continue }
                 if event.mask & UInt32(IN_IGNORED) != 0 {
                     watches.forget(event.wd)
@@ -228,8 +236,10 @@ final class LibraryWatcher: Sendable {
             if stat(root, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return true }
             var look = false
             while !look {
-                var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0)]
+                var fds = [
+                    pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: mountTable, events: Int16(POLLPRI), revents: 0),
+                ]
                 if poll(&fds, 3, -1) < 0 { continue }  // EINTR
                 if fds[1].revents != 0 { return false }
                 if fds[2].revents != 0 {
@@ -270,7 +280,8 @@ final class LibraryWatcher: Sendable {
             var index = fields[4].startIndex
             while index < fields[4].endIndex {
                 if fields[4][index] == UInt8(ascii: "\\"), index + 3 < fields[4].endIndex,
-                   let value = UInt8(String(decoding: fields[4][(index + 1)...(index + 3)], as: UTF8.self), radix: 8) {
+                    let value = UInt8(String(decoding: fields[4][(index + 1)...(index + 3)], as: UTF8.self), radix: 8)
+                {
                     point.append(value)
                     index += 4
                 } else {
@@ -304,14 +315,16 @@ final class LibraryWatcher: Sendable {
     /// Without a watch: a scan of the whole tree every `rescanInterval` seconds, until `stop`.
     private func fallBack(_ reason: String) {
         guard rescanInterval > 0 else {
-            logger.warning("the music directory is not watched; changes are seen at the next update",
-                           metadata: ["reason": "\(reason)"])
+            logger.warning(
+                "the music directory is not watched; changes are seen at the next update",
+                metadata: ["reason": "\(reason)"])
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             while poll(&fds, 1, -1) < 0 && errno == EINTR {}
             return
         }
-        logger.warning("the music directory is not watched; it is scanned every rescan_interval_s instead",
-                       metadata: ["reason": "\(reason)", "rescan_interval_s": "\(rescanInterval)"])
+        logger.warning(
+            "the music directory is not watched; it is scanned every rescan_interval_s instead",
+            metadata: ["reason": "\(reason)", "rescan_interval_s": "\(rescanInterval)"])
         while true {
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 1, Int32(min(rescanInterval * 1000, Double(Int32.max))))
@@ -335,9 +348,11 @@ final class LibraryWatcher: Sendable {
         while offset + header <= bytes.endIndex {
             let (wd, mask, length) = bytes.withUnsafeBytes { raw in
                 let base = offset - bytes.startIndex
-                return (raw.loadUnaligned(fromByteOffset: base, as: Int32.self),
-                        raw.loadUnaligned(fromByteOffset: base + 4, as: UInt32.self),
-                        Int(raw.loadUnaligned(fromByteOffset: base + 12, as: UInt32.self)))
+                return (
+                    raw.loadUnaligned(fromByteOffset: base, as: Int32.self),
+                    raw.loadUnaligned(fromByteOffset: base + 4, as: UInt32.self),
+                    Int(raw.loadUnaligned(fromByteOffset: base + 12, as: UInt32.self))
+                )
             }
             let nameBytes = bytes[(offset + header)..<min(bytes.endIndex, offset + header + length)]
             let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
@@ -370,7 +385,10 @@ private struct Watches {
         self.wake = wake
     }
 
-    enum Outcome { case done, stopped, limit(String) }
+    enum Outcome {
+        case done, stopped
+        case limit(String)
+    }
 
     var count: Int { paths.count }
     func path(_ wd: Int32) -> String? { paths[wd] }
@@ -397,7 +415,8 @@ private struct Watches {
             let path = directory.isEmpty ? root : root + "/" + directory
             var info = stat()
             guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
-                  visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted else { continue }
+                visited.insert([UInt64(info.st_dev), UInt64(info.st_ino)]).inserted
+            else { continue }
             let wd = inotify_add_watch(inotify, path, LibraryWatcher.mask | (followSymlinks ? 0 : UInt32(IN_DONT_FOLLOW)))
             if wd < 0 {
                 let code = errno

@@ -1,7 +1,8 @@
 import Foundation
 import TonearmSync
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The stored playlists (`library.playlist_directory`): one `NAME.m3u` per playlist, one URI per
@@ -116,8 +117,10 @@ package final class PlaylistStore: Sendable {
 
     /// Changes a playlist's entries in place. `creating`: a missing playlist starts empty
     /// (`playlistadd`); otherwise it is `noSuchPlaylist`.
-    package func edit(_ name: String, creating: Bool = false,
-                     _ change: @escaping @Sendable (inout [String]) throws(Failure) -> Void) throws(Failure) {
+    package func edit(
+        _ name: String, creating: Bool = false,
+        _ change: @escaping @Sendable (inout [String]) throws(Failure) -> Void
+    ) throws(Failure) {
         try onWriter { () throws(Failure) in
             var entries: [String]
             do throws(Failure) { entries = try self.entries(name) } catch {

@@ -68,7 +68,12 @@ struct MPDCommand: Sendable {
             }
         }
 
-        enum Either { case now(Now), later(Later), stream(Stream), connection(Connection) }
+        enum Either {
+            case now(Now)
+            case later(Later)
+            case stream(Stream)
+            case connection(Connection)
+        }
     }
 
     /// Consecutive calls of one command in a command list, run as one: a client's "add all"
@@ -203,7 +208,8 @@ struct MPDCall: Sendable {
             guard value < Int(Int32.max) else { throw .argument("Number too large: \(text)") }
             return value..<(value + 1)
         }
-        let startText = text[..<colon], endText = text[text.index(after: colon)...]
+        let startText = text[..<colon]
+        let endText = text[text.index(after: colon)...]
         guard let start = Int(startText) else { throw .argument("Integer or range expected: \(text)") }
         guard start >= 0 else { throw .argument("Number is negative: \(text)") }
         let end: Int

@@ -10,7 +10,8 @@ extension MPDCommands {
     /// `add URI` (no position) or, with `ids`, `addid URI` (each URI one song, answered with its id).
     static func addBatch(ids: Bool) -> MPDCommand.Batch {
         MPDCommand.Batch(joins: { $0.arguments.count == 1 }) { calls in
-            let environment = calls[0].environment, player = calls[0].player
+            let environment = calls[0].environment
+            let player = calls[0].player
             let found: MPDLibrary.SongsToAdd
             do throws(MPDError) {
                 found = try await environment.library.perform { environment.library.songsToAdd(calls.map { $0[0] }) }

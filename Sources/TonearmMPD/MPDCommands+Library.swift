@@ -10,67 +10,81 @@ import TonearmPlayer
 /// one. Searches without a database answer as an MPD with an empty database does.
 extension MPDCommands {
     static let libraryCommands: [MPDCommand] = [
-        MPDCommand("lsinfo", .read, 0...1, .later { call throws(MPDError) in
-            let uri = call.count == 1 ? normalized(call[0]) : ""
-            let environment = call.environment
-            return try await environment.library.perform { () throws(MPDError) in
-                var r = MPDResponse()
-                let library = environment.library
-                if library.databaseURI(uri) {
-                    for entry in try library.databaseListing(uri, withTags: true) {
-                        write(entry, withTags: true, shown: call.tags, environment, into: &r)
-                    }
-                    // The root's playlists are the stored ones, listed below by name.
-                    if !uri.isEmpty {
-                        for playlist in library.playlistFiles(in: uri) {
-                            r.add("playlist", playlist.uri)
-                            r.add("Last-Modified", MPDEnvironment.timestamp(playlist.modified))
+        MPDCommand(
+            "lsinfo", .read, 0...1,
+            .later { call throws(MPDError) in
+                let uri = call.count == 1 ? normalized(call[0]) : ""
+                let environment = call.environment
+                return try await environment.library.perform { () throws(MPDError) in
+                    var r = MPDResponse()
+                    let library = environment.library
+                    if library.databaseURI(uri) {
+                        for entry in try library.databaseListing(uri, withTags: true) {
+                            write(entry, withTags: true, shown: call.tags, environment, into: &r)
                         }
-                    } else {
-                        writeStoredPlaylists(library, into: &r)
+                        // The root's playlists are the stored ones, listed below by name.
+                        if !uri.isEmpty {
+                            for playlist in library.playlistFiles(in: uri) {
+                                r.add("playlist", playlist.uri)
+                                r.add("Last-Modified", MPDEnvironment.timestamp(playlist.modified))
+                            }
+                        } else {
+                            writeStoredPlaylists(library, into: &r)
+                        }
+                        return r.buffer
                     }
+                    for entry in try environment.library.list(uri) {
+                        switch entry {
+                        case .directory(let uri, let modified):
+                            r.add("directory", uri)
+                            r.add("Last-Modified", MPDEnvironment.timestamp(modified))
+                        case .song(let uri, let url, let modified):
+                            environment.writeLibrarySong(uri: uri, url: url, modified: modified, shown: call.tags, into: &r)
+                        case .playlist(let uri, let modified):
+                            // The root's playlists are the stored ones, listed below by name.
+                            guard !uri.isEmpty, uri.contains("/") else { continue }
+                            r.add("playlist", uri)
+                            r.add("Last-Modified", MPDEnvironment.timestamp(modified))
+                        }
+                    }
+                    // The root also lists the stored playlists.
+                    if uri.isEmpty { writeStoredPlaylists(environment.library, into: &r) }
                     return r.buffer
                 }
-                for entry in try environment.library.list(uri) {
-                    switch entry {
-                    case .directory(let uri, let modified):
-                        r.add("directory", uri)
-                        r.add("Last-Modified", MPDEnvironment.timestamp(modified))
-                    case .song(let uri, let url, let modified):
-                        environment.writeLibrarySong(uri: uri, url: url, modified: modified, shown: call.tags, into: &r)
-                    case .playlist(let uri, let modified):
-                        // The root's playlists are the stored ones, listed below by name.
-                        guard !uri.isEmpty, uri.contains("/") else { continue }
-                        r.add("playlist", uri)
-                        r.add("Last-Modified", MPDEnvironment.timestamp(modified))
-                    }
-                }
-                // The root also lists the stored playlists.
-                if uri.isEmpty { writeStoredPlaylists(environment.library, into: &r) }
-                return r.buffer
-            }
-        }),
-        MPDCommand("listall", .read, 0...1, .stream { call, sink throws(MPDError) in
-            try await listAll(call, withTags: false, into: sink)
-        }),
-        MPDCommand("listallinfo", .read, 0...1, .stream { call, sink throws(MPDError) in
-            try await listAll(call, withTags: true, into: sink)
-        }),
-        MPDCommand("find", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
-            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: false) }
-        }),
-        MPDCommand("search", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
-            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: true) }
-        }),
+            }),
+        MPDCommand(
+            "listall", .read, 0...1,
+            .stream { call, sink throws(MPDError) in
+                try await listAll(call, withTags: false, into: sink)
+            }),
+        MPDCommand(
+            "listallinfo", .read, 0...1,
+            .stream { call, sink throws(MPDError) in
+                try await listAll(call, withTags: true, into: sink)
+            }),
+        MPDCommand(
+            "find", .read, 1...Int(Int32.max),
+            .later { call throws(MPDError) in
+                try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: false) }
+            }),
+        MPDCommand(
+            "search", .read, 1...Int(Int32.max),
+            .later { call throws(MPDError) in
+                try await MPDReplyCache.cached(call) { call throws(MPDError) in try await find(call, fold: true) }
+            }),
         MPDCommand("findadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: false) }),
         MPDCommand("searchadd", .control, 1...Int(Int32.max), .later { call throws(MPDError) in try await findAdd(call, fold: true) }),
         MPDCommand("list", .read, 1...Int(Int32.max), .later { call throws(MPDError) in try await MPDReplyCache.cached(call, list) }),
-        MPDCommand("count", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
-            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: false) }
-        }),
-        MPDCommand("searchcount", .read, 1...Int(Int32.max), .later { call throws(MPDError) in
-            try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: true) }
-        }),
+        MPDCommand(
+            "count", .read, 1...Int(Int32.max),
+            .later { call throws(MPDError) in
+                try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: false) }
+            }),
+        MPDCommand(
+            "searchcount", .read, 1...Int(Int32.max),
+            .later { call throws(MPDError) in
+                try await MPDReplyCache.cached(call) { call throws(MPDError) in try await count(call, fold: true) }
+            }),
         MPDCommand("update", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: false, into: &r) }),
         MPDCommand("rescan", .control, 0...1, .now { call, r throws(MPDError) in try update(call, rescan: true, into: &r) }),
     ]
@@ -116,7 +130,9 @@ extension MPDCommands {
         guard let database = environment.library.database else { return nil }
         return try await environment.library.perform { () throws(MPDError) in
             var r = MPDResponse()
-            let songs = try searching { try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) }
+            let songs = try searching {
+                try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window))
+            }
             for song in songs { environment.writeDatabaseSong(song, shown: call.tags, into: &r) }
             return r.buffer
         }
@@ -226,8 +242,10 @@ extension MPDCommands {
     }
 
     /// One entry of the database, as `lsinfo`/`listallinfo` (`withTags`) or `listall` show it.
-    private static func write(_ entry: LibraryEntry, withTags: Bool, shown: MPDTags, _ environment: MPDEnvironment,
-                              into r: inout MPDResponse) {
+    private static func write(
+        _ entry: LibraryEntry, withTags: Bool, shown: MPDTags, _ environment: MPDEnvironment,
+        into r: inout MPDResponse
+    ) {
         switch entry {
         case .directory(let uri, let modified):
             r.add("directory", uri)

@@ -8,103 +8,128 @@ import TonearmPlayer
 /// version is the queue's version.
 extension MPDCommands {
     static let queueCommands: [MPDCommand] = [
-        MPDCommand("add", .control, 1...2, .later { call throws(MPDError) in
-            let position = try insertPosition(call, argument: 1)
-            let songs = try await call.environment.library.perform { () throws(MPDError) in
-                try call.environment.library.songsToAdd(call[0])
-            }
-            do throws(PlayerError) {
-                _ = try call.player.add(songs.urls.map { ($0, nil) }, at: position, known: songs.known)
-            } catch {
-                try settle(error)
-            }
-            return nil
-        }, batch: addBatch(ids: false)),
-        MPDCommand("addid", .control, 1...2, .later { call throws(MPDError) in
-            let position = try insertPosition(call, argument: 1)
-            let songs = try await call.environment.library.perform { () throws(MPDError) in
-                do throws(MPDError) { return try call.environment.library.songsToAdd(call[0]) } catch { throw noSuchSong(error) }
-            }
-            guard songs.urls.count == 1, let url = songs.urls.first else { throw MPDError(.noExist, "No such song") }
-            let added: [QueueItem]
-            do throws(PlayerError) { added = try call.player.add([(url, nil)], at: position, known: songs.known).items } catch {
-                try settle(error)
+        MPDCommand(
+            "add", .control, 1...2,
+            .later { call throws(MPDError) in
+                let position = try insertPosition(call, argument: 1)
+                let songs = try await call.environment.library.perform { () throws(MPDError) in
+                    try call.environment.library.songsToAdd(call[0])
+                }
+                do throws(PlayerError) {
+                    _ = try call.player.add(songs.urls.map { ($0, nil) }, at: position, known: songs.known)
+                } catch {
+                    try settle(error)
+                }
                 return nil
-            }
-            return added.first.map(idLine)
-        }, batch: addBatch(ids: true)),
+            }, batch: addBatch(ids: false)),
+        MPDCommand(
+            "addid", .control, 1...2,
+            .later { call throws(MPDError) in
+                let position = try insertPosition(call, argument: 1)
+                let songs = try await call.environment.library.perform { () throws(MPDError) in
+                    do throws(MPDError) { return try call.environment.library.songsToAdd(call[0]) } catch { throw noSuchSong(error) }
+                }
+                guard songs.urls.count == 1, let url = songs.urls.first else { throw MPDError(.noExist, "No such song") }
+                let added: [QueueItem]
+                do throws(PlayerError) { added = try call.player.add([(url, nil)], at: position, known: songs.known).items } catch {
+                    try settle(error)
+                    return nil
+                }
+                return added.first.map(idLine)
+            }, batch: addBatch(ids: true)),
         MPDCommand("clear", .control, 0...0, .now { call, _ in _ = call.player.clear() }),
-        MPDCommand("delete", .control, 1...1, .now { call, _ throws(MPDError) in
-            let queue = call.player.queue
-            let ids = queue.items[try call.clippedRange(0, count: queue.items.count)].map(\.id)
-            guard !ids.isEmpty else { return }
-            do throws(PlayerError) { _ = try call.player.remove(ids: ids) } catch { try settle(error) }
-        }),
-        MPDCommand("deleteid", .control, 1...1, .now { call, _ throws(MPDError) in
-            let id = try call.unsigned(0)
-            guard call.player.queue.item(id: id) != nil else { throw MPDError(.noExist, "No such song") }
-            do throws(PlayerError) { _ = try call.player.remove(ids: [id]) } catch { try settle(error) }
-        }),
-        MPDCommand("move", .control, 2...2, .now { call, _ throws(MPDError) in
-            let range = try call.range(0)
-            guard range.upperBound != Int(Int32.max) else { throw .argument("Open-ended range not supported") }
-            let queue = call.player.queue
-            guard range.upperBound <= queue.items.count else { throw .argument("Bad song index") }
-            let ids = queue.items[range].map(\.id)
-            let target = try call.unsigned(1, max: queue.items.count - ids.count)
-            try moveBlock(ids, from: range.lowerBound, to: target, call.player)
-        }),
-        MPDCommand("moveid", .control, 2...2, .now { call, _ throws(MPDError) in
-            let id = try call.unsigned(0)
-            let queue = call.player.queue
-            guard let from = queue.position(of: id) else { throw MPDError(.noExist, "No such song") }
-            let target = try call.unsigned(1, max: queue.items.count - 1)
-            try moveBlock([id], from: from, to: target, call.player)
-        }),
-        MPDCommand("playlistinfo", .read, 0...1, .listing { call, r throws(MPDError) in
-            let queue = call.player.queue
-            let range = call.count == 1 ? try call.clippedRange(0, count: queue.items.count) : 0..<queue.items.count
-            writeSongs(range, call, into: &r)
-        }),
-        MPDCommand("playlist", .read, 0...0, .listing { call, r in
-            // Deprecated in MPD: "POS:file: URI" lines.
-            let queue = call.player.queue
-            for (position, item) in queue.items.enumerated() {
-                r.add("\(position):file", call.environment.library.uri(for: item.url))
-            }
-        }),
-        MPDCommand("playlistid", .read, 0...1, .listing { call, r throws(MPDError) in
-            let queue = call.player.queue
-            guard call.count == 1 else {
-                writeSongs(0..<queue.items.count, call, into: &r)
-                return
-            }
-            let id = try call.unsigned(0)
-            guard let position = queue.position(of: id) else { throw MPDError(.noExist, "No such song") }
-            writeSongs(position..<(position + 1), call, into: &r)
-        }),
-        MPDCommand("plchanges", .read, 1...2, .listing { call, r throws(MPDError) in
-            let queue = call.player.queue
-            let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
-            let status = call.player.status
-            for position in try changedPositions(call, queue) where window.contains(position) {
-                let item = queue.items[position]
-                call.environment.writeSong(item, position: position, media: item.id == status.current ? status.media : nil, shown: call.tags, into: &r)
-            }
-        }),
-        MPDCommand("plchangesposid", .read, 1...2, .listing { call, r throws(MPDError) in
-            let queue = call.player.queue
-            let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
-            for position in try changedPositions(call, queue) where window.contains(position) {
-                r.add("cpos", position)
-                r.add("Id", queue.items[position].id)
-            }
-        }),
-        MPDCommand("shuffle", .control, 0...1, .now { call, _ throws(MPDError) in
-            let count = call.player.queue.items.count
-            let range = call.count == 1 ? try call.clippedRange(0, count: count) : nil
-            do throws(PlayerError) { _ = try call.player.shuffle(range) } catch { try settle(error) }
-        }),
+        MPDCommand(
+            "delete", .control, 1...1,
+            .now { call, _ throws(MPDError) in
+                let queue = call.player.queue
+                let ids = queue.items[try call.clippedRange(0, count: queue.items.count)].map(\.id)
+                guard !ids.isEmpty else { return }
+                do throws(PlayerError) { _ = try call.player.remove(ids: ids) } catch { try settle(error) }
+            }),
+        MPDCommand(
+            "deleteid", .control, 1...1,
+            .now { call, _ throws(MPDError) in
+                let id = try call.unsigned(0)
+                guard call.player.queue.item(id: id) != nil else { throw MPDError(.noExist, "No such song") }
+                do throws(PlayerError) { _ = try call.player.remove(ids: [id]) } catch { try settle(error) }
+            }),
+        MPDCommand(
+            "move", .control, 2...2,
+            .now { call, _ throws(MPDError) in
+                let range = try call.range(0)
+                guard range.upperBound != Int(Int32.max) else { throw .argument("Open-ended range not supported") }
+                let queue = call.player.queue
+                guard range.upperBound <= queue.items.count else { throw .argument("Bad song index") }
+                let ids = queue.items[range].map(\.id)
+                let target = try call.unsigned(1, max: queue.items.count - ids.count)
+                try moveBlock(ids, from: range.lowerBound, to: target, call.player)
+            }),
+        MPDCommand(
+            "moveid", .control, 2...2,
+            .now { call, _ throws(MPDError) in
+                let id = try call.unsigned(0)
+                let queue = call.player.queue
+                guard let from = queue.position(of: id) else { throw MPDError(.noExist, "No such song") }
+                let target = try call.unsigned(1, max: queue.items.count - 1)
+                try moveBlock([id], from: from, to: target, call.player)
+            }),
+        MPDCommand(
+            "playlistinfo", .read, 0...1,
+            .listing { call, r throws(MPDError) in
+                let queue = call.player.queue
+                let range = call.count == 1 ? try call.clippedRange(0, count: queue.items.count) : 0..<queue.items.count
+                writeSongs(range, call, into: &r)
+            }),
+        MPDCommand(
+            "playlist", .read, 0...0,
+            .listing { call, r in
+                // Deprecated in MPD: "POS:file: URI" lines.
+                let queue = call.player.queue
+                for (position, item) in queue.items.enumerated() {
+                    r.add("\(position):file", call.environment.library.uri(for: item.url))
+                }
+            }),
+        MPDCommand(
+            "playlistid", .read, 0...1,
+            .listing { call, r throws(MPDError) in
+                let queue = call.player.queue
+                guard call.count == 1 else {
+                    writeSongs(0..<queue.items.count, call, into: &r)
+                    return
+                }
+                let id = try call.unsigned(0)
+                guard let position = queue.position(of: id) else { throw MPDError(.noExist, "No such song") }
+                writeSongs(position..<(position + 1), call, into: &r)
+            }),
+        MPDCommand(
+            "plchanges", .read, 1...2,
+            .listing { call, r throws(MPDError) in
+                let queue = call.player.queue
+                let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
+                let status = call.player.status
+                for position in try changedPositions(call, queue) where window.contains(position) {
+                    let item = queue.items[position]
+                    call.environment.writeSong(
+                        item, position: position, media: item.id == status.current ? status.media : nil, shown: call.tags, into: &r)
+                }
+            }),
+        MPDCommand(
+            "plchangesposid", .read, 1...2,
+            .listing { call, r throws(MPDError) in
+                let queue = call.player.queue
+                let window = call.count == 2 ? try call.range(1) : 0..<Int(Int32.max)
+                for position in try changedPositions(call, queue) where window.contains(position) {
+                    r.add("cpos", position)
+                    r.add("Id", queue.items[position].id)
+                }
+            }),
+        MPDCommand(
+            "shuffle", .control, 0...1,
+            .now { call, _ throws(MPDError) in
+                let count = call.player.queue.items.count
+                let range = call.count == 1 ? try call.clippedRange(0, count: count) : nil
+                do throws(PlayerError) { _ = try call.player.shuffle(range) } catch { try settle(error) }
+            }),
     ]
 
     /// The positions `plchanges VERSION` lists: those changed since the client's version, or all
@@ -122,7 +147,8 @@ extension MPDCommands {
         let status = call.player.status
         for position in range {
             let item = queue.items[position]
-            call.environment.writeSong(item, position: position, media: item.id == status.current ? status.media : nil, shown: call.tags, into: &r)
+            call.environment.writeSong(
+                item, position: position, media: item.id == status.current ? status.media : nil, shown: call.tags, into: &r)
         }
     }
 

@@ -9,59 +9,75 @@ import TonearmPlayer
 extension MPDCommands {
     static let statusCommands: [MPDCommand] = [
         MPDCommand("status", .read, 0...0, .now { call, r in writeStatus(call.environment, into: &r) }),
-        MPDCommand("currentsong", .read, 0...0, .now { call, r in
-            let status = call.player.status, queue = call.player.queue
-            guard let id = queue.currentID, let position = queue.position(of: id), let item = queue.item(id: id) else { return }
-            call.environment.writeSong(item, position: position, media: status.media, shown: call.tags, into: &r)
-        }),
-        MPDCommand("stats", .read, 0...0, .later { call throws(MPDError) in
-            let environment = call.environment
-            // Counting a large library takes a moment: on the library's thread.
-            return try await environment.library.perform { () throws(MPDError) in
-                var r = MPDResponse()
-                r.add("uptime", environment.uptime)
-                r.add("playtime", environment.playtime)
-                // No database: the counts of an empty one.
-                let stats = try environment.library.stats() ?? LibraryStats()
-                r.add("artists", stats.artists)
-                r.add("albums", stats.albums)
-                r.add("songs", stats.songs)
-                r.add("db_playtime", Int(stats.playtime.rounded()))
-                r.add("db_update", stats.updated)
-                if let offline = environment.library.database?.offline { r.add("library_offline", offline) }
-                return r.buffer
-            }
-        }),
+        MPDCommand(
+            "currentsong", .read, 0...0,
+            .now { call, r in
+                let status = call.player.status
+                let queue = call.player.queue
+                guard let id = queue.currentID, let position = queue.position(of: id), let item = queue.item(id: id) else { return }
+                call.environment.writeSong(item, position: position, media: status.media, shown: call.tags, into: &r)
+            }),
+        MPDCommand(
+            "stats", .read, 0...0,
+            .later { call throws(MPDError) in
+                let environment = call.environment
+                // Counting a large library takes a moment: on the library's thread.
+                return try await environment.library.perform { () throws(MPDError) in
+                    var r = MPDResponse()
+                    r.add("uptime", environment.uptime)
+                    r.add("playtime", environment.playtime)
+                    // No database: the counts of an empty one.
+                    let stats = try environment.library.stats() ?? LibraryStats()
+                    r.add("artists", stats.artists)
+                    r.add("albums", stats.albums)
+                    r.add("songs", stats.songs)
+                    r.add("db_playtime", Int(stats.playtime.rounded()))
+                    r.add("db_update", stats.updated)
+                    if let offline = environment.library.database?.offline { r.add("library_offline", offline) }
+                    return r.buffer
+                }
+            }),
         MPDCommand("ping", .none, 0...0, .now { _, _ in }),
-        MPDCommand("urlhandlers", .read, 0...0, .now { call, r in
-            for scheme in call.environment.library.sources.input.protocols { r.add("handler", "\(scheme)://") }
-        }),
-        MPDCommand("decoders", .read, 0...0, .now { _, r in
-            r.add("plugin", "ffmpeg")
-            for suffix in LibraryFiles.songSuffixes { r.add("suffix", suffix) }
-        }),
-        MPDCommand("outputs", .read, 0...0, .now { call, r in
-            r.add("outputid", 0)
-            r.add("outputname", call.environment.outputName)
-            r.add("plugin", "alsa")
-            r.add("outputenabled", 1)
-        }),
+        MPDCommand(
+            "urlhandlers", .read, 0...0,
+            .now { call, r in
+                for scheme in call.environment.library.sources.input.protocols { r.add("handler", "\(scheme)://") }
+            }),
+        MPDCommand(
+            "decoders", .read, 0...0,
+            .now { _, r in
+                r.add("plugin", "ffmpeg")
+                for suffix in LibraryFiles.songSuffixes { r.add("suffix", suffix) }
+            }),
+        MPDCommand(
+            "outputs", .read, 0...0,
+            .now { call, r in
+                r.add("outputid", 0)
+                r.add("outputname", call.environment.outputName)
+                r.add("plugin", "alsa")
+                r.add("outputenabled", 1)
+            }),
         MPDCommand("getvol", .read, 0...0, .now { call, r in r.add("volume", call.player.status.volume) }),
-        MPDCommand("replay_gain_status", .read, 0...0, .now { call, r in
-            r.add("replay_gain_mode", call.player.status.replayGain.mode.rawValue)
-        }),
-        MPDCommand("config", .control, 0...0, .now { call, r in
-            if let root = call.environment.library.root { r.add("music_directory", root) }
-        }),
+        MPDCommand(
+            "replay_gain_status", .read, 0...0,
+            .now { call, r in
+                r.add("replay_gain_mode", call.player.status.replayGain.mode.rawValue)
+            }),
+        MPDCommand(
+            "config", .control, 0...0,
+            .now { call, r in
+                if let root = call.environment.library.root { r.add("music_directory", root) }
+            }),
     ]
 
     /// `status`, in MPD 0.23's order (src/command/PlayerCommands.cxx): encoded once per change.
     static func writeStatus(_ environment: MPDEnvironment, into r: inout MPDResponse) {
         let queue = environment.player.queue
-        let source = MPDEnvironment.StatusSource(status: environment.player.status, queueVersion: queue.version,
-                                                 options: queue.options, currentID: queue.currentID,
-                                                 updatingJob: environment.library.database?.updatingJob,
-                                                 libraryOffline: environment.library.database?.offline)
+        let source = MPDEnvironment.StatusSource(
+            status: environment.player.status, queueVersion: queue.version,
+            options: queue.options, currentID: queue.currentID,
+            updatingJob: environment.library.database?.updatingJob,
+            libraryOffline: environment.library.database?.offline)
         var lines = environment.statusLines.bytes(for: source) { source in
             var lines = MPDResponse()
             writeStatusLines(source, queue, into: &lines)

@@ -96,8 +96,10 @@ final class MPDEnvironment: Sendable {
         if let modified = tags?.modified { response.add("Last-Modified", Self.timestamp(modified)) }
         if let format = tags?.audioFormat { response.add("Format", format) }
         // What the decoder says of the item in play goes first: a station's title changes.
-        let given: [(MediaTag, String?)] = [(.artist, media?.artist), (.album, media?.album),
-                                            (.title, media?.title ?? (tags?.title == nil ? item.title : nil))]
+        let given: [(MediaTag, String?)] = [
+            (.artist, media?.artist), (.album, media?.album),
+            (.title, media?.title ?? (tags?.title == nil ? item.title : nil)),
+        ]
         let overrides = given.compactMap { tag, value in value.map { MediaTags.Entry(tag, $0) } }
         writeTags(tags, overrides: overrides, shown: shown, into: &response)
         if let duration = media?.duration ?? tags?.duration ?? player.duration(of: item.url) {
@@ -136,8 +138,10 @@ final class MPDEnvironment: Sendable {
 
     /// Every tag the client is shown, each value on its own line, in MPD's order of tags; an
     /// override replaces all of the file's values of its tag.
-    private func writeTags(_ tags: MediaTags?, overrides: [MediaTags.Entry] = [], shown: MPDTags,
-                           into response: inout MPDResponse) {
+    private func writeTags(
+        _ tags: MediaTags?, overrides: [MediaTags.Entry] = [], shown: MPDTags,
+        into response: inout MPDResponse
+    ) {
         var entries = tags?.entries ?? []
         if !overrides.isEmpty {
             let replaced = Set(overrides.map(\.tag))
@@ -159,8 +163,9 @@ final class MPDEnvironment: Sendable {
         gmtime_r(&time, &parts)
         let year = Int(parts.tm_year) + 1900
         guard (0...9999).contains(year) else {
-            return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, Int(parts.tm_mon) + 1,
-                          Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
         }
         // Digit by digit: a listing writes one per song, and String(format:) cost more than
         // the rest of the song's lines together.

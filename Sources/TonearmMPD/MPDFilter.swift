@@ -15,8 +15,10 @@ struct MPDFilter {
     /// then test "contains"); `sorting`: `sort` and `window` may end them; `grouping`: `group`.
     /// `upTo`: the arguments end there (the caller took what follows); `filterOptional`: only
     /// `group` may follow the command's own arguments (`list`).
-    init(_ call: MPDCall, from first: Int, fold: Bool, sorting: Bool = false, grouping: Bool = false,
-         upTo end: Int? = nil, filterOptional: Bool = false) throws(MPDError) {
+    init(
+        _ call: MPDCall, from first: Int, fold: Bool, sorting: Bool = false, grouping: Bool = false,
+        upTo end: Int? = nil, filterOptional: Bool = false
+    ) throws(MPDError) {
         var last = end ?? call.count
         if grouping {
             while last - first >= 2, call[last - 2].lowercased() == "group" {
@@ -65,7 +67,8 @@ struct MPDFilter {
         case "any": return .value(.anyTag, fold ? .contains : .equals, value, foldCase: fold)
         case "file", "filename": return .value(.file, fold ? .contains : .equals, value, foldCase: fold)
         case "base": return .base(try argument { () throws(LibraryFilterSyntaxError) in try LibraryFilterSyntax.baseDirectory(value) })
-        case "modified-since": return .modifiedSince(try argument { () throws(LibraryFilterSyntaxError) in try LibraryFilterSyntax.time(value) })
+        case "modified-since":
+            return .modifiedSince(try argument { () throws(LibraryFilterSyntaxError) in try LibraryFilterSyntax.time(value) })
         case "added-since": return .addedSince(try argument { () throws(LibraryFilterSyntaxError) in try LibraryFilterSyntax.time(value) })
         case "audioformat": return .value(.audioFormat, value.contains("*") ? .matchesMask : .equals, value, foldCase: false)
         default:

@@ -1,7 +1,7 @@
 import Foundation
 import TonearmCore
-import TonearmLibrary
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
@@ -104,7 +104,9 @@ final class MPDLibrary: Sendable {
         guard info.st_mode & S_IFMT == S_IFDIR, isInMusicDirectory(url) else { throw MPDError(.noExist, "No such directory") }
         let path = url.path
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
-        var directories: [Entry] = [], songs: [Entry] = [], playlists: [Entry] = []
+        var directories: [Entry] = []
+        var songs: [Entry] = []
+        var playlists: [Entry] = []
         for name in names {
             let child = path == "/" ? "/" + name : path + "/" + name
             var childInfo = stat()
@@ -113,7 +115,8 @@ final class MPDLibrary: Sendable {
             let childURI = self.uri(for: URL(fileURLWithPath: child))
             switch childInfo.st_mode & S_IFMT {
             case S_IFDIR: directories.append(.directory(uri: childURI, modified: modified))
-            case S_IFREG where Self.isSong(name): songs.append(.song(uri: childURI, url: URL(fileURLWithPath: child, isDirectory: false), modified: modified))
+            case S_IFREG where Self.isSong(name):
+                songs.append(.song(uri: childURI, url: URL(fileURLWithPath: child, isDirectory: false), modified: modified))
             case S_IFREG where Self.isPlaylist(name): playlists.append(.playlist(uri: childURI, modified: modified))
             default: break
             }
@@ -239,9 +242,10 @@ final class MPDLibrary: Sendable {
     func songsToAdd(_ uri: String) throws(MPDError) -> (urls: [URL], known: [URL: MediaTags]) {
         if let database, databaseURI(uri), !uri.split(separator: "/").contains("..") {
             var found: [LibrarySong] = []
-            let held = (try? database.walk(uri, withTags: true) { entries in
-                for case .song(let song) in entries { found.append(song) }
-            }) ?? false
+            let held =
+                (try? database.walk(uri, withTags: true) { entries in
+                    for case .song(let song) in entries { found.append(song) }
+                }) ?? false
             if held {
                 let urls = found.map { URL(fileURLWithPath: database.root + "/" + $0.uri, isDirectory: false) }
                 try checkSources(urls)
@@ -379,8 +383,9 @@ final class MPDLibrary: Sendable {
             guard let kind = PlaylistFile.kind(forPath: file.path) else { continue }
             let entries: [PlaylistEntry]
             do throws(PlaylistReader.Refusal) {
-                entries = try PlaylistReader.entries(at: file.path, kind: kind, for: peer, sources: sources,
-                                                     served: root.map(MediaRoots.resolve))
+                entries = try PlaylistReader.entries(
+                    at: file.path, kind: kind, for: peer, sources: sources,
+                    served: root.map(MediaRoots.resolve))
             } catch {
                 switch error.kind {
                 case .missing: continue

@@ -37,8 +37,10 @@ final class MPDSession: RequestSession {
     /// Commands refused to this client, each logged once.
     private var refusalsLogged: Set<String> = []
 
-    init(environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger, peer: ClientPeer,
-         eventLoop: any EventLoop, allocator: ByteBufferAllocator) {
+    init(
+        environment: MPDEnvironment, access: AccessPolicy.Level, logger: Logger, peer: ClientPeer,
+        eventLoop: any EventLoop, allocator: ByteBufferAllocator
+    ) {
         self.environment = environment
         self.access = access
         self.logger = logger
@@ -111,7 +113,8 @@ final class MPDSession: RequestSession {
             return .answered
         }
         if case .success(let request) = parsed, request.arguments.isEmpty,
-           request.name == "command_list_begin" || request.name == "command_list_ok_begin" {
+            request.name == "command_list_begin" || request.name == "command_list_ok_begin"
+        {
             list = (request.name == "command_list_ok_begin", [], 0)
             return .answered
         }
@@ -180,12 +183,14 @@ final class MPDSession: RequestSession {
                     return .answered
                 }
             case .later(let body):
-                runLater(body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
-                         response: response)
+                runLater(
+                    body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
+                    response: response)
                 return .waiting
             case .stream(let body):
-                runStream(body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
-                          response: response)
+                runStream(
+                    body, call: makeCall(request), command: command.name, batch: batch, ok: ok, index: index,
+                    response: response)
                 return .waiting
             }
             if ok == true { response.listOK() }
@@ -197,8 +202,9 @@ final class MPDSession: RequestSession {
     }
 
     private func makeCall(_ request: MPDRequest) -> MPDCall {
-        MPDCall(request: request, environment: environment, permission: permission, tags: tags, peer: peer,
-                binaryLimit: binaryLimit)
+        MPDCall(
+            request: request, environment: environment, permission: permission, tags: tags, peer: peer,
+            binaryLimit: binaryLimit)
     }
 
     /// The calls of a command list from `index` on that run as one batch of `command`: those
@@ -208,15 +214,18 @@ final class MPDSession: RequestSession {
         var calls: [MPDCall] = []
         for parsed in batch[index...] {
             guard case .success(let request) = parsed, request.name == command.name, joining.joins(request),
-                  command.check(request, permission: permission) == nil else { break }
+                command.check(request, permission: permission) == nil
+            else { break }
             calls.append(makeCall(request))
         }
         return calls.count > 1 ? calls : nil
     }
 
     /// Runs a batch in a task; its answers come back to `finished` on the event loop.
-    private func runBatch(_ command: MPDCommand, calls: [MPDCall], batch: [Parsed], ok: Bool?, index: Int,
-                          response: MPDResponse) {
+    private func runBatch(
+        _ command: MPDCommand, calls: [MPDCall], batch: [Parsed], ok: Bool?, index: Int,
+        response: MPDResponse
+    ) {
         guard let run = command.batch?.run else { return }
         let eventLoop = self.eventLoop
         let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
@@ -232,8 +241,10 @@ final class MPDSession: RequestSession {
 
     /// Runs a command that answers later in a task; its answer comes back to `finished` on the
     /// event loop.
-    private func runLater(_ body: @escaping MPDCommand.Later, call: MPDCall,
-                          command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse) {
+    private func runLater(
+        _ body: @escaping MPDCommand.Later, call: MPDCall,
+        command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse
+    ) {
         let eventLoop = self.eventLoop
         let bound = NIOLoopBound((session: self, response: response), eventLoop: eventLoop)
         Task {
@@ -248,8 +259,10 @@ final class MPDSession: RequestSession {
 
     /// Runs a streamed command in a task: what the batch wrote so far goes out first, then each
     /// part as the client takes the one before; then the run goes on as after `runLater`.
-    private func runStream(_ body: @escaping MPDCommand.Stream, call: MPDCall,
-                           command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse) {
+    private func runStream(
+        _ body: @escaping MPDCommand.Stream, call: MPDCall,
+        command: String, batch: [Parsed], ok: Bool?, index: Int, response: MPDResponse
+    ) {
         send(response)
         let eventLoop = self.eventLoop
         let allocator = self.allocator
@@ -271,16 +284,19 @@ final class MPDSession: RequestSession {
                 result = .failure(error)
             }
             eventLoop.execute {
-                bound.value.finished(result, command: command, batch: batch, ok: ok, index: index,
-                                     response: MPDResponse(allocator: allocator))
+                bound.value.finished(
+                    result, command: command, batch: batch, ok: ok, index: index,
+                    response: MPDResponse(allocator: allocator))
             }
         }
     }
 
     /// A command that waited has its answer: the run goes on (it may wait again), then the
     /// connection serves the lines behind it.
-    private func finished(_ result: Result<ByteBuffer?, MPDError>, command: String, batch: [Parsed], ok: Bool?, index: Int,
-                          response: MPDResponse) {
+    private func finished(
+        _ result: Result<ByteBuffer?, MPDError>, command: String, batch: [Parsed], ok: Bool?, index: Int,
+        response: MPDResponse
+    ) {
         switch result {
         case .success(let lines): finished([lines], nil, command: command, batch: batch, ok: ok, index: index, response: response)
         case .failure(let error): finished([], error, command: command, batch: batch, ok: ok, index: index, response: response)
@@ -289,8 +305,10 @@ final class MPDSession: RequestSession {
 
     /// The commands from `index` on that waited have their answers (one per command that
     /// succeeded, then the error that stopped the next one, if any): as for one command.
-    private func finished(_ answers: [ByteBuffer?], _ failure: MPDError?, command: String, batch: [Parsed], ok: Bool?,
-                          index: Int, response: MPDResponse) {
+    private func finished(
+        _ answers: [ByteBuffer?], _ failure: MPDError?, command: String, batch: [Parsed], ok: Bool?,
+        index: Int, response: MPDResponse
+    ) {
         var response = response
         for answer in answers {
             if var lines = answer { response.buffer.writeBuffer(&lines) }

@@ -26,9 +26,11 @@ package struct InputConfiguration: Sendable, Equatable {
     /// an item is queued.
     package var roots: [String] = []
 
-    package init(protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
-                timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300, tlsVerify: Bool = true,
-                caFile: String = InputConfiguration.systemCAFile) {
+    package init(
+        protocols: [String] = InputConfiguration.supportedProtocols, prebufferSeconds: Double = 1,
+        timeoutSeconds: Double = 10, reconnectForSeconds: Double = 300, tlsVerify: Bool = true,
+        caFile: String = InputConfiguration.systemCAFile
+    ) {
         self.protocols = protocols
         self.prebufferSeconds = prebufferSeconds
         self.timeoutSeconds = timeoutSeconds

@@ -42,9 +42,11 @@ package struct MediaInfo: Sendable, Equatable {
     /// A network stream with no end and no seeking (internet radio).
     package var isLive = false
 
-    package init(url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
-                channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,
-                outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil, bitRate: Int? = nil) {
+    package init(
+        url: String, duration: Double?, codec: String, container: String, sampleRate: Int,
+        channels: Int, bitsPerSample: Int?, title: String?, artist: String?, album: String?,
+        outputFormat: PCMFormat, replayGain: ReplayGainInfo? = nil, bitRate: Int? = nil
+    ) {
         self.bitRate = bitRate
         self.url = url
         self.duration = duration
@@ -90,10 +92,11 @@ package struct ReplayGainInfo: Sendable, Equatable {
             guard let text = tag(key), let value = Int(text.trimmingCharacters(in: .whitespaces)) else { return nil }
             return Double(value) / 256 + 5
         }
-        let info = ReplayGainInfo(trackGain: number("REPLAYGAIN_TRACK_GAIN") ?? r128("R128_TRACK_GAIN"),
-                                  trackPeak: number("REPLAYGAIN_TRACK_PEAK"),
-                                  albumGain: number("REPLAYGAIN_ALBUM_GAIN") ?? r128("R128_ALBUM_GAIN"),
-                                  albumPeak: number("REPLAYGAIN_ALBUM_PEAK"))
+        let info = ReplayGainInfo(
+            trackGain: number("REPLAYGAIN_TRACK_GAIN") ?? r128("R128_TRACK_GAIN"),
+            trackPeak: number("REPLAYGAIN_TRACK_PEAK"),
+            albumGain: number("REPLAYGAIN_ALBUM_GAIN") ?? r128("R128_ALBUM_GAIN"),
+            albumPeak: number("REPLAYGAIN_ALBUM_PEAK"))
         return info == ReplayGainInfo() ? nil : info
     }
 }

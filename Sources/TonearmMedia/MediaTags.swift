@@ -11,7 +11,8 @@ package struct MediaTags: Sendable, Equatable {
         /// where a break would end the protocol's line early.
         package init(_ tag: MediaTag, _ value: String) {
             self.tag = tag
-            self.value = value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
+            self.value =
+                value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
                 ? value.split(whereSeparator: \.isNewline).joined(separator: " ") : value
         }
     }
@@ -32,11 +33,14 @@ package struct MediaTags: Sendable, Equatable {
         self.replayGain = replayGain
     }
 
-    package init(title: String?, artist: String?, album: String?, duration: Double? = nil,
-                replayGain: ReplayGainInfo? = nil) {
+    package init(
+        title: String?, artist: String?, album: String?, duration: Double? = nil,
+        replayGain: ReplayGainInfo? = nil
+    ) {
         let given: [(MediaTag, String?)] = [(.title, title), (.artist, artist), (.album, album)]
-        self.init(entries: given.compactMap { tag, value in value.map { Entry(tag, $0) } }, duration: duration,
-                  replayGain: replayGain)
+        self.init(
+            entries: given.compactMap { tag, value in value.map { Entry(tag, $0) } }, duration: duration,
+            replayGain: replayGain)
     }
 
     /// The tag's first value.

@@ -48,10 +48,12 @@ package struct OutputConfiguration: Sendable, Equatable {
     /// the device stops at once and resumes at full level, sample for sample.
     package var fadesOnPause = true
 
-    package init(device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
-                sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
-                speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
-                resumeAfterInterruption: Bool = true, waitForDevice: Bool = true, releaseAfterSeconds: Double? = 10) {
+    package init(
+        device: String = "default", sampleRate: Int? = nil, channels: Int? = nil,
+        sampleType: SampleType? = nil, bufferMilliseconds: Int = 200, pace: Bool = false,
+        speed: Double = 1.0, reopenIntervalMilliseconds: Int = 2000, openTimeoutMilliseconds: Int = 5000,
+        resumeAfterInterruption: Bool = true, waitForDevice: Bool = true, releaseAfterSeconds: Double? = 10
+    ) {
         self.waitForDevice = waitForDevice
         self.releaseAfterSeconds = releaseAfterSeconds
         self.device = device
@@ -69,8 +71,9 @@ package struct OutputConfiguration: Sendable, Equatable {
     /// The format to ask the device for, given what the source decodes to.
     package func requestedFormat(forSource source: PCMFormat) -> PCMFormat {
         if case .snapcast(_, _, let format) = sink { return format }
-        return PCMFormat(sampleType: sampleType ?? source.sampleType,
-                  sampleRate: sampleRate ?? source.sampleRate,
-                  channels: channels ?? source.channels)
+        return PCMFormat(
+            sampleType: sampleType ?? source.sampleType,
+            sampleRate: sampleRate ?? source.sampleRate,
+            channels: channels ?? source.channels)
     }
 }

@@ -65,8 +65,10 @@ package struct ReplayGainSettings: Sendable, Equatable {
     /// A live stream's automatic gain.
     package var live: LiveGainMode
 
-    package init(mode: ReplayGainMode = .off, preampDB: Double = 0, targetLUFS: Double = Loudness.referenceLUFS,
-                live: LiveGainMode = .off) {
+    package init(
+        mode: ReplayGainMode = .off, preampDB: Double = 0, targetLUFS: Double = Loudness.referenceLUFS,
+        live: LiveGainMode = .off
+    ) {
         self.mode = mode
         self.preampDB = preampDB
         self.targetLUFS = targetLUFS
@@ -80,8 +82,10 @@ package struct ReplayGainSettings: Sendable, Equatable {
     /// measured (or silent) gets the preamp alone. `provisional`: `loudness` is only the item's
     /// opening's, which lowers a loud item but never raises a quiet one above the preamp (louder
     /// passages may follow a quiet opening, and they would clip).
-    package func gain(tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool,
-                     provisional: Bool = false) -> AppliedGain {
+    package func gain(
+        tags: ReplayGainInfo?, loudness: LoudnessMeasurement?, prefersAlbum: Bool,
+        provisional: Bool = false
+    ) -> AppliedGain {
         if mode == .off { return AppliedGain(decibels: 0, source: .none) }
         if mode != .loudness, let tags {
             let album = mode == .album || (mode == .auto && prefersAlbum)

@@ -143,21 +143,30 @@ package final class AlarmClock: Sendable {
                 saved = Saved(nextID: 1, alarms: [])
                 switch file.setAside(reason: problem, now: now) {
                 case .setAside(_, let keptAs):
-                    logger.error("alarms file is not usable; set aside, starting with none", metadata: [
-                        "file": "\(file.path)", "error": "\(problem)", "kept": "\(keptAs)"])
+                    logger.error(
+                        "alarms file is not usable; set aside, starting with none",
+                        metadata: [
+                            "file": "\(file.path)", "error": "\(problem)", "kept": "\(keptAs)",
+                        ])
                 case .stuck(_, let renameError):
                     noFile = "\(file.path) is not usable and could not be set aside (\(renameError)); alarm changes are not saved"
-                    logger.error("alarms file is not usable and cannot be set aside; starting with none, saving nothing", metadata: [
-                        "file": "\(file.path)", "error": "\(problem)", "rename": "\(renameError)"])
+                    logger.error(
+                        "alarms file is not usable and cannot be set aside; starting with none, saving nothing",
+                        metadata: [
+                            "file": "\(file.path)", "error": "\(problem)", "rename": "\(renameError)",
+                        ])
                 case .none, .state:
                     break
                 }
             }
             var changed = false
             for index in saved.alarms.indices where saved.alarms[index].nextAt < now {
-                logger.warning("alarm missed: tonearmd was not running when it was due; not played late", metadata: [
-                    "alarm": "\(saved.alarms[index].id)", "time": "\(saved.alarms[index].time)",
-                    "due": "\(Self.localTime(saved.alarms[index].nextAt, calendar))"])
+                logger.warning(
+                    "alarm missed: tonearmd was not running when it was due; not played late",
+                    metadata: [
+                        "alarm": "\(saved.alarms[index].id)", "time": "\(saved.alarms[index].time)",
+                        "due": "\(Self.localTime(saved.alarms[index].nextAt, calendar))",
+                    ])
                 saved.alarms[index].nextAt = saved.alarms[index].rule?.nextFire(after: now, calendar: calendar) ?? .distantFuture
                 changed = true
             }
@@ -173,8 +182,10 @@ package final class AlarmClock: Sendable {
     package var alarms: [Alarm] { book.withLock { $0.alarms } }
 
     /// Adds an alarm; answered once it is on disk.
-    package func add(time: String, days: [Weekday], url: String?, volume: Int?, fadeIn: Double,
-                    now: Date = Date()) async throws(Failure) -> Alarm {
+    package func add(
+        time: String, days: [Weekday], url: String?, volume: Int?, fadeIn: Double,
+        now: Date = Date()
+    ) async throws(Failure) -> Alarm {
         guard let rule = AlarmRule(time: time, days: Set(days)) else {
             throw .invalid("time must be HH:MM or HH:MM:SS (24-hour), not '\(time)'")
         }
@@ -184,8 +195,9 @@ package final class AlarmClock: Sendable {
         return try await change { book throws(Failure) in
             guard book.alarms.count < Self.maximumCount else { throw .invalid("there are \(Self.maximumCount) alarms already") }
             guard book.nextID < Self.maximumID else { throw .invalid("no alarm ids are left (next_id \(book.nextID))") }
-            let alarm = Alarm(id: book.nextID, time: rule.time, days: Set(days).sorted(), url: url, volume: volume, fadeIn: fadeIn,
-                              nextAt: next)
+            let alarm = Alarm(
+                id: book.nextID, time: rule.time, days: Set(days).sorted(), url: url, volume: volume, fadeIn: fadeIn,
+                nextAt: next)
             book.nextID += 1
             book.alarms.append(alarm)
             return alarm
@@ -252,8 +264,11 @@ package final class AlarmClock: Sendable {
             for index in book.alarms.indices where book.alarms[index].nextAt <= now {
                 let alarm = book.alarms[index]
                 if now.timeIntervalSince(alarm.nextAt) > Self.lateness {
-                    logger.warning("alarm missed: rung too late (the clock jumped, or the machine slept); not played", metadata: [
-                        "alarm": "\(alarm.id)", "due": "\(Self.localTime(alarm.nextAt, calendar))"])
+                    logger.warning(
+                        "alarm missed: rung too late (the clock jumped, or the machine slept); not played",
+                        metadata: [
+                            "alarm": "\(alarm.id)", "due": "\(Self.localTime(alarm.nextAt, calendar))",
+                        ])
                 } else {
                     rung.append(alarm)
                 }

@@ -16,8 +16,10 @@ package struct AdapterContext: Sendable, Equatable {
     /// A failure of the current item is handled by the player (a queue skips it), not the machine.
     package var skipsFailures: Bool
 
-    package init(currentItem: Int? = nil, pendingNext: Int? = nil, expectedSeekToken: Int? = nil, intent: Int = 0,
-                skipsFailures: Bool = false) {
+    package init(
+        currentItem: Int? = nil, pendingNext: Int? = nil, expectedSeekToken: Int? = nil, intent: Int = 0,
+        skipsFailures: Bool = false
+    ) {
         self.currentItem = currentItem
         self.pendingNext = pendingNext
         self.expectedSeekToken = expectedSeekToken
@@ -36,7 +38,7 @@ package enum EngineEventAdapter {
         let isCurrent = event.itemID == context.currentItem
         switch event {
         case .loadStarted, .opened, .firstAudioWritten, .underrun, .reconnecting, .streamTitle, .timeControlChanged,
-             .loudnessMeasured, .deviceReleased, .outputHookRan:
+            .loudnessMeasured, .deviceReleased, .outputHookRan:
             return []
         case .ready:
             return isCurrent ? [.didBecomeReady] : []

@@ -28,8 +28,10 @@ final class LoudnessKeeper: Sendable {
 
     /// Where measurements are kept, whether the library's songs are measured too, and who is
     /// told of each result (on the keeper's thread).
-    func configure(store: (any LoudnessStore)?, measuresLibrary: Bool, logger: Logger?,
-                   measured: @escaping @Sendable (URL, LoudnessMeasurement) -> Void) {
+    func configure(
+        store: (any LoudnessStore)?, measuresLibrary: Bool, logger: Logger?,
+        measured: @escaping @Sendable (URL, LoudnessMeasurement) -> Void
+    ) {
         work.configure(Work.Settings(store: store, measuresLibrary: measuresLibrary, logger: logger, measured: measured))
     }
 
@@ -236,8 +238,9 @@ final class LoudnessKeeper: Sendable {
             do {
                 return try settings.store?.unmeasured(after: cursor, limit: 256)
             } catch {
-                settings.logger?.error("cannot read which songs' loudness is still to measure",
-                                       metadata: ["error": "\(error)"])
+                settings.logger?.error(
+                    "cannot read which songs' loudness is still to measure",
+                    metadata: ["error": "\(error)"])
                 return nil
             }
         }
@@ -271,10 +274,12 @@ final class LoudnessKeeper: Sendable {
             measuring = nil
             condition.unlock()
             guard let result else { return false }
-            settings.logger?.debug("measured loudness", metadata: [
-                "file": "\(file.path)", "result": "\(Self.describe(result))",
-                "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
-            ])
+            settings.logger?.debug(
+                "measured loudness",
+                metadata: [
+                    "file": "\(file.path)", "result": "\(Self.describe(result))",
+                    "ms": "\((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)",
+                ])
             keep(result, of: url, file, settings)
             return true
         }

@@ -77,9 +77,13 @@ package final class PerformanceObserver: Sendable {
             bufferingSince.withLock { $0 = now }
             broadcaster.yield(.bufferingStarted)
         case .playing:
-            if let since = bufferingSince.withLock({ value in defer { value = nil }; return value }) {
+            if let since = bufferingSince.withLock({ value in
+                defer { value = nil }
+                return value
+            }) {
                 let elapsed = now - since
-                broadcaster.yield(.bufferingEnded(duration: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                broadcaster.yield(
+                    .bufferingEnded(duration: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
             }
             let playedBefore = playedItem.withLock { played in
                 defer { played = itemID }

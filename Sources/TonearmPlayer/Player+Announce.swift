@@ -68,10 +68,11 @@ extension Player {
     /// Where playback stands, to come back to (lock held).
     private func returnPoint(_ m: Model) -> AnnouncementOverlay.ReturnPoint {
         let state = machine.currentState
-        let resumable: Bool = switch state {
-        case .ready, .playing, .paused, .buffering, .seeking, .loading: true
-        case .idle, .ended, .failed: false
-        }
+        let resumable: Bool =
+            switch state {
+            case .ready, .playing, .paused, .buffering, .seeking, .loading: true
+            case .idle, .ended, .failed: false
+            }
         guard resumable, let current = m.context.currentItem, let queueID = m.inPlay[current]?.queueID else {
             return .init(queueID: nil, position: 0, playing: false, live: false)
         }

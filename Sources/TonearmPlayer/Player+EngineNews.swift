@@ -72,8 +72,9 @@ extension Player {
                 guard id == m.context.currentItem, token > 0 else { return }
                 let done = m.seekWaiters.filter { $0.token <= token }
                 m.seekWaiters.removeAll { $0.token <= token }
-                let landed = SeekOutcome.landed(position: Self.shown(position, duration: m.inPlay[id]?.media?.duration),
-                                                state: machine.currentState)
+                let landed = SeekOutcome.landed(
+                    position: Self.shown(position, duration: m.inPlay[id]?.media?.duration),
+                    state: machine.currentState)
                 for waiter in done { waiter.continuation.resume(returning: landed) }
             case .deviceLost(_, let failure, _):
                 if actions.contains(.deviceLost) { m.interruption = failure.message }
@@ -163,7 +164,8 @@ extension Player {
             let state = machine.currentState
             let playing = m.inPlay[id]?.playsOnReady == true || state == .playing || state.isResumingPlaying
             if let failed = m.inPlay[id]?.queueID, m.failuresInRow < m.queue.items.count,
-               let next = m.queue.userNext(after: failed) {
+                let next = m.queue.userNext(after: failed)
+            {
                 open(&m, queueID: next, cause: .goesOn(play: playing), waiter: waiter)
             } else {
                 // Stopped first, then answered: the answer's reader sees the state it led to.

@@ -33,7 +33,8 @@ extension Player {
                 }
                 let seconds = crossfadeSettings.manualSeconds
                 guard m.queue.options.crossfade > 0, seconds > 0, machine.currentState == .playing,
-                      m.announcements.playing == nil, m.announcementEngineID == nil else {
+                    m.announcements.playing == nil, m.announcementEngineID == nil
+                else {
                     continuation.resume(returning: true)
                     return
                 }

@@ -12,8 +12,10 @@ extension Player {
 
     /// Adds entries at `position` (nil: the end). `known`: tags already known by URL (the
     /// library's), so those files are not opened to read them.
-    package func add(_ entries: [(url: URL, title: String?)], at position: Int? = nil,
-                    known: [URL: MediaTags] = [:]) throws(PlayerError) -> (items: [QueueItem], version: Int) {
+    package func add(
+        _ entries: [(url: URL, title: String?)], at position: Int? = nil,
+        known: [URL: MediaTags] = [:]
+    ) throws(PlayerError) -> (items: [QueueItem], version: Int) {
         try model.withLock { m throws(PlayerError) in
             let added: [QueueItem]
             do throws(QueueError) {

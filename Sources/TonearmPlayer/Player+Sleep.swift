@@ -100,7 +100,8 @@ extension Player {
                 _ = try? perform(.pause, &m, evenUnchanged: true) { _, m in m.context.intent = engine.pause() }
                 logger.info("sleep timer: paused")
             } else if machine.currentState.isLoading, let current = m.context.currentItem,
-                      m.inPlay[current]?.playsOnReady == true {
+                m.inPlay[current]?.playsOnReady == true
+            {
                 // Due while an item loads to play: it comes ready, and stays paused.
                 m.inPlay[current]?.playsOnReady = false
                 m.context.intent = engine.pause()

@@ -38,12 +38,13 @@ extension Player {
                     } catch {}
                 }
             }
-            var playback: SavedPlayerState.Playback = switch state {
-            case .playing, .seeking(_, .playing), .buffering(.playing): .playing
-            case .loading: m.inPlay.values.contains { $0.playsOnReady } ? .playing : .paused
-            case .ready, .paused, .seeking, .buffering: .paused
-            case .idle, .ended, .failed: .stopped
-            }
+            var playback: SavedPlayerState.Playback =
+                switch state {
+                case .playing, .seeking(_, .playing), .buffering(.playing): .playing
+                case .loading: m.inPlay.values.contains { $0.playsOnReady } ? .playing : .paused
+                case .ready, .paused, .seeking, .buffering: .paused
+                case .idle, .ended, .failed: .stopped
+                }
             if let point = m.announcements.returnPoint, point.queueID != nil {
                 // An announcement plays: what is kept is where playback comes back to.
                 playback = point.playing ? .playing : .paused
@@ -55,8 +56,9 @@ extension Player {
                 playback = pending.playback
                 position = pending.position
             }
-            var saved = SavedPlayerState(queue: queue, playback: playback, position: position, volume: m.volume,
-                                         replayGain: m.replayGain)
+            var saved = SavedPlayerState(
+                queue: queue, playback: playback, position: position, volume: m.volume,
+                replayGain: m.replayGain)
             // Read under the player lock, which every change is recorded under: the snapshot
             // holds exactly the changes up to this number.
             saved.journalSequence = changes.recorded
@@ -94,7 +96,10 @@ extension Player {
             var kept: [URL: Double] = [:]
             for item in saved.queue.items {
                 if let seconds = saved.durations?[item.id], seconds.isFinite, seconds > 0,
-                   seconds <= SavedPlayerState.maximumPosition { kept[item.url] = seconds }
+                    seconds <= SavedPlayerState.maximumPosition
+                {
+                    kept[item.url] = seconds
+                }
             }
             tags.keep(durations: kept)
             publishQueue(m)
@@ -114,7 +119,8 @@ extension Player {
             changeObserver?.playerChanged()
         }
         guard mode != .off, let current = saved.queue.currentID, saved.playback != .stopped,
-              queue.currentID == current, state == .idle else { return }
+            queue.currentID == current, state == .idle
+        else { return }
         let play = mode == .playing && saved.playback == .playing
         do throws(PlayerError) {
             _ = try await jump(to: current, play: play, start: saved.position)

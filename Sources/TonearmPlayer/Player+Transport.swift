@@ -12,14 +12,17 @@ extension Player {
 
     /// Replaces the queue with `url` and loads it; returns once it is ready (or playing, with
     /// `play`) with the state that led to, or throws why not.
-    package func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (media: MediaInfo, state: PlaybackState) {
+    package func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (
+        media: MediaInfo, state: PlaybackState
+    ) {
         guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
                 try? edit(&m, .clear)
                 guard let added = try? edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: nil)], at: nil)),
-                      let item = added.first else {
+                    let item = added.first
+                else {
                     continuation.resume(returning: .failed(PlaybackError(.internal, "cannot queue \(url)")))
                     return
                 }
@@ -33,8 +36,14 @@ extension Player {
 
     /// Plays queue item `id` (a jump, from `start` seconds), or with nil: resumes, or starts the
     /// queue when stopped. Returns the state this led to, once the item plays.
-    package func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState) {
-        enum Start { case done(PlaybackTransition), jump(Int), failure(PlayerError) }
+    package func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (
+        transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState
+    ) {
+        enum Start {
+            case done(PlaybackTransition)
+            case jump(Int)
+            case failure(PlayerError)
+        }
         let step: Start = model.withLock { m in
             if let id {
                 guard m.queue.item(id: id) != nil else { return .failure(.invalid("no queue item with id \(id)")) }
@@ -125,8 +134,10 @@ extension Player {
 
     /// Opens queue item `queueID` as the current item (lock held). Earlier waiting commands are
     /// answered as superseded.
-    func open(_ m: inout Model, queueID: Int, start: Double = 0, cause: OpenCause,
-              waiter: CheckedContinuation<LoadOutcome, Never>? = nil) {
+    func open(
+        _ m: inout Model, queueID: Int, start: Double = 0, cause: OpenCause,
+        waiter: CheckedContinuation<LoadOutcome, Never>? = nil
+    ) {
         guard let item = m.queue.item(id: queueID) else {
             waiter?.resume(returning: .failed(PlaybackError(.invalidRequest, "no queue item with id \(queueID)")))
             return
@@ -162,9 +173,10 @@ extension Player {
         if measured == nil && usesLoudness {
             if onTheWay && start != nil { loudness.deferMeasuring(item.url) } else { loudness.request([item.url], first: true) }
         }
-        return EngineItem(id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue),
-                          loudness: measured, measuresOnTheWay: onTheWay,
-                          measuresOpening: measured == nil && usesLoudness && item.url.isFileURL)
+        return EngineItem(
+            id: engineID, url: item.url, prefersAlbumGain: sharesAlbumWithNeighbour(item, m.queue),
+            loudness: measured, measuresOnTheWay: onTheWay,
+            measuresOpening: measured == nil && usesLoudness && item.url.isFileURL)
     }
 
     /// Under a mode that levels by loudness, the items it needs soon are measured ahead, first of
@@ -221,10 +233,12 @@ extension Player {
     func tagsRead(_ url: URL) {
         model.withLock { m in
             guard let current = m.context.currentItem, let currentQueueID = m.inPlay[current]?.queueID,
-                  let nextQueueID = m.pendingNextQueueID, let next = m.queue.item(id: nextQueueID),
-                  url == next.url || url == m.queue.item(id: currentQueueID)?.url else { return }
-            engine.updateNext(after: current, joinsGaplessly: keepsAlbumGapless(next, after: currentQueueID, m),
-                              durationHint: tags.tags(for: next.url)?.duration)
+                let nextQueueID = m.pendingNextQueueID, let next = m.queue.item(id: nextQueueID),
+                url == next.url || url == m.queue.item(id: currentQueueID)?.url
+            else { return }
+            engine.updateNext(
+                after: current, joinsGaplessly: keepsAlbumGapless(next, after: currentQueueID, m),
+                durationHint: tags.tags(for: next.url)?.duration)
         }
     }
 
@@ -363,8 +377,10 @@ extension Player {
     }
 
     /// Sends a user action (lock held); when accepted and it changes the state, runs `engineCall`.
-    func perform(_ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
-                         _ engineCall: (PlaybackState, inout Model) -> Void) throws(PlayerError) -> PlaybackTransition {
+    func perform(
+        _ action: PlaybackAction, _ m: inout Model, evenUnchanged: Bool = false,
+        _ engineCall: (PlaybackState, inout Model) -> Void
+    ) throws(PlayerError) -> PlaybackTransition {
         endManualFade(&m)
         // A pause over a ducked clip fades out at the lowered level; the level is whole again
         // from the resume (the output holds a level asked during a pause until then).

@@ -99,10 +99,12 @@ package final class Player: Sendable {
         var manualFade: ManualFade?
     }
 
-    package init(engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
-                volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings(),
-                crossfade: CrossfadeSettings = CrossfadeSettings(),
-                announcements: AnnouncementSettings = AnnouncementSettings()) {
+    package init(
+        engine: PlayerEngine, machine: PlaybackStateMachine = PlaybackStateMachine(), logger: Logger,
+        volume: Int = 100, replayGain: ReplayGainSettings = ReplayGainSettings(),
+        crossfade: CrossfadeSettings = CrossfadeSettings(),
+        announcements: AnnouncementSettings = AnnouncementSettings()
+    ) {
         self.engine = engine
         crossfadeSettings = crossfade
         announcementSettings = announcements
@@ -190,16 +192,17 @@ package final class Player: Sendable {
                     media = m.inPlay.values.first { $0.queueID == queueID }?.media
                 }
             }
-            return PlayerStatus(state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
-                                output: engine.configuration,
-                                interruption: state == .paused ? m.interruption : nil,
-                                current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
-                                queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
-                                loudness: loudness, sleep: m.sleep,
-                                announcing: m.announcements.playing.map {
-                                    Announcing(url: $0.url, waiting: m.announcements.waiting.count, ducking: m.announcements.ducks)
-                                },
-                                deviceOpen: engine.isDeviceOpen)
+            return PlayerStatus(
+                state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
+                output: engine.configuration,
+                interruption: state == .paused ? m.interruption : nil,
+                current: m.queue.currentID, next: m.pendingNextQueueID ?? nextQueueID(m),
+                queueVersion: m.queue.version, volume: m.volume, replayGain: m.replayGain,
+                loudness: loudness, sleep: m.sleep,
+                announcing: m.announcements.playing.map {
+                    Announcing(url: $0.url, waiting: m.announcements.waiting.count, ducking: m.announcements.ducks)
+                },
+                deviceOpen: engine.isDeviceOpen)
         }
     }
 
@@ -207,8 +210,9 @@ package final class Player: Sendable {
     private func itemLoudness(_ engineID: Int, media: MediaInfo?, _ m: Model) -> ItemLoudness? {
         guard let queueID = m.inPlay[engineID]?.queueID, let item = m.queue.item(id: queueID) else { return nil }
         let (measurement, provisional, liveGain) = engine.loudnessInForce(for: engineID)
-        var gain = m.replayGain.gain(tags: media?.replayGain, loudness: measurement,
-                                     prefersAlbum: sharesAlbumWithNeighbour(item, m.queue), provisional: provisional)
+        var gain = m.replayGain.gain(
+            tags: media?.replayGain, loudness: measurement,
+            prefersAlbum: sharesAlbumWithNeighbour(item, m.queue), provisional: provisional)
         // Only local files are measured: a stream's is never pending; it may have a gain of its own.
         if !item.url.isFileURL && gain.source == .pending { gain.source = .none }
         if let liveGain {

@@ -41,7 +41,8 @@ package struct SavedPlayerState: Codable, Sendable, Equatable {
 
     package var replayGain: ReplayGainSettings? {
         guard let mode = ReplayGainMode(rawValue: replayGainMode), replayGainPreampDB.isFinite,
-              (-15...15).contains(replayGainPreampDB) else { return nil }
+            (-15...15).contains(replayGainPreampDB)
+        else { return nil }
         return ReplayGainSettings(mode: mode, preampDB: replayGainPreampDB)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One daemon per state directory: an exclusive `flock` on `tonearmd.lock` in it, held for the

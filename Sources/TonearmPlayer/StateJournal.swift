@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The state journal (`state.journal` beside `state.json`): every acknowledged change since the

@@ -34,8 +34,10 @@ package struct ControlClient: Sendable {
         }
 
         /// Sends one request and returns its result, or throws its error.
-        package func call(_ method: String, _ params: JSONValue = [:],
-                         onNotification: (JSONValue) -> Void = { _ in }) async throws -> JSONValue {
+        package func call(
+            _ method: String, _ params: JSONValue = [:],
+            onNotification: (JSONValue) -> Void = { _ in }
+        ) async throws -> JSONValue {
             nextID += 1
             let id = JSONValue.number(Double(nextID))
             var data = JSONValue.object(["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]).serialized()
@@ -61,8 +63,9 @@ package struct ControlClient: Sendable {
 
         private static func responseError(_ message: JSONValue) -> ResponseError? {
             guard let error = message["error"] else { return nil }
-            return ResponseError(code: Int(error["code"]?.doubleValue ?? 0),
-                                 message: error["message"]?.stringValue ?? "unknown error", data: error["data"])
+            return ResponseError(
+                code: Int(error["code"]?.doubleValue ?? 0),
+                message: error["message"]?.stringValue ?? "unknown error", data: error["data"])
         }
 
         /// The next message from the daemon (answer or notification), or nil when it closed.
@@ -87,7 +90,8 @@ package struct ControlClient: Sendable {
                     }
                 }
         } catch {
-            throw ConnectionError("cannot connect to tonearmd at \(socketPath): \(error) — is the daemon running? (--socket, TONEARM_SOCKET)")
+            throw ConnectionError(
+                "cannot connect to tonearmd at \(socketPath): \(error) — is the daemon running? (--socket, TONEARM_SOCKET)")
         }
         return try await channel.executeThenClose { inbound, outbound in
             try await body(Connection(inbound: inbound, outbound: outbound))

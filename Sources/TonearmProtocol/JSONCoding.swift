@@ -151,7 +151,10 @@ package enum JSONCoding {
             index += 1
             var object: [String: JSONValue] = [:]
             skipWhitespace()
-            if current == UInt8(ascii: "}") { index += 1; return .object(object) }
+            if current == UInt8(ascii: "}") {
+                index += 1
+                return .object(object)
+            }
             while true {
                 skipWhitespace()
                 guard current == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -163,11 +166,13 @@ package enum JSONCoding {
                 // Duplicate names are legal JSON with no agreed meaning: refuse rather than guess.
                 guard object[key] == nil else { throw error("duplicate member \"\(key.prefix(64))\"") }
                 if keepsIDText, depth == 0, key == "id", let byte = current,
-                   byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                    byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                {
                     let start = index
                     let number = try number()
                     // One no Double can hold (1e400) stays a number, and is refused as an id.
-                    object[key] = number.isFinite
+                    object[key] =
+                        number.isFinite
                         ? .encoded(ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))) : .number(number)
                 } else {
                     object[key] = try value(depth: depth + 1)
@@ -175,7 +180,9 @@ package enum JSONCoding {
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "}"): index += 1; return .object(object)
+                case UInt8(ascii: "}"):
+                    index += 1
+                    return .object(object)
                 default: throw error("expected ',' or '}'")
                 }
             }
@@ -185,14 +192,19 @@ package enum JSONCoding {
             index += 1
             var items: [JSONValue] = []
             skipWhitespace()
-            if current == UInt8(ascii: "]") { index += 1; return .array(items) }
+            if current == UInt8(ascii: "]") {
+                index += 1
+                return .array(items)
+            }
             while true {
                 skipWhitespace()
                 items.append(try value(depth: depth + 1))
                 skipWhitespace()
                 switch current {
                 case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "]"): index += 1; return .array(items)
+                case UInt8(ascii: "]"):
+                    index += 1
+                    return .array(items)
                 default: throw error("expected ',' or ']'")
                 }
             }
@@ -204,7 +216,8 @@ package enum JSONCoding {
             // straight from the input, with no buffer and no validation to do.
             var end = index
             while end < bytes.count, case let byte = bytes[end], byte != UInt8(ascii: "\""),
-                  byte != UInt8(ascii: "\\"), byte >= 0x20, byte < 0x80 {
+                byte != UInt8(ascii: "\\"), byte >= 0x20, byte < 0x80
+            {
                 end += 1
             }
             if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {

@@ -40,7 +40,8 @@ package enum JSONValue: Sendable, Equatable {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByIntegerLiteral, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral {
+    ExpressibleByIntegerLiteral, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByNilLiteral
+{
     package init(stringLiteral value: String) { self = .string(value) }
     package init(booleanLiteral value: Bool) { self = .bool(value) }
     package init(floatLiteral value: Double) { self = .number(value) }

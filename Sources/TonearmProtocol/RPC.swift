@@ -56,7 +56,10 @@ package enum RPC {
         }
         guard case .object(let object) = json else {
             if case .array = json {
-                return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "batch requests are not supported: send one object per line")))
+                return .failure(
+                    BadRequest(
+                        id: JSONValue.null, failure: Failure(.invalidRequest, "batch requests are not supported: send one object per line"))
+                )
             }
             return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: expected a JSON object")))
         }
@@ -68,7 +71,9 @@ package enum RPC {
             case .encoded: break  // a number, as sent
             default:
                 id = nil
-                return .failure(BadRequest(id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: id must be a string, a number or null")))
+                return .failure(
+                    BadRequest(
+                        id: JSONValue.null, failure: Failure(.invalidRequest, "invalid request: id must be a string, a number or null")))
             }
         }
         guard object["jsonrpc"] == .string("2.0") else {
@@ -78,7 +83,8 @@ package enum RPC {
             return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: \"method\" must be a string")))
         }
         if let unknown = object.keys.first(where: { !requestMembers.contains($0) }) {
-            return .failure(BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: unknown member \"\(unknown.prefix(64))\"")))
+            return .failure(
+                BadRequest(id: id ?? .null, failure: Failure(.invalidRequest, "invalid request: unknown member \"\(unknown.prefix(64))\"")))
         }
         let params = object["params"] ?? .object([:])
         switch params {

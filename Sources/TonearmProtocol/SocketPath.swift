@@ -4,8 +4,10 @@ import Foundation
 /// the config's `socket`, then `$XDG_RUNTIME_DIR/tonearm/tonearm.sock` for a user or
 /// `/run/tonearm/tonearm.sock` for root. Daemon and client resolve it the same way.
 package enum SocketPath {
-    package static func resolve(explicit: String?, environment: [String: String], configured: String?,
-                               userID: UInt32 = getuid()) -> String {
+    package static func resolve(
+        explicit: String?, environment: [String: String], configured: String?,
+        userID: UInt32 = getuid()
+    ) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment["TONEARM_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
         if let configured, !configured.isEmpty { return configured }

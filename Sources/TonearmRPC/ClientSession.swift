@@ -35,8 +35,10 @@ final class ClientSession: Sendable {
     /// Who the client is: for the log, and for the files it names.
     let peer: ClientPeer
 
-    init(player: Player, library: Library? = nil, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
-         peer: ClientPeer = ClientPeer(credentials: nil, description: "")) {
+    init(
+        player: Player, library: Library? = nil, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
+        peer: ClientPeer = ClientPeer(credentials: nil, description: "")
+    ) {
         self.player = player
         self.library = library
         self.access = access
@@ -57,53 +59,60 @@ final class ClientSession: Sendable {
         var started: [Task<Void, Never>] = []
         if kinds.contains(.transition) {
             let stream = player.transitions()
-            started.append(Task { [weak self] in
-                for await transition in stream { self?.notify(ProtocolEncoding.transition(transition), generation) }
-            })
+            started.append(
+                Task { [weak self] in
+                    for await transition in stream { self?.notify(ProtocolEncoding.transition(transition), generation) }
+                })
         }
         if kinds.contains(.performance) {
             let stream = player.performanceEvents()
-            started.append(Task { [weak self] in
-                for await event in stream { self?.notify(ProtocolEncoding.performance(event), generation) }
-            })
+            started.append(
+                Task { [weak self] in
+                    for await event in stream { self?.notify(ProtocolEncoding.performance(event), generation) }
+                })
         }
         if kinds.contains(.queue) || kinds.contains(.item) {
             let stream = player.queueEventStream()
-            let wantsQueue = kinds.contains(.queue), wantsItems = kinds.contains(.item)
-            started.append(Task { [weak self] in
-                for await event in stream {
-                    if case .queue = event { if !wantsQueue { continue } } else if !wantsItems { continue }
-                    self?.notify(ProtocolEncoding.queueEvent(event), generation)
-                }
-            })
+            let wantsQueue = kinds.contains(.queue)
+            let wantsItems = kinds.contains(.item)
+            started.append(
+                Task { [weak self] in
+                    for await event in stream {
+                        if case .queue = event { if !wantsQueue { continue } } else if !wantsItems { continue }
+                        self?.notify(ProtocolEncoding.queueEvent(event), generation)
+                    }
+                })
         }
         if kinds.contains(.library), let stream = library?.subscribe() {
-            started.append(Task { [weak self] in
-                for await news in stream {
-                    self?.notify(ProtocolEncoding.library(news), generation)
-                    // Then, when the scan changed the database: what a library view reloads on.
-                    if case .updateFinished(_, let outcome) = news, outcome.changedAnything {
-                        self?.notify(["type": "library", "event": "changed"], generation)
+            started.append(
+                Task { [weak self] in
+                    for await news in stream {
+                        self?.notify(ProtocolEncoding.library(news), generation)
+                        // Then, when the scan changed the database: what a library view reloads on.
+                        if case .updateFinished(_, let outcome) = news, outcome.changedAnything {
+                            self?.notify(["type": "library", "event": "changed"], generation)
+                        }
                     }
-                }
-            })
+                })
         }
         if kinds.contains(.position) {
             let player = self.player
-            started.append(Task { [weak self] in
-                // Ticks only while playing; otherwise it waits for playing without waking.
-                while !Task.isCancelled {
-                    if player.state != .playing {
-                        _ = await player.machine.firstState { $0 == .playing }
-                        continue
+            started.append(
+                Task { [weak self] in
+                    // Ticks only while playing; otherwise it waits for playing without waking.
+                    while !Task.isCancelled {
+                        if player.state != .playing {
+                            _ = await player.machine.firstState { $0 == .playing }
+                            continue
+                        }
+                        try? await Task.sleep(for: .seconds(positionInterval))
+                        guard !Task.isCancelled, player.state == .playing else { continue }
+                        let status = player.status
+                        self?.notify(
+                            ["type": "position", "position": .number(status.position), "duration": JSONValue(status.duration)],
+                            generation)
                     }
-                    try? await Task.sleep(for: .seconds(positionInterval))
-                    guard !Task.isCancelled, player.state == .playing else { continue }
-                    let status = player.status
-                    self?.notify(["type": "position", "position": .number(status.position), "duration": JSONValue(status.duration)],
-                                 generation)
-                }
-            })
+                })
         }
         let previous = tasks.withLock { tasks in
             defer { tasks = started }
@@ -127,8 +136,9 @@ final class ClientSession: Sendable {
         if channel.isWritable {
             sentWhileUnwritable.store(0, ordering: .relaxed)
         } else if sentWhileUnwritable.add(1, ordering: .relaxed).newValue > Self.backlogLimit {
-            logger.warning("client is not reading its events; disconnecting it",
-                           metadata: ["peer": "\(peer)", "backlog": "\(Self.backlogLimit)"])
+            logger.warning(
+                "client is not reading its events; disconnecting it",
+                metadata: ["peer": "\(peer)", "backlog": "\(Self.backlogLimit)"])
             return false
         }
         channel.writeAndFlush(RPCFraming.line(RPC.notification(method: "event", params: params)), promise: nil)

@@ -11,7 +11,8 @@ package enum LibraryArt {
     /// picture the song carries; nil when there is neither. Each file is opened as any file a
     /// client names (`ClientFile`). Blocking I/O.
     package static func find(_ path: String, root: String, sources: SourcePolicy, for peer: ClientPeer) throws
-        -> (bytes: [UInt8], type: String?, source: String)? {
+        -> (bytes: [UInt8], type: String?, source: String)?
+    {
         let target = path.isEmpty ? root : root + "/" + path
         var info = stat()
         guard stat(target, &info) == 0 else {
@@ -23,7 +24,8 @@ package enum LibraryArt {
             return (bytes, mimeType(cover), "file")
         }
         guard !isDirectory, try read(target, root: root, sources: sources, for: peer, checkOnly: true) != nil,
-              let picture = Player.readPicture(URL(fileURLWithPath: target)) else { return nil }
+            let picture = Player.readPicture(URL(fileURLWithPath: target))
+        else { return nil }
         return (picture.bytes, picture.mimeType, "embedded")
     }
 
@@ -32,8 +34,10 @@ package enum LibraryArt {
 
     /// The bytes of `path` as a client may have them (`checkOnly`: none, the check alone); nil
     /// when it is not there; a refusal when the client may not.
-    private static func read(_ path: String, root: String, sources: SourcePolicy, for peer: ClientPeer,
-                             checkOnly: Bool = false) throws -> [UInt8]? {
+    private static func read(
+        _ path: String, root: String, sources: SourcePolicy, for peer: ClientPeer,
+        checkOnly: Bool = false
+    ) throws -> [UInt8]? {
         let (fd, info): (Int32, stat)
         do throws(ClientFile.Refusal) { (fd, info) = try ClientFile.open(path, for: peer, sources: sources, served: root) } catch {
             if error.kind == .missing { return nil }

@@ -25,7 +25,9 @@ struct Params: Sendable {
     }
 
     func requiredNumber(_ key: String, bounded: Bool = true) throws -> Double {
-        guard let value = try number(key, bounded: bounded) else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required") }
+        guard let value = try number(key, bounded: bounded) else {
+            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' is required")
+        }
         return value
     }
 
@@ -78,9 +80,13 @@ struct Params: Sendable {
 
     func stringArray(_ key: String) throws -> [String]? {
         guard let value = object[key], value != .null else { return nil }
-        guard case .array(let items) = value else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings") }
+        guard case .array(let items) = value else {
+            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings")
+        }
         return try items.map { item in
-            guard case .string(let text) = item else { throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings") }
+            guard case .string(let text) = item else {
+                throw RPC.Failure(.invalidParams, "invalid params: '\(key)' must be an array of strings")
+            }
             return text
         }
     }

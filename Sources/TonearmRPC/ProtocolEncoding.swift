@@ -1,7 +1,7 @@
 import Foundation
-import TonearmLibrary
 import TonearmCore
 import TonearmFrontEnd
+import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
@@ -41,8 +41,10 @@ enum ProtocolEncoding {
     }
 
     static func transition(_ transition: PlaybackTransition) -> JSONValue {
-        ["type": "transition", "from": state(transition.from), "to": state(transition.to),
-         "action": action(transition.action), "timestamp": .number(transition.timestamp.timeIntervalSince1970)]
+        [
+            "type": "transition", "from": state(transition.from), "to": state(transition.to),
+            "action": action(transition.action), "timestamp": .number(transition.timestamp.timeIntervalSince1970),
+        ]
     }
 
     /// A library scan's news: `scan_started`, `scan_finished` (with what it did), `offline`.
@@ -51,9 +53,11 @@ enum ProtocolEncoding {
         case .updateStarted(let job):
             return ["type": "library", "event": "scan_started", "job": JSONValue(job)]
         case .updateFinished(let job, let outcome):
-            return ["type": "library", "event": "scan_finished", "job": JSONValue(job), "added": JSONValue(outcome.added),
-                    "changed": JSONValue(outcome.changed), "removed": JSONValue(outcome.removed),
-                    "failed": JSONValue(outcome.failed), "seconds": .number(outcome.seconds)]
+            return [
+                "type": "library", "event": "scan_finished", "job": JSONValue(job), "added": JSONValue(outcome.added),
+                "changed": JSONValue(outcome.changed), "removed": JSONValue(outcome.removed),
+                "failed": JSONValue(outcome.failed), "seconds": .number(outcome.seconds),
+            ]
         case .offline(let job, let reason):
             return ["type": "library", "event": "offline", "job": JSONValue(job), "reason": .string(reason)]
         }
@@ -87,8 +91,10 @@ enum ProtocolEncoding {
     }
 
     static func format(_ format: PCMFormat) -> JSONValue {
-        ["sample_type": .string(format.sampleType.rawValue), "sample_rate": JSONValue(format.sampleRate),
-         "channels": JSONValue(format.channels)]
+        [
+            "sample_type": .string(format.sampleType.rawValue), "sample_rate": JSONValue(format.sampleRate),
+            "channels": JSONValue(format.channels),
+        ]
     }
 
     static func status(_ status: PlayerStatus) -> JSONValue {
@@ -97,10 +103,12 @@ enum ProtocolEncoding {
             "state": state(status.state), "position": .number(status.position), "buffer": .number(status.buffered),
             "duration": JSONValue(status.duration),
             "media": media(status.media),
-            "output": ["device": .string(output.device), "pace": .bool(output.pace), "speed": .number(output.speed),
-                       "buffer_ms": JSONValue(output.bufferMilliseconds), "open": .bool(status.deviceOpen),
-                       "release_after_s": output.releaseAfterSeconds.map { .number($0) } ?? .number(-1),
-                       "format": status.media.map { format($0.outputFormat) } ?? .null],
+            "output": [
+                "device": .string(output.device), "pace": .bool(output.pace), "speed": .number(output.speed),
+                "buffer_ms": JSONValue(output.bufferMilliseconds), "open": .bool(status.deviceOpen),
+                "release_after_s": output.releaseAfterSeconds.map { .number($0) } ?? .number(-1),
+                "format": status.media.map { format($0.outputFormat) } ?? .null,
+            ],
         ]
         if let interruption = status.interruption { object["interruption"] = .string(interruption) }
         object["current"] = JSONValue(status.current)
@@ -110,12 +118,16 @@ enum ProtocolEncoding {
         object["replay_gain"] = replayGain(status.replayGain)
         object["sleep"] = sleep(status.sleep)
         if let announcing = status.announcing {
-            object["announcing"] = ["url": .string(announcing.url), "waiting": JSONValue(announcing.waiting),
-                                    "ducking": .bool(announcing.ducking)]
+            object["announcing"] = [
+                "url": .string(announcing.url), "waiting": JSONValue(announcing.waiting),
+                "ducking": .bool(announcing.ducking),
+            ]
         }
         if let loudness = status.loudness {
-            var shown: [String: JSONValue] = ["source": .string(loudness.gain.source.rawValue),
-                                              "gain_db": .number(rounded(loudness.gain.decibels))]
+            var shown: [String: JSONValue] = [
+                "source": .string(loudness.gain.source.rawValue),
+                "gain_db": .number(rounded(loudness.gain.decibels)),
+            ]
             shown["integrated_lufs"] = loudness.measured.map { .number(rounded($0.integrated)) } ?? .null
             shown["peak_dbtp"] = loudness.measured.flatMap { $0.truePeak.isFinite ? .number(rounded($0.truePeak)) : nil } ?? .null
             shown["range_lu"] = loudness.measured.map { .number(rounded($0.range)) } ?? .null
@@ -125,16 +137,20 @@ enum ProtocolEncoding {
     }
 
     static func replayGain(_ settings: ReplayGainSettings) -> JSONValue {
-        ["mode": .string(settings.mode.rawValue), "preamp_db": .number(settings.preampDB),
-         "target_lufs": .number(settings.targetLUFS), "live": .string(settings.live.rawValue)]
+        [
+            "mode": .string(settings.mode.rawValue), "preamp_db": .number(settings.preampDB),
+            "target_lufs": .number(settings.targetLUFS), "live": .string(settings.live.rawValue),
+        ]
     }
 
     /// A file's measured loudness, as `library.search` shows it.
     static func loudness(_ measurement: LoudnessMeasurement) -> JSONValue {
         switch measurement {
         case .measured(let loudness):
-            var object: [String: JSONValue] = ["integrated_lufs": .number(rounded(loudness.integrated)),
-                                               "range_lu": .number(rounded(loudness.range))]
+            var object: [String: JSONValue] = [
+                "integrated_lufs": .number(rounded(loudness.integrated)),
+                "range_lu": .number(rounded(loudness.range)),
+            ]
             object["peak_dbtp"] = loudness.truePeak.isFinite ? .number(rounded(loudness.truePeak)) : .null
             return .object(object)
         case .silent: return ["silent": true]
@@ -149,8 +165,10 @@ enum ProtocolEncoding {
         .string(url.isFileURL ? url.path : url.absoluteString)
     }
 
-    static func queueItem(_ item: QueueItem, tags: MediaTags?, duration: Double? = nil,
-                          loudness: LoudnessMeasurement? = nil) -> JSONValue {
+    static func queueItem(
+        _ item: QueueItem, tags: MediaTags?, duration: Double? = nil,
+        loudness: LoudnessMeasurement? = nil
+    ) -> JSONValue {
         var object: [String: JSONValue] = ["id": JSONValue(item.id), "url": url(item.url)]
         if let duration = tags?.duration ?? duration { object["duration"] = .number(duration) }
         if let title = item.title ?? tags?.title { object["title"] = .string(title) }
@@ -161,13 +179,16 @@ enum ProtocolEncoding {
     }
 
     /// `duration`: what is known of a file not read yet (the state file's, after a restart).
-    static func queue(_ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?, duration: (URL) -> Double? = { _ in nil },
-                      loudness: (URL) -> LoudnessMeasurement? = { _ in nil }) -> JSONValue {
+    static func queue(
+        _ queue: PlayQueue, next: Int?, tags: (URL) -> MediaTags?, duration: (URL) -> Double? = { _ in nil },
+        loudness: (URL) -> LoudnessMeasurement? = { _ in nil }
+    ) -> JSONValue {
         [
-            "items": .array(queue.items.map { (item: QueueItem) -> JSONValue in
-                let read = tags(item.url)
-                return queueItem(item, tags: read, duration: read == nil ? duration(item.url) : nil, loudness: loudness(item.url))
-            }),
+            "items": .array(
+                queue.items.map { (item: QueueItem) -> JSONValue in
+                    let read = tags(item.url)
+                    return queueItem(item, tags: read, duration: read == nil ? duration(item.url) : nil, loudness: loudness(item.url))
+                }),
             "current": JSONValue(queue.currentID), "next": JSONValue(next), "version": JSONValue(queue.version),
             "repeat": .bool(queue.options.repeat), "single": .bool(queue.options.single),
             "consume": .bool(queue.options.consume), "random": .bool(queue.options.random),
@@ -191,8 +212,9 @@ enum ProtocolEncoding {
     static func failure(_ error: PlayerError) -> RPC.Failure {
         switch error {
         case .rejected(let state, let action):
-            RPC.Failure(.rejected, "\(action.name) is not possible while \(state.name)",
-                        data: ["state": self.state(state), "action": .string(action.name)])
+            RPC.Failure(
+                .rejected, "\(action.name) is not possible while \(state.name)",
+                data: ["state": self.state(state), "action": .string(action.name)])
         case .failed(let error):
             RPC.Failure(.mediaFailed, error.message, data: self.error(error))
         case .superseded(let state):

@@ -23,23 +23,28 @@ package struct RPCServer: Sendable {
     }
 
     /// The control socket at `address`, with the access rules and limits of `security`.
-    package func frontEnd(address: ListenAddress, security: ControlSecurity, maxClients: Int, maxLineLength: Int,
-                          limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> FrontEnd {
+    package func frontEnd(
+        address: ListenAddress, security: ControlSecurity, maxClients: Int, maxLineLength: Int,
+        limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies
+    ) -> FrontEnd {
         let service = service(maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)
         return FrontEnd(
             name: "control", address: address, maxClients: maxClients,
             socketMode: security.socketMode, socketGroup: security.socketGroup, policy: security.policy,
             tcpAccess: .none,
             refusal: { refusal in
-                let failure = switch refusal {
-                case .tooManyClients(let limit):
-                    RPC.Failure(.tooManyClients, "too many clients: at most \(limit) may be connected (control.max_clients)")
-                case .tooManyFromOneAddress(let limit):
-                    RPC.Failure(.tooManyClients, "too many clients: at most \(limit) from one address")
-                case .notAllowed(let uid):
-                    RPC.Failure(.permissionDenied, "permission denied: uid \(uid.map(String.init) ?? "?") may not use "
+                let failure =
+                    switch refusal {
+                    case .tooManyClients(let limit):
+                        RPC.Failure(.tooManyClients, "too many clients: at most \(limit) may be connected (control.max_clients)")
+                    case .tooManyFromOneAddress(let limit):
+                        RPC.Failure(.tooManyClients, "too many clients: at most \(limit) from one address")
+                    case .notAllowed(let uid):
+                        RPC.Failure(
+                            .permissionDenied,
+                            "permission denied: uid \(uid.map(String.init) ?? "?") may not use "
                                 + "this daemon (control.allow_uids, allow_gids, read_gids)")
-                }
+                    }
                 return RPCFraming.line(RPC.response(id: .null, error: failure))
             },
             serve: { channel, access, peer in
@@ -50,9 +55,12 @@ package struct RPCServer: Sendable {
     /// JSON-RPC for connections that carry its lines: the control socket's, and the web
     /// remote's WebSockets (each text message a line).
     package func service(maxLineLength: Int, limits: ClientLimits, sources: SourcePolicy, longReplies: LongReplies) -> Service {
-        Service(server: self, router: RequestRouter(player: player, sources: sources, longReplies: longReplies, library: library,
-                                                    playlists: playlists),
-                maxLineLength: maxLineLength, limits: limits)
+        Service(
+            server: self,
+            router: RequestRouter(
+                player: player, sources: sources, longReplies: longReplies, library: library,
+                playlists: playlists),
+            maxLineLength: maxLineLength, limits: limits)
     }
 
     package struct Service: Sendable {
@@ -64,8 +72,9 @@ package struct RPCServer: Sendable {
         /// Puts the request path with a JSON-RPC session at the end of `channel`'s pipeline. On
         /// the channel's event loop.
         package func serve(_ channel: any Channel, access: AccessPolicy.Level, peer: ClientPeer) throws {
-            let client = ClientSession(player: server.player, library: server.library, channel: channel, logger: server.logger,
-                                       access: access, peer: peer)
+            let client = ClientSession(
+                player: server.player, library: server.library, channel: channel, logger: server.logger,
+                access: access, peer: peer)
             let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
             let log = server.player.changes
             try channel.pipeline.syncOperations.addRequestPath(

@@ -35,8 +35,12 @@ final class RPCSession: RequestSession {
         let request: RPC.Request
         switch line {
         case .tooLong(let limit):
-            connection.write(RPCFraming.line(RPC.response(id: .null, error: RPC.Failure(
-                .invalidRequest, "invalid request: line longer than \(limit) bytes (limit \(maxLineLength))"))))
+            connection.write(
+                RPCFraming.line(
+                    RPC.response(
+                        id: .null,
+                        error: RPC.Failure(
+                            .invalidRequest, "invalid request: line longer than \(limit) bytes (limit \(maxLineLength))"))))
             return .answered
         case .line(let buffer):
             let parsed = buffer.withUnsafeReadableBytes { RPC.parseRequest($0) }
@@ -68,8 +72,10 @@ final class RPCSession: RequestSession {
         return .waiting
     }
 
-    private func reply(_ request: RPC.Request, with answer: Result<JSONValue, RPC.Failure>,
-                        _ connection: any RequestConnection) {
+    private func reply(
+        _ request: RPC.Request, with answer: Result<JSONValue, RPC.Failure>,
+        _ connection: any RequestConnection
+    ) {
         guard let id = request.id else { return }  // a notification gets no answer
         switch answer {
         case .success(let result): connection.write(RPCFraming.resultLine(id: id, result: result))

@@ -63,7 +63,8 @@ extension RequestRouter {
 
     /// `sleep {after_s, fade_s?} | {at_end_of: "item"|"queue"} | {cancel: true}`.
     func sleepAnswer(_ params: Params) throws -> JSONValue {
-        let after = try params.number("after_s"), end = try params.string("at_end_of")
+        let after = try params.number("after_s")
+        let end = try params.string("at_end_of")
         let cancel = try params.bool("cancel") ?? false
         let fade = try params.number("fade_s")
         guard [after != nil, end != nil, cancel].filter({ $0 }).count == 1 else {

@@ -4,8 +4,9 @@ import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What JSON-RPC's `library.*` methods (`RPCMethods.library`) share: the library or its
@@ -14,8 +15,9 @@ extension RequestRouter {
     /// The library, or `library_unavailable` when the daemon has none.
     func requireLibrary() throws -> Library {
         guard let library else {
-            throw RPC.Failure(.rejected, "no music library: library.music_directory (or input.roots) names none",
-                              data: ["kind": "library_unavailable"])
+            throw RPC.Failure(
+                .rejected, "no music library: library.music_directory (or input.roots) names none",
+                data: ["kind": "library_unavailable"])
         }
         return library
     }
@@ -39,8 +41,9 @@ extension RequestRouter {
 
     static func tag(_ name: String, _ key: String) throws -> MediaTag {
         guard let tag = MediaTag.tag(named: name) else {
-            throw RPC.Failure(.invalidParams, "invalid params: '\(key)' names no tag: '\(name)'",
-                              data: ["tags": .array(MediaTag.allCases.map { .string($0.name) })])
+            throw RPC.Failure(
+                .invalidParams, "invalid params: '\(key)' names no tag: '\(name)'",
+                data: ["tags": .array(MediaTag.allCases.map { .string($0.name) })])
         }
         return tag
     }
@@ -56,8 +59,12 @@ extension RequestRouter {
         }
         if let query = try params.string("query") {
             for word in query.split(whereSeparator: \.isWhitespace).map(String.init) {
-                parts.append(.not(.and([.not(.value(.anyTag, .contains, word, foldCase: true)),
-                                        .not(.value(.file, .contains, word, foldCase: true))])))
+                parts.append(
+                    .not(
+                        .and([
+                            .not(.value(.anyTag, .contains, word, foldCase: true)),
+                            .not(.value(.file, .contains, word, foldCase: true)),
+                        ])))
             }
         }
         return parts.count == 1 ? parts[0] : .and(parts)

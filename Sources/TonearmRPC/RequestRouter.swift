@@ -30,13 +30,18 @@ struct RequestRouter: Sendable {
     /// the answer. Returns nil for a request that waits for the engine (`answerLater`).
     func answerNow(_ request: RPC.Request, session: ClientSession) -> Result<JSONValue, RPC.Failure>? {
         guard let method = RPCMethods.table[request.method] else {
-            return .failure(RPC.Failure(.methodNotFound, "method not found: '\(request.method)'",
-                                        data: ["methods": .array(RPCMethods.names.map(JSONValue.string))]))
+            return .failure(
+                RPC.Failure(
+                    .methodNotFound, "method not found: '\(request.method)'",
+                    data: ["methods": .array(RPCMethods.names.map(JSONValue.string))]))
         }
         if session.access == .read, method.access == .control {
             session.logRefusal(method: request.method)
-            return .failure(RPC.Failure(.permissionDenied, "permission denied: '\(request.method)' needs control access; "
-                                        + "this client may only read (control.read_gids)"))
+            return .failure(
+                RPC.Failure(
+                    .permissionDenied,
+                    "permission denied: '\(request.method)' needs control access; "
+                        + "this client may only read (control.read_gids)"))
         }
         if let refusal = Self.catchingFailure({ try Params(request.params, method: request.method).allow(method.params) }) {
             return .failure(refusal)
@@ -194,7 +199,8 @@ struct RequestRouter: Sendable {
         // Schemes are case-insensitive (RFC 3986): FILE:///x is file:///x.
         if let url = URL(string: text), url.scheme?.lowercased() == "file" {
             guard !url.path.isEmpty else {
-                throw RPC.Failure(.invalidParams, "invalid params: the file URL '\(text)' names no path, or its path is not valid UTF-8 once decoded")
+                throw RPC.Failure(
+                    .invalidParams, "invalid params: the file URL '\(text)' names no path, or its path is not valid UTF-8 once decoded")
             }
             return try checkedFileURL(url.path)
         }
@@ -213,10 +219,13 @@ struct RequestRouter: Sendable {
     /// A path no file system can hold is a bad request, not a file that may appear later.
     private static func checkedFileURL(_ path: String) throws -> URL {
         if path.utf8.count >= Int(PATH_MAX) {
-            throw RPC.Failure(.invalidParams, "invalid params: the path is \(path.utf8.count) bytes long; at most \(PATH_MAX - 1) are possible")
+            throw RPC.Failure(
+                .invalidParams, "invalid params: the path is \(path.utf8.count) bytes long; at most \(PATH_MAX - 1) are possible")
         }
         if let long = path.split(separator: "/").first(where: { $0.utf8.count > Int(NAME_MAX) }) {
-            throw RPC.Failure(.invalidParams, "invalid params: the file name '\(long.prefix(40))…' is \(long.utf8.count) bytes long; at most \(NAME_MAX) are possible")
+            throw RPC.Failure(
+                .invalidParams,
+                "invalid params: the file name '\(long.prefix(40))…' is \(long.utf8.count) bytes long; at most \(NAME_MAX) are possible")
         }
         return URL(fileURLWithPath: path)
     }

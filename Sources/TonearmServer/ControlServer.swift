@@ -44,11 +44,13 @@ package final class ControlServer: Service, Sendable {
     ///   - ready: called once the socket accepts connections.
     ///   - stopping: called when a graceful shutdown begins.
     ///   - watchdog: pinged from the event loop while the daemon is healthy.
-    package init(socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
-                maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
-                stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
-                security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
-                playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits(), http: WebSettings? = nil) {
+    package init(
+        socketPath: String, player: Player, logger: Logger, maxLineLength: Int = 64 * 1024,
+        maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
+        stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
+        security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
+        playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits(), http: WebSettings? = nil
+    ) {
         self.http = http
         self.security = security
         self.library = library
@@ -85,27 +87,38 @@ package final class ControlServer: Service, Sendable {
         let longReplies = LongReplies()
         defer { longReplies.shutdown() }
         let mpd = mpd.flatMap { settings in
-            settings.enabled ? MPDServer(settings: settings, player: player, sources: sources, library: library,
-                                         playlists: playlists, longReplies: longReplies, controlSocket: socketPath, logger: logger) : nil
+            settings.enabled
+                ? MPDServer(
+                    settings: settings, player: player, sources: sources, library: library,
+                    playlists: playlists, longReplies: longReplies, controlSocket: socketPath, logger: logger) : nil
         }
         // The control socket is bound last: once it accepts, every other socket does too, so a
         // script that waits for it may go on to use MPD's.
         let rpc = RPCServer(player: player, library: library, playlists: playlists, logger: logger)
-        let frontEnds = (mpd?.frontEnds(security: security) ?? []) + [
-            rpc.frontEnd(address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
-                         maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)]
+        let frontEnds =
+            (mpd?.frontEnds(security: security) ?? []) + [
+                rpc.frontEnd(
+                    address: .unix(path: socketPath, inherited: inherited), security: security, maxClients: maxClients,
+                    maxLineLength: maxLineLength, limits: limits, sources: sources, longReplies: longReplies)
+            ]
         var listeners: [Listener] = []
         // The web remote is a convenience: when its port is taken, the daemon serves on without it.
         if let http, http.enabled {
-            let web = WebServer(settings: http, rpc: rpc.service(maxLineLength: maxLineLength, limits: limits, sources: sources,
-                                                                  longReplies: longReplies),
-                                player: player, library: library, sources: sources, longReplies: longReplies, logger: logger)
+            let web = WebServer(
+                settings: http,
+                rpc: rpc.service(
+                    maxLineLength: maxLineLength, limits: limits, sources: sources,
+                    longReplies: longReplies),
+                player: player, library: library, sources: sources, longReplies: longReplies, logger: logger)
             do {
                 let listener = try await Listener.bind(web.frontEnd(), group: group, logger: logger)
                 listeners.append(listener)
-                logger.info("listening", metadata: [
-                    "protocol": "http", "address": "\(listener.channel.localAddress.map { "\($0)" } ?? "\(http.bind)")",
-                    "from": "bound here"])
+                logger.info(
+                    "listening",
+                    metadata: [
+                        "protocol": "http", "address": "\(listener.channel.localAddress.map { "\($0)" } ?? "\(http.bind)")",
+                        "from": "bound here",
+                    ])
             } catch {
                 logger.error("the web remote is not served", metadata: ["address": "\(http.bind)", "error": "\(error)"])
             }
@@ -113,9 +126,12 @@ package final class ControlServer: Service, Sendable {
         do {
             for frontEnd in frontEnds {
                 listeners.append(try await Listener.bind(frontEnd, group: group, logger: logger))
-                logger.info("listening", metadata: [
-                    "protocol": "\(frontEnd.name)", "address": "\(frontEnd.address)",
-                    "from": "\(frontEnd.address.isInherited ? "systemd (socket activation)" : "bound here")"])
+                logger.info(
+                    "listening",
+                    metadata: [
+                        "protocol": "\(frontEnd.name)", "address": "\(frontEnd.address)",
+                        "from": "\(frontEnd.address.isInherited ? "systemd (socket activation)" : "bound here")",
+                    ])
             }
         } catch {
             for listener in listeners { await listener.close() }
@@ -151,4 +167,3 @@ extension ListenAddress {
         return false
     }
 }
-

@@ -26,7 +26,8 @@ extension DaemonConfiguration {
                 guard let array = value.array else { throw Invalid("\(source): http.allowed_hosts must be an array of host names") }
                 self.http.allowedHosts = try array.map { element -> String in
                     guard let name = element.string, !name.isEmpty, name.utf8.count <= 253,
-                          name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }) else {
+                        name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") })
+                    else {
                         throw Invalid("\(source): http.allowed_hosts must hold host names such as \"jukebox.example.net\"")
                     }
                     return name.lowercased()

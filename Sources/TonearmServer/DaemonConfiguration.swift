@@ -3,8 +3,8 @@ import Logging
 import TOMLKit
 import TonearmFrontEnd
 import TonearmLibrary
-import TonearmMedia
 import TonearmMPD
+import TonearmMedia
 import TonearmPlayer
 import TonearmWeb
 
@@ -75,8 +75,11 @@ package struct DaemonConfiguration: Sendable, Equatable {
             throw Invalid("\(source): not valid TOML: \(error)")
         }
         var config = self
-        for key in table.keys where !["socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
-                                      "library", "http", "crossfade", "announce"].contains(key) {
+        for key in table.keys
+        where ![
+            "socket", "output", "replay_gain", "control", "input", "state", "log", "mpd", "snapcast",
+            "library", "http", "crossfade", "announce",
+        ].contains(key) {
             throw Invalid("\(source): unknown key '\(key)'")
         }
         if let value = table["socket"] {
@@ -95,7 +98,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
                         throw Invalid("\(source): output.kind must be \"alsa\" or \"snapcast\", not '\(text)'")
                     }
                     config.outputKind = kind
-                case "sample_rate": config.output.sampleRate = try zeroMeansSource(integer(value, "output.sample_rate", source, 0...768_000))
+                case "sample_rate":
+                    config.output.sampleRate = try zeroMeansSource(integer(value, "output.sample_rate", source, 0...768_000))
                 case "channels": config.output.channels = try zeroMeansSource(integer(value, "output.channels", source, 0...32))
                 case "format": config.output.sampleType = try Self.sampleType(string(value, "output.format", source), source)
                 case "buffer_ms": config.output.bufferMilliseconds = try integer(value, "output.buffer_ms", source, 10...10_000)
@@ -139,7 +143,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
                 case "format":
                     let text = try string(value, "snapcast.format", source)
                     guard SnapcastSettings.format(text) != nil else {
-                        throw Invalid("\(source): snapcast.format must be RATE:BITS:CHANNELS with 16 or 32 bits (e.g. \"48000:16:2\"), not '\(text)'")
+                        throw Invalid(
+                            "\(source): snapcast.format must be RATE:BITS:CHANNELS with 16 or 32 bits (e.g. \"48000:16:2\"), not '\(text)'")
                     }
                     config.snapcast.format = text
                 default: throw Invalid("\(source): unknown key 'snapcast.\(key)'")
@@ -226,7 +231,9 @@ package struct DaemonConfiguration: Sendable, Equatable {
                     guard let array = value.array else { throw Invalid("\(source): input.protocols must be an array of protocol names") }
                     config.input.protocols = try array.map { element -> String in
                         guard let name = element.string?.lowercased(), supported.contains(name) else {
-                            throw Invalid("\(source): input.protocols: '\(element.string ?? "\(element)")' is not a protocol Tonearm plays (\(supported.joined(separator: ", ")) are)")
+                            throw Invalid(
+                                "\(source): input.protocols: '\(element.string ?? "\(element)")' is not a protocol Tonearm plays (\(supported.joined(separator: ", ")) are)"
+                            )
                         }
                         return name
                     }
@@ -300,7 +307,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
                 case "playlist_directory":
                     let path = try string(value, "library.playlist_directory", source)
                     guard path.isEmpty || path.hasPrefix("/") else {
-                        throw Invalid("\(source): library.playlist_directory must be an absolute path, or \"\" for playlists/ in the state directory")
+                        throw Invalid(
+                            "\(source): library.playlist_directory must be an absolute path, or \"\" for playlists/ in the state directory")
                     }
                     config.library.playlistDirectory = path.isEmpty ? nil : path
                 default: throw Invalid("\(source): unknown key 'library.\(key)'")
@@ -397,7 +405,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
 
     package static func logLevel(_ text: String, _ source: String) throws -> Logger.Level {
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
-            throw Invalid("\(source): log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'")
+            throw Invalid(
+                "\(source): log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'")
         }
         return level
     }
@@ -406,8 +415,10 @@ package struct DaemonConfiguration: Sendable, Equatable {
 private func zeroMeansSource(_ value: Int) -> Int? { value == 0 ? nil : value }
 
 /// An array of ids, each a number or a name (`resolve` turns a name into the id).
-private func ids(_ value: any TOMLValueConvertible, _ key: String, _ source: String,
-                 _ resolve: (String, String, String) throws -> UInt32) throws -> [UInt32] {
+private func ids(
+    _ value: any TOMLValueConvertible, _ key: String, _ source: String,
+    _ resolve: (String, String, String) throws -> UInt32
+) throws -> [UInt32] {
     guard let array = value.array else { throw DaemonConfiguration.Invalid("\(source): \(key) must be an array") }
     return try array.map { element in
         if let number = element.int, (0...Int(UInt32.max - 1)).contains(number) { return UInt32(number) }
@@ -445,8 +456,10 @@ func string(_ value: any TOMLValueConvertible, _ key: String, _ source: String) 
 }
 
 /// `max_output_buffer_size` (KiB, as MPD's) or `connection_timeout` (seconds; 0: never).
-func clientLimit(_ key: String, _ value: any TOMLValueConvertible, _ section: String, _ source: String,
-                         _ limits: inout ClientLimits) throws {
+func clientLimit(
+    _ key: String, _ value: any TOMLValueConvertible, _ section: String, _ source: String,
+    _ limits: inout ClientLimits
+) throws {
     if key == "max_output_buffer_size" {
         limits.maxOutputBytes = try integer(value, "\(section).\(key)", source, 64...4_194_304) * 1024
     } else {
@@ -495,9 +508,12 @@ extension DaemonConfiguration {
     package static func passwordExposure(configFile path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IROTH != 0,
-              let file = try? DaemonConfiguration().applying(tomlFile: path) else { return nil }
-        let keys = [(file.http.password, "http.password"), (file.http.readPassword, "http.read_password"),
-                    (file.mpd.password, "mpd.password")].compactMap { $0.0 == nil ? nil : $0.1 }
+            let file = try? DaemonConfiguration().applying(tomlFile: path)
+        else { return nil }
+        let keys = [
+            (file.http.password, "http.password"), (file.http.readPassword, "http.read_password"),
+            (file.mpd.password, "mpd.password"),
+        ].compactMap { $0.0 == nil ? nil : $0.1 }
         guard !keys.isEmpty else { return nil }
         let mode = String(info.st_mode & 0o777, radix: 8)
         return "\(path) holds \(keys.joined(separator: ", ")) and every user may read it (mode \(mode)): "

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Listening sockets systemd passed at start (socket activation, sd_listen_fds(3)): with
@@ -22,7 +23,8 @@ package struct InheritedSockets: Sendable {
             unsetenv("LISTEN_FDNAMES")
         }
         guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap(Int.init), count > 0, count < 1024 else {
+            let count = environment["LISTEN_FDS"].flatMap(Int.init), count > 0, count < 1024
+        else {
             sockets = []
             return
         }

@@ -18,7 +18,8 @@ package struct SnapcastSettings: Sendable, Equatable {
 
     static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (1...65535).contains(port) else { return nil }
+            (1...65535).contains(port)
+        else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
@@ -27,7 +28,8 @@ package struct SnapcastSettings: Sendable, Equatable {
     static func format(_ text: String) -> PCMFormat? {
         let parts = text.split(separator: ":").map { Int($0) }
         guard parts.count == 3, let rate = parts[0], let bits = parts[1], let channels = parts[2],
-              (8000...384_000).contains(rate), (1...8).contains(channels) else { return nil }
+            (8000...384_000).contains(rate), (1...8).contains(channels)
+        else { return nil }
         let type: SampleType
         switch bits {
         case 16: type = .s16
@@ -45,7 +47,8 @@ extension DaemonConfiguration {
     package var engineOutput: OutputConfiguration {
         var output = self.output
         if outputKind == .snapcast, let (host, port) = SnapcastSettings.hostAndPort(snapcast.source),
-           let format = SnapcastSettings.format(snapcast.format) {
+            let format = SnapcastSettings.format(snapcast.format)
+        {
             output.sink = .snapcast(host: host, port: port, format: format)
             output.device = "snapcast:\(snapcast.source)"
             output.pace = true

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// systemd's readiness protocol (sd_notify(3)): one datagram per message to the AF_UNIX socket
@@ -38,7 +39,8 @@ package final class SystemdNotifier: Sendable {
         addressLength = length
         var interval: Double?
         if let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0,
-           environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true {
+            environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true
+        {
             interval = usec / 1_000_000
         }
         watchdogInterval = parsed == nil ? nil : interval

@@ -2,755 +2,771 @@
 // Change the page there and run the script again.
 
 let embeddedPageFiles: [(name: String, type: String, text: String, gzip: String)] = [
-    ("app.js", "text/javascript; charset=utf-8", ##"""
-// Tonearm's web remote: a view of the daemon over its JSON-RPC (the control socket's protocol,
-// on a WebSocket at /rpc). Everything shown comes from the daemon's answers and events; nothing
-// polls. The progress bar moves on its own between events, from the last status and the time it
-// was read.
+    (
+        "app.js", "text/javascript; charset=utf-8",
+        ##"""
+        // Tonearm's web remote: a view of the daemon over its JSON-RPC (the control socket's protocol,
+        // on a WebSocket at /rpc). Everything shown comes from the daemon's answers and events; nothing
+        // polls. The progress bar moves on its own between events, from the last status and the time it
+        // was read.
 
-const $ = (id) => document.getElementById(id);
-const ROW = 56;
+        const $ = (id) => document.getElementById(id);
+        const ROW = 56;
 
-// ---------- JSON-RPC over the WebSocket, reconnecting by itself ----------
+        // ---------- JSON-RPC over the WebSocket, reconnecting by itself ----------
 
-const rpc = {
-  socket: null,
-  open: false,
-  nextID: 1,
-  pending: new Map(),   // id -> {resolve, reject}
-  outbox: [],           // requests made while offline: sent once connected again
-  backoff: 500,
-};
+        const rpc = {
+          socket: null,
+          open: false,
+          nextID: 1,
+          pending: new Map(),   // id -> {resolve, reject}
+          outbox: [],           // requests made while offline: sent once connected again
+          backoff: 500,
+        };
 
-function call(method, params) {
-  return new Promise((resolve, reject) => {
-    const id = rpc.nextID++;
-    const line = JSON.stringify(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params });
-    rpc.pending.set(id, { resolve, reject, method });
-    if (rpc.open) rpc.socket.send(line); else rpc.outbox.push(line);
-  });
-}
+        function call(method, params) {
+          return new Promise((resolve, reject) => {
+            const id = rpc.nextID++;
+            const line = JSON.stringify(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params });
+            rpc.pending.set(id, { resolve, reject, method });
+            if (rpc.open) rpc.socket.send(line); else rpc.outbox.push(line);
+          });
+        }
 
-// A control the user touched: its failure is shown in words.
-function act(method, params) {
-  return call(method, params).catch((error) => { toast(error.message); throw error; });
-}
+        // A control the user touched: its failure is shown in words.
+        function act(method, params) {
+          return call(method, params).catch((error) => { toast(error.message); throw error; });
+        }
 
-function connect() {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}/rpc`);
-  rpc.socket = socket;
-  socket.onopen = async () => {
-    rpc.open = true;
-    rpc.backoff = 500;
-    showConnection(true);
-    const waiting = rpc.outbox.splice(0);
-    try {
-      await call("subscribe", { events: ["transition", "queue", "item", "performance", "library"] });
-      for (const line of waiting) socket.send(line);
-      await Promise.all([refreshStatus(), refreshQueue()]);
-      if (!library.loaded) openLibrary([]);
-    } catch (error) {
-      toast(error.message);
-    }
-  };
-  socket.onmessage = (message) => {
-    let object;
-    try { object = JSON.parse(message.data); } catch { return; }
-    if (object.method === "event") return onEvent(object.params);
-    const waiter = rpc.pending.get(object.id);
-    if (!waiter) return;
-    rpc.pending.delete(object.id);
-    if (object.error) {
-      const error = new Error(object.error.message);
-      error.data = object.error.data;
-      waiter.reject(error);
-    } else {
-      waiter.resolve(object.result);
-    }
-  };
-  socket.onclose = () => {
-    const wasOpen = rpc.open;
-    rpc.open = false;
-    showConnection(false);
-    // Requests that were sent and not answered cannot be known to have happened: say so.
-    for (const [, waiter] of rpc.pending) waiter.reject(new Error(`no answer to ${waiter.method}: the connection dropped`));
-    rpc.pending.clear();
-    setTimeout(() => start(), wasOpen ? 200 : rpc.backoff);
-    rpc.backoff = Math.min(rpc.backoff * 2, 10000);
-  };
-}
+        function connect() {
+          const scheme = location.protocol === "https:" ? "wss" : "ws";
+          const socket = new WebSocket(`${scheme}://${location.host}/rpc`);
+          rpc.socket = socket;
+          socket.onopen = async () => {
+            rpc.open = true;
+            rpc.backoff = 500;
+            showConnection(true);
+            const waiting = rpc.outbox.splice(0);
+            try {
+              await call("subscribe", { events: ["transition", "queue", "item", "performance", "library"] });
+              for (const line of waiting) socket.send(line);
+              await Promise.all([refreshStatus(), refreshQueue()]);
+              if (!library.loaded) openLibrary([]);
+            } catch (error) {
+              toast(error.message);
+            }
+          };
+          socket.onmessage = (message) => {
+            let object;
+            try { object = JSON.parse(message.data); } catch { return; }
+            if (object.method === "event") return onEvent(object.params);
+            const waiter = rpc.pending.get(object.id);
+            if (!waiter) return;
+            rpc.pending.delete(object.id);
+            if (object.error) {
+              const error = new Error(object.error.message);
+              error.data = object.error.data;
+              waiter.reject(error);
+            } else {
+              waiter.resolve(object.result);
+            }
+          };
+          socket.onclose = () => {
+            const wasOpen = rpc.open;
+            rpc.open = false;
+            showConnection(false);
+            // Requests that were sent and not answered cannot be known to have happened: say so.
+            for (const [, waiter] of rpc.pending) waiter.reject(new Error(`no answer to ${waiter.method}: the connection dropped`));
+            rpc.pending.clear();
+            setTimeout(() => start(), wasOpen ? 200 : rpc.backoff);
+            rpc.backoff = Math.min(rpc.backoff * 2, 10000);
+          };
+        }
 
-function showConnection(online) {
-  const label = $("connection");
-  label.textContent = online ? "connected" : "offline: reconnecting…";
-  label.classList.toggle("offline", !online);
-}
+        function showConnection(online) {
+          const label = $("connection");
+          label.textContent = online ? "connected" : "offline: reconnecting…";
+          label.classList.toggle("offline", !online);
+        }
 
-// The password, when the daemon asks for one: the session says whether this browser holds the token.
-async function start() {
-  let session;
-  try {
-    const response = await fetch("/session", { cache: "no-store" });
-    session = await response.json();
-  } catch {
-    showConnection(false);
-    setTimeout(start, rpc.backoff);
-    rpc.backoff = Math.min(rpc.backoff * 2, 10000);
-    return;
-  }
-  if (session.password && !session.authorized) {
-    $("app").hidden = true;
-    $("login").hidden = false;
-    $("password").focus();
-    return;
-  }
-  $("login").hidden = true;
-  $("app").hidden = false;
-  connect();
-}
+        // The password, when the daemon asks for one: the session says whether this browser holds the token.
+        async function start() {
+          let session;
+          try {
+            const response = await fetch("/session", { cache: "no-store" });
+            session = await response.json();
+          } catch {
+            showConnection(false);
+            setTimeout(start, rpc.backoff);
+            rpc.backoff = Math.min(rpc.backoff * 2, 10000);
+            return;
+          }
+          if (session.password && !session.authorized) {
+            $("app").hidden = true;
+            $("login").hidden = false;
+            $("password").focus();
+            return;
+          }
+          $("login").hidden = true;
+          $("app").hidden = false;
+          connect();
+        }
 
-$("login").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const response = await fetch("/login", {
-    method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ password: $("password").value }),
-  });
-  if (response.ok) {
-    $("password").value = "";
-    $("login-error").textContent = "";
-    start();
-  } else {
-    $("login-error").textContent = (await response.text()).trim();
-  }
-});
+        $("login").addEventListener("submit", async (event) => {
+          event.preventDefault();
+          const response = await fetch("/login", {
+            method: "POST", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ password: $("password").value }),
+          });
+          if (response.ok) {
+            $("password").value = "";
+            $("login-error").textContent = "";
+            start();
+          } else {
+            $("login-error").textContent = (await response.text()).trim();
+          }
+        });
 
-// ---------- Now playing ----------
+        // ---------- Now playing ----------
 
-const now = { status: null, at: 0, queue: null, streamTitle: null, dragging: false, coverKey: null };
+        const now = { status: null, at: 0, queue: null, streamTitle: null, dragging: false, coverKey: null };
 
-async function refreshStatus() {
-  const status = await call("status");
-  now.status = status;
-  now.at = performance.now();
-  renderNow();
-}
+        async function refreshStatus() {
+          const status = await call("status");
+          now.status = status;
+          now.at = performance.now();
+          renderNow();
+        }
 
-function position() {
-  const status = now.status;
-  if (!status) return 0;
-  let seconds = status.position;
-  if (status.state.state === "playing") seconds += ((performance.now() - now.at) / 1000) * (status.output.speed || 1);
-  return status.duration ? Math.min(seconds, status.duration) : seconds;
-}
+        function position() {
+          const status = now.status;
+          if (!status) return 0;
+          let seconds = status.position;
+          if (status.state.state === "playing") seconds += ((performance.now() - now.at) / 1000) * (status.output.speed || 1);
+          return status.duration ? Math.min(seconds, status.duration) : seconds;
+        }
 
-function currentItem() {
-  const status = now.status, queue = now.queue;
-  if (!status || !queue || status.current === null) return null;
-  return queue.items.find((item) => item.id === status.current) || null;
-}
+        function currentItem() {
+          const status = now.status, queue = now.queue;
+          if (!status || !queue || status.current === null) return null;
+          return queue.items.find((item) => item.id === status.current) || null;
+        }
 
-const STATE_WORDS = {
-  idle: "Stopped", loading: "Loading…", ready: "Ready", playing: "", paused: "Paused", seeking: "Seeking…",
-  buffering: "Buffering…", ended: "Ended",
-};
+        const STATE_WORDS = {
+          idle: "Stopped", loading: "Loading…", ready: "Ready", playing: "", paused: "Paused", seeking: "Seeking…",
+          buffering: "Buffering…", ended: "Ended",
+        };
 
-function renderNow() {
-  const status = now.status;
-  if (!status) return;
-  const state = status.state.state;
-  const item = currentItem();
-  const tags = (status.media && status.media.tags) || {};
-  const title = now.streamTitle || (item && item.title) || tags.title || (item ? basename(item.url) : "Nothing playing");
-  $("title").textContent = title;
-  $("artist").textContent = (item && item.artist) || tags.artist || "";
-  $("album").textContent = (item && item.album) || tags.album || "";
-  let words = STATE_WORDS[state] ?? state;
-  if (state === "failed") words = `Failed: ${status.state.error.message}`;
-  if (status.interruption) words = `Interrupted: ${status.interruption}`;
-  $("state-words").textContent = words;
-  $("format").textContent = formatText(status);
-  const playing = state === "playing" || (state === "buffering" && status.state.resume === "playing");
-  $("toggle").dataset.playing = String(playing);
-  $("toggle").setAttribute("aria-label", playing ? "Pause" : "Play");
-  const duration = status.duration || 0;
-  $("seek").max = String(duration);
-  $("seek").disabled = !duration;
-  $("duration").textContent = duration ? clock(duration) : (status.media && status.media.live ? "live" : "0:00");
-  if (document.activeElement !== $("volume")) {
-    $("volume").value = String(status.volume);
-    $("volume-value").textContent = String(status.volume);
-  }
-  const coverKey = status.current === null ? null : status.current;
-  if (coverKey !== now.coverKey) {
-    now.coverKey = coverKey;
-    $("cover").src = coverKey === null ? "icon.svg" : `/art/${coverKey}?fallback`;
-  }
-  tick();
-}
+        function renderNow() {
+          const status = now.status;
+          if (!status) return;
+          const state = status.state.state;
+          const item = currentItem();
+          const tags = (status.media && status.media.tags) || {};
+          const title = now.streamTitle || (item && item.title) || tags.title || (item ? basename(item.url) : "Nothing playing");
+          $("title").textContent = title;
+          $("artist").textContent = (item && item.artist) || tags.artist || "";
+          $("album").textContent = (item && item.album) || tags.album || "";
+          let words = STATE_WORDS[state] ?? state;
+          if (state === "failed") words = `Failed: ${status.state.error.message}`;
+          if (status.interruption) words = `Interrupted: ${status.interruption}`;
+          $("state-words").textContent = words;
+          $("format").textContent = formatText(status);
+          const playing = state === "playing" || (state === "buffering" && status.state.resume === "playing");
+          $("toggle").dataset.playing = String(playing);
+          $("toggle").setAttribute("aria-label", playing ? "Pause" : "Play");
+          const duration = status.duration || 0;
+          $("seek").max = String(duration);
+          $("seek").disabled = !duration;
+          $("duration").textContent = duration ? clock(duration) : (status.media && status.media.live ? "live" : "0:00");
+          if (document.activeElement !== $("volume")) {
+            $("volume").value = String(status.volume);
+            $("volume-value").textContent = String(status.volume);
+          }
+          const coverKey = status.current === null ? null : status.current;
+          if (coverKey !== now.coverKey) {
+            now.coverKey = coverKey;
+            $("cover").src = coverKey === null ? "icon.svg" : `/art/${coverKey}?fallback`;
+          }
+          tick();
+        }
 
-function formatText(status) {
-  const media = status.media;
-  if (!media) return "";
-  const parts = [media.codec.toUpperCase()];
-  if (media.sample_rate) parts.push(`${(media.sample_rate / 1000).toFixed(1).replace(/\.0$/, "")} kHz`);
-  if (media.bits_per_sample) parts.push(`${media.bits_per_sample} bit`);
-  if (media.channels) parts.push(media.channels === 1 ? "mono" : media.channels === 2 ? "stereo" : `${media.channels} ch`);
-  if (status.volume === 100 && status.replay_gain.mode === "off") parts.push("bit-perfect");
-  return parts.join(" · ");
-}
+        function formatText(status) {
+          const media = status.media;
+          if (!media) return "";
+          const parts = [media.codec.toUpperCase()];
+          if (media.sample_rate) parts.push(`${(media.sample_rate / 1000).toFixed(1).replace(/\.0$/, "")} kHz`);
+          if (media.bits_per_sample) parts.push(`${media.bits_per_sample} bit`);
+          if (media.channels) parts.push(media.channels === 1 ? "mono" : media.channels === 2 ? "stereo" : `${media.channels} ch`);
+          if (status.volume === 100 && status.replay_gain.mode === "off") parts.push("bit-perfect");
+          return parts.join(" · ");
+        }
 
-// Moves the bar between events; runs only while something plays and the page is seen.
-let ticking = false;
-function tick() {
-  const seconds = position();
-  $("elapsed").textContent = clock(seconds);
-  if (!now.dragging) $("seek").value = String(seconds);
-  const playing = now.status && now.status.state.state === "playing";
-  if (playing && !ticking && !document.hidden) {
-    ticking = true;
-    requestAnimationFrame(() => { ticking = false; tick(); });
-  }
-}
-document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
+        // Moves the bar between events; runs only while something plays and the page is seen.
+        let ticking = false;
+        function tick() {
+          const seconds = position();
+          $("elapsed").textContent = clock(seconds);
+          if (!now.dragging) $("seek").value = String(seconds);
+          const playing = now.status && now.status.state.state === "playing";
+          if (playing && !ticking && !document.hidden) {
+            ticking = true;
+            requestAnimationFrame(() => { ticking = false; tick(); });
+          }
+        }
+        document.addEventListener("visibilitychange", () => { if (!document.hidden) tick(); });
 
-// A pause is answered once it is heard (a few ms of fade after what the device holds), and the
-// status asked after it waits its turn: a click meanwhile undoes the click before, whatever the
-// status shown still says.
-let toggleAsked = null;
-$("toggle").addEventListener("click", () => {
-  const state = now.status && now.status.state.state;
-  const method = toggleAsked ? (toggleAsked === "pause" ? "play" : "pause") : (state === "playing" ? "pause" : "play");
-  toggleAsked = method;
-  $("toggle").dataset.playing = String(method === "play");
-  act(method).finally(() => { if (toggleAsked === method) toggleAsked = null; }).then(refreshStatus, () => {});
-});
-$("previous").addEventListener("click", () => act("previous").then(refreshStatus, () => {}));
-$("next").addEventListener("click", () => act("next").then(refreshStatus, () => {}));
-$("stop").addEventListener("click", () => act("stop").then(refreshStatus, () => {}));
-$("seek").addEventListener("input", () => { now.dragging = true; $("elapsed").textContent = clock(Number($("seek").value)); });
-$("seek").addEventListener("change", () => {
-  now.dragging = false;
-  act("seek", { position: Number($("seek").value) }).then(refreshStatus, refreshStatus);
-});
-$("volume").addEventListener("input", () => { $("volume-value").textContent = $("volume").value; });
-$("volume").addEventListener("change", () => act("volume", { level: Number($("volume").value) }).then(refreshStatus, () => {}));
-for (const mode of ["repeat", "random", "single", "consume"]) {
-  $(mode).addEventListener("click", () => {
-    const on = $(mode).getAttribute("aria-pressed") !== "true";
-    act("options", { [mode]: on }).then(refreshQueue, () => {});
-  });
-}
+        // A pause is answered once it is heard (a few ms of fade after what the device holds), and the
+        // status asked after it waits its turn: a click meanwhile undoes the click before, whatever the
+        // status shown still says.
+        let toggleAsked = null;
+        $("toggle").addEventListener("click", () => {
+          const state = now.status && now.status.state.state;
+          const method = toggleAsked ? (toggleAsked === "pause" ? "play" : "pause") : (state === "playing" ? "pause" : "play");
+          toggleAsked = method;
+          $("toggle").dataset.playing = String(method === "play");
+          act(method).finally(() => { if (toggleAsked === method) toggleAsked = null; }).then(refreshStatus, () => {});
+        });
+        $("previous").addEventListener("click", () => act("previous").then(refreshStatus, () => {}));
+        $("next").addEventListener("click", () => act("next").then(refreshStatus, () => {}));
+        $("stop").addEventListener("click", () => act("stop").then(refreshStatus, () => {}));
+        $("seek").addEventListener("input", () => { now.dragging = true; $("elapsed").textContent = clock(Number($("seek").value)); });
+        $("seek").addEventListener("change", () => {
+          now.dragging = false;
+          act("seek", { position: Number($("seek").value) }).then(refreshStatus, refreshStatus);
+        });
+        $("volume").addEventListener("input", () => { $("volume-value").textContent = $("volume").value; });
+        $("volume").addEventListener("change", () => act("volume", { level: Number($("volume").value) }).then(refreshStatus, () => {}));
+        for (const mode of ["repeat", "random", "single", "consume"]) {
+          $(mode).addEventListener("click", () => {
+            const on = $(mode).getAttribute("aria-pressed") !== "true";
+            act("options", { [mode]: on }).then(refreshQueue, () => {});
+          });
+        }
 
-// ---------- Events ----------
+        // ---------- Events ----------
 
-const PERFORMANCE_WORDS = {
-  buffering_started: "Buffering…", stall: "The sound faltered (underrun)", device_lost: "Output device lost",
-  device_restored: "Output device back", reconnecting: "Reconnecting to the stream…",
-};
+        const PERFORMANCE_WORDS = {
+          buffering_started: "Buffering…", stall: "The sound faltered (underrun)", device_lost: "Output device lost",
+          device_restored: "Output device back", reconnecting: "Reconnecting to the stream…",
+        };
 
-function onEvent(event) {
-  switch (event.type) {
-    case "transition":
-      refreshStatus().catch(() => {});
-      break;
-    case "queue":
-      refreshQueue().catch(() => {});
-      break;
-    case "item":
-      now.streamTitle = null;
-      refreshStatus().catch(() => {});
-      break;
-    case "item_failed":
-      toast(`Could not play item ${event.id}: ${event.message}`);
-      break;
-    case "metadata":
-      if (now.status && event.id === now.status.current) {
-        now.streamTitle = event.artist ? `${event.artist} – ${event.title}` : event.title;
-        renderNow();
-      }
-      break;
-    case "performance":
-      if (PERFORMANCE_WORDS[event.event]) $("state-words").textContent = PERFORMANCE_WORDS[event.event];
-      if (["buffering_ended", "resumed", "device_restored", "first_audio"].includes(event.event)) refreshStatus().catch(() => {});
-      break;
-    case "library":
-      if (event.event === "scan_finished" && library.loaded && library.path) openLibrary(library.path);
-      break;
-  }
-}
+        function onEvent(event) {
+          switch (event.type) {
+            case "transition":
+              refreshStatus().catch(() => {});
+              break;
+            case "queue":
+              refreshQueue().catch(() => {});
+              break;
+            case "item":
+              now.streamTitle = null;
+              refreshStatus().catch(() => {});
+              break;
+            case "item_failed":
+              toast(`Could not play item ${event.id}: ${event.message}`);
+              break;
+            case "metadata":
+              if (now.status && event.id === now.status.current) {
+                now.streamTitle = event.artist ? `${event.artist} – ${event.title}` : event.title;
+                renderNow();
+              }
+              break;
+            case "performance":
+              if (PERFORMANCE_WORDS[event.event]) $("state-words").textContent = PERFORMANCE_WORDS[event.event];
+              if (["buffering_ended", "resumed", "device_restored", "first_audio"].includes(event.event)) refreshStatus().catch(() => {});
+              break;
+            case "library":
+              if (event.event === "scan_finished" && library.loaded && library.path) openLibrary(library.path);
+              break;
+          }
+        }
 
-// ---------- Queue (only the rows in view are drawn) ----------
+        // ---------- Queue (only the rows in view are drawn) ----------
 
-async function refreshQueue() {
-  now.queue = await call("queue");
-  for (const mode of ["repeat", "random", "single", "consume"]) $(mode).setAttribute("aria-pressed", String(now.queue[mode]));
-  const count = now.queue.items.length;
-  $("queue-count").textContent = count === 0 ? "Empty" : count === 1 ? "1 item" : `${count} items`;
-  $("queue-spacer").style.height = `${count * ROW}px`;
-  renderQueue(true);
-  renderNow();
-}
+        async function refreshQueue() {
+          now.queue = await call("queue");
+          for (const mode of ["repeat", "random", "single", "consume"]) $(mode).setAttribute("aria-pressed", String(now.queue[mode]));
+          const count = now.queue.items.length;
+          $("queue-count").textContent = count === 0 ? "Empty" : count === 1 ? "1 item" : `${count} items`;
+          $("queue-spacer").style.height = `${count * ROW}px`;
+          renderQueue(true);
+          renderNow();
+        }
 
-const drawn = new Map(); // index -> row element
-function renderQueue(all) {
-  const list = $("queue");
-  const items = now.queue ? now.queue.items : [];
-  const first = Math.max(0, Math.floor(list.scrollTop / ROW) - 5);
-  const last = Math.min(items.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW) + 5);
-  for (const [index, row] of drawn) {
-    if (all || index < first || index >= last) { row.remove(); drawn.delete(index); }
-  }
-  for (let index = first; index < last; index++) {
-    if (drawn.has(index)) continue;
-    const row = queueRow(items[index], index);
-    list.appendChild(row);
-    drawn.set(index, row);
-  }
-}
-$("queue").addEventListener("scroll", () => renderQueue(false), { passive: true });
-window.addEventListener("resize", () => renderQueue(false));
+        const drawn = new Map(); // index -> row element
+        function renderQueue(all) {
+          const list = $("queue");
+          const items = now.queue ? now.queue.items : [];
+          const first = Math.max(0, Math.floor(list.scrollTop / ROW) - 5);
+          const last = Math.min(items.length, Math.ceil((list.scrollTop + list.clientHeight) / ROW) + 5);
+          for (const [index, row] of drawn) {
+            if (all || index < first || index >= last) { row.remove(); drawn.delete(index); }
+          }
+          for (let index = first; index < last; index++) {
+            if (drawn.has(index)) continue;
+            const row = queueRow(items[index], index);
+            list.appendChild(row);
+            drawn.set(index, row);
+          }
+        }
+        $("queue").addEventListener("scroll", () => renderQueue(false), { passive: true });
+        window.addEventListener("resize", () => renderQueue(false));
 
-function queueRow(item, index) {
-  const row = document.createElement("div");
-  row.className = "row" + (now.status && item.id === now.status.current ? " current" : "");
-  row.setAttribute("role", "listitem");
-  row.style.top = `${index * ROW}px`;
-  row.dataset.id = String(item.id);
-  const handle = button("≡", `Move ${item.title || basename(item.url)}`, null);
-  handle.classList.add("handle");
-  handle.addEventListener("pointerdown", (event) => startDrag(event, row, item, index));
-  const text = document.createElement("div");
-  text.className = "text";
-  text.append(span(item.title || basename(item.url)), span([item.artist, item.album].filter(Boolean).join(" · ") || item.url, "sub"));
-  text.addEventListener("click", () => act("play", { id: item.id }).then(refreshStatus, () => {}));
-  const remove = button("✕", `Remove ${item.title || basename(item.url)}`, () => act("remove", { ids: [item.id] }).catch(() => {}));
-  row.append(handle, text, remove);
-  return row;
-}
+        function queueRow(item, index) {
+          const row = document.createElement("div");
+          row.className = "row" + (now.status && item.id === now.status.current ? " current" : "");
+          row.setAttribute("role", "listitem");
+          row.style.top = `${index * ROW}px`;
+          row.dataset.id = String(item.id);
+          const handle = button("≡", `Move ${item.title || basename(item.url)}`, null);
+          handle.classList.add("handle");
+          handle.addEventListener("pointerdown", (event) => startDrag(event, row, item, index));
+          const text = document.createElement("div");
+          text.className = "text";
+          text.append(span(item.title || basename(item.url)), span([item.artist, item.album].filter(Boolean).join(" · ") || item.url, "sub"));
+          text.addEventListener("click", () => act("play", { id: item.id }).then(refreshStatus, () => {}));
+          const remove = button("✕", `Remove ${item.title || basename(item.url)}`, () => act("remove", { ids: [item.id] }).catch(() => {}));
+          row.append(handle, text, remove);
+          return row;
+        }
 
-// Drag by the handle: a line shows where the item lands; it moves when let go.
-function startDrag(event, row, item, from) {
-  event.preventDefault();
-  const list = $("queue");
-  const line = document.createElement("div");
-  line.className = "drop-line";
-  list.appendChild(line);
-  row.classList.add("dragging");
-  const handle = event.currentTarget;
-  handle.setPointerCapture(event.pointerId);
-  let target = from;
-  const move = (moved) => {
-    const box = list.getBoundingClientRect();
-    const y = moved.clientY - box.top + list.scrollTop;
-    target = Math.max(0, Math.min(now.queue.items.length - 1, Math.floor(y / ROW)));
-    line.style.top = `${(target > from ? target + 1 : target) * ROW - 2}px`;
-    if (moved.clientY < box.top + ROW) list.scrollTop -= 8;
-    if (moved.clientY > box.bottom - ROW) list.scrollTop += 8;
-  };
-  const end = () => {
-    handle.removeEventListener("pointermove", move);
-    line.remove();
-    row.classList.remove("dragging");
-    if (target !== from) act("move", { id: item.id, position: target }).catch(() => {});
-  };
-  handle.addEventListener("pointermove", move);
-  handle.addEventListener("pointerup", end, { once: true });
-  handle.addEventListener("pointercancel", end, { once: true });
-}
+        // Drag by the handle: a line shows where the item lands; it moves when let go.
+        function startDrag(event, row, item, from) {
+          event.preventDefault();
+          const list = $("queue");
+          const line = document.createElement("div");
+          line.className = "drop-line";
+          list.appendChild(line);
+          row.classList.add("dragging");
+          const handle = event.currentTarget;
+          handle.setPointerCapture(event.pointerId);
+          let target = from;
+          const move = (moved) => {
+            const box = list.getBoundingClientRect();
+            const y = moved.clientY - box.top + list.scrollTop;
+            target = Math.max(0, Math.min(now.queue.items.length - 1, Math.floor(y / ROW)));
+            line.style.top = `${(target > from ? target + 1 : target) * ROW - 2}px`;
+            if (moved.clientY < box.top + ROW) list.scrollTop -= 8;
+            if (moved.clientY > box.bottom - ROW) list.scrollTop += 8;
+          };
+          const end = () => {
+            handle.removeEventListener("pointermove", move);
+            line.remove();
+            row.classList.remove("dragging");
+            if (target !== from) act("move", { id: item.id, position: target }).catch(() => {});
+          };
+          handle.addEventListener("pointermove", move);
+          handle.addEventListener("pointerup", end, { once: true });
+          handle.addEventListener("pointercancel", end, { once: true });
+        }
 
-$("clear").addEventListener("click", () => act("clear").then(refreshStatus, () => {}));
+        $("clear").addEventListener("click", () => act("clear").then(refreshStatus, () => {}));
 
-// ---------- Library: artists, their albums, an album's songs; search as you type ----------
+        // ---------- Library: artists, their albums, an album's songs; search as you type ----------
 
-const library = { loaded: false, path: [] };
+        const library = { loaded: false, path: [] };
 
-function quote(value) {
-  return "'" + String(value).replace(/\\/g, "\\\\").replace(/'/g, "\\'") + "'";
-}
+        function quote(value) {
+          return "'" + String(value).replace(/\\/g, "\\\\").replace(/'/g, "\\'") + "'";
+        }
 
-async function openLibrary(path) {
-  library.loaded = true;
-  library.path = path;
-  renderCrumbs();
-  const list = $("library");
-  try {
-    if (path.length === 0) {
-      const { values } = await call("library.list", { tag: "AlbumArtist" });
-      fill(values.map((value) => entryRow(value.AlbumArtist || "(no artist)", "", () => openLibrary([value.AlbumArtist]))),
-        "The library is empty, or there is none (library.music_directory).");
-    } else if (path.length === 1) {
-      const { values } = await call("library.list", { tag: "Album", filter: `(AlbumArtist == ${quote(path[0])})` });
-      fill(values.map((value) => entryRow(value.Album || "(no album)", path[0], () => openLibrary([path[0], value.Album]))), "No albums.");
-    } else {
-      const filter = `((AlbumArtist == ${quote(path[0])}) AND (Album == ${quote(path[1])}))`;
-      const { songs } = await call("library.search", { filter, sort: "Track", limit: 1000 });
-      const rows = songs.map(songRow);
-      if (songs.length) {
-        rows.unshift(entryRow("Add the whole album", `${songs.length} songs`, null, [
-          button("+", "Add the album", () => addSongs(songs.map((song) => song.uri), {})),
-          button("▶", "Play the album now", () => addSongs(songs.map((song) => song.uri), { play: true })),
-        ]));
-      }
-      fill(rows, "No songs.");
-    }
-  } catch (error) {
-    list.replaceChildren(emptyNote(error.message));
-  }
-}
+        async function openLibrary(path) {
+          library.loaded = true;
+          library.path = path;
+          renderCrumbs();
+          const list = $("library");
+          try {
+            if (path.length === 0) {
+              const { values } = await call("library.list", { tag: "AlbumArtist" });
+              fill(values.map((value) => entryRow(value.AlbumArtist || "(no artist)", "", () => openLibrary([value.AlbumArtist]))),
+                "The library is empty, or there is none (library.music_directory).");
+            } else if (path.length === 1) {
+              const { values } = await call("library.list", { tag: "Album", filter: `(AlbumArtist == ${quote(path[0])})` });
+              fill(values.map((value) => entryRow(value.Album || "(no album)", path[0], () => openLibrary([path[0], value.Album]))), "No albums.");
+            } else {
+              const filter = `((AlbumArtist == ${quote(path[0])}) AND (Album == ${quote(path[1])}))`;
+              const { songs } = await call("library.search", { filter, sort: "Track", limit: 1000 });
+              const rows = songs.map(songRow);
+              if (songs.length) {
+                rows.unshift(entryRow("Add the whole album", `${songs.length} songs`, null, [
+                  button("+", "Add the album", () => addSongs(songs.map((song) => song.uri), {})),
+                  button("▶", "Play the album now", () => addSongs(songs.map((song) => song.uri), { play: true })),
+                ]));
+              }
+              fill(rows, "No songs.");
+            }
+          } catch (error) {
+            list.replaceChildren(emptyNote(error.message));
+          }
+        }
 
-// Where every view of the library starts: the artists, or the stored playlists.
-function baseCrumbs() {
-  return [button("Artists", "All artists", () => { $("search").value = ""; openLibrary([]); }),
-    button("Playlists", "Stored playlists", () => { $("search").value = ""; openPlaylists(); })];
-}
+        // Where every view of the library starts: the artists, or the stored playlists.
+        function baseCrumbs() {
+          return [button("Artists", "All artists", () => { $("search").value = ""; openLibrary([]); }),
+            button("Playlists", "Stored playlists", () => { $("search").value = ""; openPlaylists(); })];
+        }
 
-function renderCrumbs() {
-  const crumbs = baseCrumbs();
-  if (library.path.length >= 1) crumbs.push(button(library.path[0] || "(no artist)", `Albums of ${library.path[0]}`, () => openLibrary(library.path.slice(0, 1))));
-  if (library.path.length >= 2) crumbs.push(button(library.path[1] || "(no album)", `Songs of ${library.path[1]}`, () => openLibrary(library.path)));
-  $("crumbs").replaceChildren(...crumbs);
-}
+        function renderCrumbs() {
+          const crumbs = baseCrumbs();
+          if (library.path.length >= 1) crumbs.push(button(library.path[0] || "(no artist)", `Albums of ${library.path[0]}`, () => openLibrary(library.path.slice(0, 1))));
+          if (library.path.length >= 2) crumbs.push(button(library.path[1] || "(no album)", `Songs of ${library.path[1]}`, () => openLibrary(library.path)));
+          $("crumbs").replaceChildren(...crumbs);
+        }
 
-function fill(rows, emptyText) {
-  $("library").replaceChildren(...(rows.length ? rows : [emptyNote(emptyText)]));
-}
+        function fill(rows, emptyText) {
+          $("library").replaceChildren(...(rows.length ? rows : [emptyNote(emptyText)]));
+        }
 
-function entryRow(title, subtitle, open, actions = []) {
-  const row = document.createElement("div");
-  row.className = "row";
-  row.setAttribute("role", "listitem");
-  const text = document.createElement("div");
-  text.className = "text";
-  text.append(span(title), span(subtitle, "sub"));
-  if (open) {
-    text.setAttribute("role", "button");
-    text.tabIndex = 0;
-    text.setAttribute("aria-label", `Open ${title}`);
-    text.addEventListener("click", open);
-    text.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
-  }
-  row.append(text, ...actions);
-  return row;
-}
+        function entryRow(title, subtitle, open, actions = []) {
+          const row = document.createElement("div");
+          row.className = "row";
+          row.setAttribute("role", "listitem");
+          const text = document.createElement("div");
+          text.className = "text";
+          text.append(span(title), span(subtitle, "sub"));
+          if (open) {
+            text.setAttribute("role", "button");
+            text.tabIndex = 0;
+            text.setAttribute("aria-label", `Open ${title}`);
+            text.addEventListener("click", open);
+            text.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
+          }
+          row.append(text, ...actions);
+          return row;
+        }
 
-function songRow(song) {
-  const tags = song.tags || {};
-  const title = (tags.Title || [basename(song.uri)])[0];
-  const sub = [(tags.Artist || [])[0], (tags.Album || [])[0]].filter(Boolean).join(" · ");
-  return entryRow(title, sub, null, [
-    button("+", `Add ${title}`, () => addSongs([song.uri], {})),
-    button("⤵", `Play ${title} next`, () => addSongs([song.uri], { next: true })),
-    button("▶", `Play ${title} now`, () => addSongs([song.uri], { play: true })),
-  ]);
-}
+        function songRow(song) {
+          const tags = song.tags || {};
+          const title = (tags.Title || [basename(song.uri)])[0];
+          const sub = [(tags.Artist || [])[0], (tags.Album || [])[0]].filter(Boolean).join(" · ");
+          return entryRow(title, sub, null, [
+            button("+", `Add ${title}`, () => addSongs([song.uri], {})),
+            button("⤵", `Play ${title} next`, () => addSongs([song.uri], { next: true })),
+            button("▶", `Play ${title} now`, () => addSongs([song.uri], { play: true })),
+          ]);
+        }
 
-async function addSongs(uris, { play = false, next = false }) {
-  const params = { urls: uris };
-  if (play) params.play = true;
-  if (next && now.queue) {
-    const current = now.queue.items.findIndex((item) => item.id === now.queue.current);
-    params.position = current < 0 ? now.queue.items.length : current + 1;
-  }
-  try {
-    await act("add", params);
-    toast(play ? "Playing" : next ? "Plays next" : uris.length === 1 ? "Added" : `Added ${uris.length} songs`);
-  } catch { /* shown by act */ }
-}
+        async function addSongs(uris, { play = false, next = false }) {
+          const params = { urls: uris };
+          if (play) params.play = true;
+          if (next && now.queue) {
+            const current = now.queue.items.findIndex((item) => item.id === now.queue.current);
+            params.position = current < 0 ? now.queue.items.length : current + 1;
+          }
+          try {
+            await act("add", params);
+            toast(play ? "Playing" : next ? "Plays next" : uris.length === 1 ? "Added" : `Added ${uris.length} songs`);
+          } catch { /* shown by act */ }
+        }
 
-// Stored playlists (the ones MPD clients keep too): load, play, delete; save the queue as one.
-async function openPlaylists() {
-  library.loaded = true;
-  library.path = null;
-  $("crumbs").replaceChildren(...baseCrumbs());
-  const save = document.createElement("form");
-  save.className = "toolbar";
-  const name = document.createElement("input");
-  name.placeholder = "Name";
-  name.required = true;
-  name.setAttribute("aria-label", "Name of the new playlist");
-  const submit = button("Save queue", "Save the queue as a playlist", null);
-  submit.type = "submit";
-  save.append(name, submit);
-  save.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      await call("playlist.save", { name: name.value });
-    } catch (error) {
-      if (!(error.data && error.data.kind === "exists" && confirm(`Replace the playlist “${name.value}”?`))) return toast(error.message);
-      try { await call("playlist.save", { name: name.value, replace: true }); } catch (again) { return toast(again.message); }
-    }
-    toast(`Saved “${name.value}”`);
-    openPlaylists();
-  });
-  try {
-    const { playlists } = await call("playlist.list");
-    const rows = playlists.map((playlist) => entryRow(playlist.name, new Date(playlist.modified * 1000).toLocaleString(), null, [
-      button("+", `Add the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, false)),
-      button("▶", `Play the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, true)),
-      button("✕", `Delete the playlist ${playlist.name}`, () => {
-        if (confirm(`Delete the playlist “${playlist.name}”?`)) act("playlist.delete", { name: playlist.name }).then(openPlaylists, () => {});
-      }),
-    ]));
-    $("library").replaceChildren(save, ...(rows.length ? rows : [emptyNote("No stored playlists yet.")]));
-  } catch (error) {
-    $("library").replaceChildren(save, emptyNote(error.message));
-  }
-}
+        // Stored playlists (the ones MPD clients keep too): load, play, delete; save the queue as one.
+        async function openPlaylists() {
+          library.loaded = true;
+          library.path = null;
+          $("crumbs").replaceChildren(...baseCrumbs());
+          const save = document.createElement("form");
+          save.className = "toolbar";
+          const name = document.createElement("input");
+          name.placeholder = "Name";
+          name.required = true;
+          name.setAttribute("aria-label", "Name of the new playlist");
+          const submit = button("Save queue", "Save the queue as a playlist", null);
+          submit.type = "submit";
+          save.append(name, submit);
+          save.addEventListener("submit", async (event) => {
+            event.preventDefault();
+            try {
+              await call("playlist.save", { name: name.value });
+            } catch (error) {
+              if (!(error.data && error.data.kind === "exists" && confirm(`Replace the playlist “${name.value}”?`))) return toast(error.message);
+              try { await call("playlist.save", { name: name.value, replace: true }); } catch (again) { return toast(again.message); }
+            }
+            toast(`Saved “${name.value}”`);
+            openPlaylists();
+          });
+          try {
+            const { playlists } = await call("playlist.list");
+            const rows = playlists.map((playlist) => entryRow(playlist.name, new Date(playlist.modified * 1000).toLocaleString(), null, [
+              button("+", `Add the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, false)),
+              button("▶", `Play the playlist ${playlist.name}`, () => loadPlaylist(playlist.name, true)),
+              button("✕", `Delete the playlist ${playlist.name}`, () => {
+                if (confirm(`Delete the playlist “${playlist.name}”?`)) act("playlist.delete", { name: playlist.name }).then(openPlaylists, () => {});
+              }),
+            ]));
+            $("library").replaceChildren(save, ...(rows.length ? rows : [emptyNote("No stored playlists yet.")]));
+          } catch (error) {
+            $("library").replaceChildren(save, emptyNote(error.message));
+          }
+        }
 
-async function loadPlaylist(name, play) {
-  try {
-    const answer = await act("playlist.load", play ? { name, play: true } : { name });
-    const skipped = answer.skipped ? ` (${answer.skipped} left out: not playable here)` : "";
-    toast(`${play ? "Playing" : "Added"} “${name}”${skipped}`);
-  } catch { /* shown by act */ }
-}
+        async function loadPlaylist(name, play) {
+          try {
+            const answer = await act("playlist.load", play ? { name, play: true } : { name });
+            const skipped = answer.skipped ? ` (${answer.skipped} left out: not playable here)` : "";
+            toast(`${play ? "Playing" : "Added"} “${name}”${skipped}`);
+          } catch { /* shown by act */ }
+        }
 
-let searchTimer = null;
-$("search").addEventListener("input", () => {
-  clearTimeout(searchTimer);
-  searchTimer = setTimeout(search, 200);
-});
-$("search-form").addEventListener("submit", (event) => { event.preventDefault(); search(); });
+        let searchTimer = null;
+        $("search").addEventListener("input", () => {
+          clearTimeout(searchTimer);
+          searchTimer = setTimeout(search, 200);
+        });
+        $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search(); });
 
-async function search() {
-  const query = $("search").value.trim();
-  if (!query) return library.path ? openLibrary(library.path) : openPlaylists();
-  try {
-    const { songs } = await call("library.search", { query, limit: 200 });
-    $("crumbs").replaceChildren(...baseCrumbs());
-    fill(songs.map(songRow), `Nothing found for “${query}”.`);
-  } catch (error) {
-    fill([], error.message);
-  }
-}
+        async function search() {
+          const query = $("search").value.trim();
+          if (!query) return library.path ? openLibrary(library.path) : openPlaylists();
+          try {
+            const { songs } = await call("library.search", { query, limit: 200 });
+            $("crumbs").replaceChildren(...baseCrumbs());
+            fill(songs.map(songRow), `Nothing found for “${query}”.`);
+          } catch (error) {
+            fill([], error.message);
+          }
+        }
 
-$("stream-form").addEventListener("submit", (event) => {
-  event.preventDefault();
-  const url = $("stream-url").value.trim();
-  if (url) addSongs([url], { play: true });
-});
+        $("stream-form").addEventListener("submit", (event) => {
+          event.preventDefault();
+          const url = $("stream-url").value.trim();
+          if (url) addSongs([url], { play: true });
+        });
 
-// ---------- Tabs and small helpers ----------
+        // ---------- Tabs and small helpers ----------
 
-for (const [tab, pane] of [["tab-queue", "queue-pane"], ["tab-library", "library-pane"]]) {
-  $(tab).addEventListener("click", () => {
-    for (const [other, otherPane] of [["tab-queue", "queue-pane"], ["tab-library", "library-pane"]]) {
-      $(other).setAttribute("aria-selected", String(other === tab));
-      $(otherPane).hidden = other !== tab;
-    }
-    if (pane === "queue-pane") renderQueue(false);
-  });
-}
+        for (const [tab, pane] of [["tab-queue", "queue-pane"], ["tab-library", "library-pane"]]) {
+          $(tab).addEventListener("click", () => {
+            for (const [other, otherPane] of [["tab-queue", "queue-pane"], ["tab-library", "library-pane"]]) {
+              $(other).setAttribute("aria-selected", String(other === tab));
+              $(otherPane).hidden = other !== tab;
+            }
+            if (pane === "queue-pane") renderQueue(false);
+          });
+        }
 
-function button(label, name, onClick) {
-  const element = document.createElement("button");
-  element.type = "button";
-  element.textContent = label;
-  element.setAttribute("aria-label", name);
-  if (onClick) element.addEventListener("click", onClick);
-  return element;
-}
+        function button(label, name, onClick) {
+          const element = document.createElement("button");
+          element.type = "button";
+          element.textContent = label;
+          element.setAttribute("aria-label", name);
+          if (onClick) element.addEventListener("click", onClick);
+          return element;
+        }
 
-function span(text, className) {
-  const element = document.createElement("span");
-  element.textContent = text;
-  if (className) element.className = className;
-  return element;
-}
+        function span(text, className) {
+          const element = document.createElement("span");
+          element.textContent = text;
+          if (className) element.className = className;
+          return element;
+        }
 
-function emptyNote(text) {
-  const note = document.createElement("p");
-  note.className = "empty";
-  note.textContent = text;
-  return note;
-}
+        function emptyNote(text) {
+          const note = document.createElement("p");
+          note.className = "empty";
+          note.textContent = text;
+          return note;
+        }
 
-function basename(url) {
-  const parts = String(url).split("/");
-  const last = parts[parts.length - 1] || String(url);
-  try { return decodeURIComponent(last); } catch { return last; }
-}
+        function basename(url) {
+          const parts = String(url).split("/");
+          const last = parts[parts.length - 1] || String(url);
+          try { return decodeURIComponent(last); } catch { return last; }
+        }
 
-function clock(seconds) {
-  const total = Math.max(0, Math.floor(seconds));
-  const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
-  return h ? `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}` : `${m}:${String(s).padStart(2, "0")}`;
-}
+        function clock(seconds) {
+          const total = Math.max(0, Math.floor(seconds));
+          const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
+          return h ? `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}` : `${m}:${String(s).padStart(2, "0")}`;
+        }
 
-let toastTimer = null;
-function toast(text) {
-  const element = $("toast");
-  element.textContent = text;
-  element.hidden = false;
-  clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { element.hidden = true; }, 4000);
-}
+        let toastTimer = null;
+        function toast(text) {
+          const element = $("toast");
+          element.textContent = text;
+          element.hidden = false;
+          clearTimeout(toastTimer);
+          toastTimer = setTimeout(() => { element.hidden = true; }, 4000);
+        }
 
-start();
+        start();
 
-"""##, "H4sIAAAAAAACA7U8XXPcRnLv/BUjFHMGrCVIKbErtTTNkiW5ToktKSSvXCmapcUuZrk4YoE9DJbU3t5W+TXPqeTp8pCqVP5Bkvf8FP+S9NcMBsAuSfkcPYiLQU9PT09Pf00PDg/VRVnopJp/ZtSdHqtKz8taD1WibjN9p8qpqmdapQk0F6q81ZXKaqP+7vzd24Oz9y9ViG8nZVFXZa5MObnRNSBaVGVdTsp8sHd4qKBfon7Q43N6q5JaHVaLSRSr14BtVc+y4lqZWXlXAJ65NmpalXNvUECXFOZOV/g3VfpWF7U5VkVJPXGARZnnJlYX0AUGvq60MWqcVGoO5BocHilG/GNd32ldCI5BM1KemFqZOqmXPAi21dlcQ08c4C4xwJckjff2YKoAuq9OVJilkTr5WqXlZDkHfPG1rl/nGn9+s3qT4utjAT979wN0+OLL4z3EduD+NWwkxuKojk8DGBF6F3pSI4PGK5yFzqded0sNcBPQr/eULMBQFcsceK9UudDFUE2T3Gh8LPTH+s2roXqGD/AqBcwADMv8fbIIo4FSCujLUnXwtVoDG8v8ViMdvwciNohuWY/Lj0N1eYWg9h90qfQfltoAl+dJqtXdLMs1SM40zwqQJAMcgVWYkJzgfHSqkuskKwDjOJncAOBQfXF0NNjbAIOmywJmDIs2SfI8nOt6VqYDtUiqZG4immSl62VVENnvYQEzo8OwQywtDMIqxSyCOZ0gn2JmwdOnx95LJBNe42LEpq6AKdl0FfKQ6uTkRC2LVE8BKFWnaq1+b8oCUA1V8Dw+CgaAe6CYTrVRw3sB7ETUJmICkCRZiNjoOkTQterMpkEvvbKpCrEnLm9EOHjhAUWRhjid6FhpWHR6x6sWL5ZmJu8ACaLakDi+cNsX5W9pUBDL5WSm0yFtnGmS5csKtoKRXZoV6q6sUhM3a5VM6vuWattSxpOknszCUFdVWfF6wbiwD7klBk1gkmucSD2ryjtFrceW7kZKWKRCHo/X0wDxc1zRvIRBACq2+ohWM5jV9cIMA1jM4M6YANYM/gbHTX9WVCckYm5DhqP9NWPeDA8P99cO+aw09QZV2og42ywHYOAfx25rxmWBiwZvErMqJir0JNWuKLysq6VuBEQ2CaqQoyNuxpV4KdqhLEKEj3yRvksyUhsnvgSYRZ5NdHgkkHW1kpGVSrADr1NglmMzqbKxDlAWWVfCng/qCvRwhuPBiwA2/BIhgqzWc/y70NW0rOYJbHR8zLNxlVSr4MpJrVLwXoXengPjIoRGqi/BLdJkp8dI4WWlp7BFZueksFFvScM/IE1hdOX64kZ5IpTEeQnKCXQ28vg7bgsvLexGkTwqK4+WMVtFknvgLmqtrLxH22BBm9XNQR7KMW5nj/vSYpUPbA1QZtI3TpM6AfG3lK1lNx3TyDw37h6LeiDhpvUKIrv1yuI1NlhI2XxdUYE9f9LSRWDLbBeyY46ZDG3R95VYqmGiemtfaeswmImgRtlxr/F3C7rDecXgxCDo04LENgvFtMasRGVh7WqTdlx3AUnt2qHhcZnXO1d7kpeG1rpnbMBdeMf72G7p4+4GJ5O8dSvTGxkUtPOZtaz1DBwn8II021P0UsAFEtcILNMkKfB5rNVNgVq6LtUsudXw3wKGRGVukhVQH+91duLlQOZ/hfvRW8uow8BmbUZFKQPjMPtrgWMx3AyV+IQyJZVWJdCQjqItRm+Sg+8ZyguwgBfgdYG6Cpmr4JJVNW5wy9JT9fzoCBS2pxajbYry+6SexfOsCP3mz9XzgXp2BP/YBLYtSWcdyoK0kGdW8mSswYKo/TBoJhcQKnoV1+BbAIYa1wfEkhCgkXFuD5ka5xf5/t3PP/1n0CCagD9qvstMHdfl9XWuQ9sJFOsTIcyab/J6ARxNMvBpBkzyHPbE3Bha7BJHxBcGthJNN1kZBIc29DzBuo/BzKL1n5V5atgFLm90Ee+xqWoYxYtCnEGtJhiR/MakiGeqzQJ+4DZhNT7VaPSDQ+lDFmaSgFUFxhTlganLSgfOYlhabW+LLkYPi4XGaceH9pInWzSBwa8iQ8pThKgiUM8J1bFdFfWb36gntjFZwh6psj+iIWKaQZxgiwZRPMvStGP94V1eXmeF/9ZTHfDaDgIQUwhETLiVrG147Cj98d0IzrkiYfOQJGlKZgVlFJRLRU7DPKthPcWvITPkNCM9gRdGf1/paQKKlSl9QE54wIGwihUMiMr7d+cX0DqDmAziQvS5A9l4BxerhQ4ABOYE3g55aIcoLiBVA0IyLtPVsOvsr90eGna4epvkSw0SORCnWbxvK4nljbeOvW5gj4P2Sh6QGQKAtrKwYLK3WLI9G/VA97CzP/BtGAFUlc0F2x4S3wk/34JfvciTFXqK/bASzAiGlRIXS1AJ4ftQHQ0UuX+2Dfiok/lFVueuKa2S62sKLzn6hIWGEPfv9YoBUPl29UrHq/Mdeo7MT9puKjWy/gVSYwfEP2xzgvzxfNMYGpklFZggXb3lR98SLEp2c7fT0IxlheEJPzqfi3x01ozQN21oii1m21Oa8Y/m/9mJk0UBN86ieAqLHPamoQ5kjpE6JK0UgYKyWEHVLZbgUS80uAd/+pN6JrMmGgUmXVa0RcBMOXUnQw66MJEaWnI6MdiyAl7WbyAQeIhlIjjSRr87XERKnzAQ/BISZARiDoqPYzU+eLOifjFGJCaGgD0NQ/xNagh/xBk7yW2sEQ7EiDZW9s8vXly8/vDDu7NX55JayVIU7uC8Jl8GlA+GEyTgwXf8C234gPJEIOTBGf6FZ1lKaMGHBOJrUmD0A1qM1jf8+px/ERbMjCynU13xq2/sbx4C5RaRvMa/QSdt4kn1L5Le41Yf3ciuJ6QNDHIVQFoS0Lytk2sc0wrkXKdZgtbQf44RiJZgvfF6oi5x5DrtgmC0pIiFVpQAqTvi4ccG6lSNE3CXk7mm53hZ5SjFwVtOHiq3z8QQUveedqVWayqrGmxeXwG3iGKghip+xkfW84gnHy/nD6FBGA8LPjZIUMFQHgb6eeJ6SSt0pU5PlVsrq2pEu2BGBwQnct1H31ILmL51a7Fbwddm1NFaGVBdVcsF6waH641tbiH0gRnTPqtwfUA9e6ygVoEjpddnOjdfoK0TGW4EyJq1E7VFrZKAeO1urwWedDILMAicd7WylRZyzoEsDDrBv4ybQc/JswilodcBgF/UADJeQqwMMpUlB+T5N/oC4wZSEhQzvIfGwJudU9snPUUOUzuy7AWNAoPNk48NRU6Zt2HSzCRjEAEAfGJBBMI+9tjv2Q6IhSc3oW8o7t/zeXZLkRH+pQkeDY+OAudduZR6AjrtVktWXT05oeDrtszhbRB5jpdtcm6XzFYG5dfRcRv8gIB709rZdePYb30ZdbLLQMHk6M+wA2Bn6DDgnFDJ2QY7Kb8NFaz8dFOgBpSkauK99scPMiA2NrfXyODRIeigw/21BdycgluWY1AzslOrM1jCjifU32GeTeGlPWmtrDMq9OTMdOBlVxdACSqKSxaFSZnqCcS5vwOzWr2EbRRGVxYLQ5hkvsj1B5AtUPTUm3PZo/11H8L6QYDx2+yjTsNnEexh2FQTHR7+GB/tHw6Ammijbn77x1HUHmic1eYDUPGB8XUH2wq0UdDQRTSZJRA45aaFof2KVuoZLhOE6SUu0Zb3z/E9RFiVJghHgwWC4HfWjN2SWMZ/dORtPWLD6gOevMRz4DorNQhqgxadAUzoAD1NiPwC32VkmN+X4CIG6n//RwUuB/E9HbRhxgCP3dqnbMeqWhZ4Cpev5GDIlBjHWfPbHLgtMHeKpwwakw5o3lAkWZ9KSOoEk4XVd3Ccq91476LAdJ4s0NnqbnRWWtLRcfEJ7jwbvUSeiuyqFq9f1+R44Qiwv3na7ejb0S0OTBnY2eNvpxE5SLdaomGQd2LAGcMXRTYnbfxthe5PaI9YOiy1215iWwgT9xrt24vybzOTjbM8q1cogteYj7KIiXc9Mn3sfNhELjAus8tc0tEghHXQBgF9lUI0C/H/nZobTEhO8UQxmWKK+g5ToJTc0rcZ9KFEVTSwAoT47RmuucFDRuqVcYrb0GEWCjKebU9yIAy2XFKwTC6LtBQR5ldjDbpPD2hMLYez3gB8EmbqDFQtZtJEXsm+v6DBTySk8M1+n6E0WMPFnu/9GEk69jQynwO0CDlVYYsuEjv2LE5ZAMkCc5Mz3V2P6dR1Gkonkpf2jHn8R3tH/rFFg7I5S4wwhgMztQp9IetORmC3MR/ELoZ1K8JWasFxm84SI1oiTE1lJaYTHlwkpM+Hv3cAxo6Hzo/FLLCPwGogFH0sVoF9DFbWdn2sWbFY1t6G9/WkVUAPq9u3y/kYsHXUaiQq4r7xuxpH8jseCS5vyVNGRJhftgZhqHYMvktMWo+NrDhn82EePeRr9lxXx4Z7BukwgiYr4DjdHNRV7s+1PUL04KYAArzjIfIUQA9fBuA/6ARnF1SgcUs69DXA+ZzOexEah7li27QfYsfHqTyrviiesR2v+yHSAit7KHBFrzlAiZO0KfGgpODSEBMuEcnVEFF2pktnxC0V4BdDeMlRIttsyYu+f3327buz71+8fdnOELko8gNlcSlF08ncwIsc1ibAQxtTgtFBma3JCoZYZAIRchEBHBu4D3lpaoB+R4k8a/WwkTJEAgSTwlOTtAeI3n3QLiOivJRXVVSXfCZEGRbOPLWSSfb0WLL5VGJ0l/E5OaX069VCW2dkAlpe+VUCQzle7SR2beWHvwKUmAcibo49VFxi0MEiZ/yPRkLlCRZHN5104hKIfwmdOMQHSaoMW3UDo5flMueDWjRwnC7bXzPvMjwqtQ8uybJ7GDB0CdpSNwZaw7aDYBFzHNh4Cy7TaU+8t7GCO0uu6hSjDb9lo37+6Z8duZQS24zAGfCejx3yVmqdmza7puXXjfgz622zSx6K/r+KHsof3d/dLxC5bPI/HzSnVEHFUd6Hfnb2GTZNs8rUH5JlmpXBVZwVk3yZahN6I0TRLxYnWznjM8PDzP6SmSTFB3CPMjPDc2VY+3aZi9+ySOpZu+yl9aZHyKavDGnXqZCiONQYeFSMhWBUI5pUGs977sDf97Xl9uMd2b/OftvzAP9ohzc+EfaXWSJrTMxuYzKw3qgjhm1H5EV2E1DVtX9mIUcMuS6u65n4u/TigED7vg8jgIU7Qk/69XxRk9fdtFMq4BkpCAn16d2GWsyoNYZZJBNO/tSrXMcznV3PcBTbSX2OFaebxcdRc8zFbHd1Yt2zL0kr4iJKFQ5VhB5TPSiAfsSSUCrD41xc97yB0Sd4MuMVTKAiOXF0+wlMmpXPUUyYtbmrsM606UFbzp3KJx/DowH/nuZlWYU4VmwmVZnnF+VCHSIH8HjsC29QqvL1zvX9RRRkE53lYRfZU5pJDI4LzPy3xO3IjvBURvALaohhA2QXldTI1li7QihgE6Zpma9fycxcw9cnRGiEBV/AEazHvtW4FITHFlgRbMS1YBs7PsagjOSEsR67QRClPD196hPDWGeJEZQRlYNmhU0nyAE9nQXT6pyB0BDneJ5XAyW0cJkbcopKjtKXEFmnIfSUVzwSVbk6BrmkQyMk24oLaCmcz+iLHJd4kJufGJPdYpVLRQf2x3t3MA6ejvbwwdbP/qjvwRf5TlBr1na2npgzb1zqYwJqtLY56zBIs1vJomFGFwt73iZUnBpAQwDy0zHh/jll34KjlrCnbRSKN7jbOg4YJmWYpial0sCR0oB4kDUGC0hbY2BYJUE7FU6LhhTSvB0FkUhKvgMMWpdFGPz8T/8Oo44wIQi+QnNCh+LdP4rbjAZ8nIsYGZdX+wTrFgbcGvgQ/fVclHS8BIuNtSJe7Qk54q8gQuQ2ErmB8tfRP60Elf2YhUS49kpiS+BesfSHoKVZxdzHAZBcgrv0zg0H3unfVTzNMEAIvylhQZMiauVfSWkIKjSBy3EQNSQ+LpGBeRfcPhmVe7PsPSJCbCp3UD35EvDnf0EJOOP2x8mARw/jE4qw7FhowjLirgflRFo4zvIxoNkPhDI/gQ2gNs5DmcA7FejLcDfMClLBHqb2qDIOvBp8TT57nmDVA+YS+VIJ1dmhur0uvTL4+8QN75pEjyqGusdsyk2FB0UU4doiijWYB1RCyO87WtpVXDst1WxBm2EJtm18noxopIukuuZqd9mqoEHe8958mSxgDbQ4srJh37AuodQpdUW7BXzyMposXCH+TXsJg3GJlo4mA52/wYAa6HxJdvpMCtcaaDxHIzxiyf8R3AMsi68bE+9svtRoW6J6Tge6D9u9QUD6rOWZrMRViJyFLHRXCYcy0td8JenUjvwU/MKhPESspAH/c6uo5cypNaevvDmRh9JxZg5O1N/u6vs19R2XsJPnMM627k+lu1erAULUKYOW1ecduF1Xyy53W1T44rwdPspoCaO868gjz0P4hXkh3mikTDxV4pTbwMsHSq/N1ths8xiT053GQ/DLBdfvIFF47uF5Kw93nmCMnO9EwCWaVFD92LSwBX5I23eiQQkjQWWSwQJgQJBVikyWwQMZ/vmZUaYsrkFxGhhnMlOJUatyqTBrtCWxJlEpFR1yFOuqBzFQxXhAbdqeWQm+jqQ1vftGwWfoWInXwq+9Q+AfD6/BWP4I/wKv+TNp/SxApx4wEEM7MawfQ3NUTUXQ7ci7OYzzw2w8mUw4WGR/82W1nI/NdsVvUwBRu6iaTghRs4iqoYCye5VirWjGRm06UbUjEwuYUH7qBBOCL3ClXnBZk39XJ4M+jAk03yK0bAaZAKmqVugQU1PsIaDqpBBvB3AFFHqgTuJa9256XSHgjgYugUQZUisPmVEaI+aBKukcji+jFSXYQpfJmC9NNvmQZhWo/bJaRXHQvuqxjXXPfhXWwTP7aBC1hz4vsFplzSKKI18eXUWbaPTLWdwwl+rCAt4VgHYrg907DwPxGKvfZKd2mdTmBs8KDVT48LzUi7evFIP1AJ4hQDQ67vCaVMNOVrPGIGYzIeAplxWmwy8qTmzn2TyDZyz38JjqYjIqu8UhiLf468yFolIwQW9ZIPzUKHaOl4WZZdM6dCsRvEi5TuFuBq44cxA93f21j2fDY0pgM1CXe81FWesiP8VtYbFZPKKV0/Qc+4cN5fSToxn4AT5zhuHuxt8tDeqf//W/ETnWizXYMY789BEoY+3MizfaVdRL6pIkI9tYuhh14F+d2nq9LmezThqY/FDQjCFt9bcoPO27X5GfmvyBtAAezK9a99StyiBP3PCNF2ekWHsoTuPS9JAA/x4rhidWL/sG5dLyl7eAoQXMc4u6feInktu6A9C7dCg3CpqVe2/JQdznHRIfOYDDwSUXV+1irrbZ8RIYE2rCGM6bvq1I8W2YVZ5fk+7kblw0JLPwgUEvbDEHI1IRVNmxv+6AN6Hgrlx1bPgG6wDGF4f6HhqfP0zjs6u+Vh3R/thC4bNHUChUoSNGQzcuhhPwOI75XbfYrtlEtAew7M4epjYewTZ01MtO/JSVH3hL3k5y+Gjz+qM6/UYxOijZ5Vh+4RQH6CfiqSoW7F39WlmvT0lZ/f/lZrh0XBIwzbS9NArdWl145VaIYjvRLFxW5RFgnYzfSDL26HhX/1bt74juOO6v5XTNR7bbnScC74W80at+amztnSvdSOVo8BrDjIDPivyisFaahdMrIHYiGttSLE1KhO2umJh192oAGRz6veMCQEil7674/9IlkJypuopAdXi3FpZjlFXu13illwQ2EHzOn+Lm+7Ns3vS2bJa2ofdN/AhNvFvMnv29tDO48s25M+T/8V+Iggy5xUHf73gAEcF0rXbbO+giLe8ewtn3BK6ibeGR6w4dje1oC3MGRJp9AkSeNNhvbUCXZZWD3UYEHIHbqshIgGLBaWMsOgRHxFIfRxmZqJUmcsXZvQM8vCNEe3THRaEG3p6g80azpEgmobkBo76iE74dqaGhA3uqnrm6axfesRtMgTlwMnCfypDNTRUFNPtT9vCoMG/IbJUmQ0/YihxsBTsIAhLJt5BH9AuEwAOzrmv7Xq06/FyqHccrpE19fui8sK6bwl8DgrjMqO/fv1KcVjLqRusFkF9GQwrr+Y4DFrngSdaxMnhNHTvyQWCCxcI63hZ6e/7NJwXetsjjAavsuz+e7SH6dtseLF5gJYGAHeMD+mScVF71e8FvdiHjAjK+0wiQMdGIda4UiAWIN3AvsdI3q1oTp/Z7LAxhsM4yHvPatfONLd/l9XL658gB98GP8956JQ0a70CH0VCJENIuN4Qdo8SaIMUDgW24+KkXjO/Lqu/+0omlOsYxKdREaobMRXvx9/7vg1DZc+h9jwKrcNxTfJMV9rscH8mRx/fA5WlWzcPRGcsgV78LLernn/68v24o2Pz807+djqLI3aXY/UUS+1GRT5sinpQQGU0qsZktfacpct8ekcETvkPgvtCz2WuCQSl8QiFJt83FejXdeMVdr+5+Q2Dt6ZdussDNrhHhTgagifIo0rWP7SSLQ8PCiPviVYLZC9s+L9NsmsGEPne3S74rgQQtOcaoG+73/IDWEu+vWyM2zgEqMsuULlVyMj3Y2xbxj1zE/5cNQgUi/TH4TO8VKexHjtKkU/i+k4j8NhwkJW00IvTNGSW9YovhSXGrkzu2bIlWp9STBFUm6BIZ98ZXuHHI3X0wyqLUR9ckrnQdB5EMtV2LPGL4h5MiHXPZWmReW/ai1lu2mHzL5cT3QJqtBZjkXiJ9/qxBZhUGffRMVsDfguYmw7vSiJcGiG3DqRqpcH/dbt2oXE9r/Mbc0BVM4p1EhameaETFDr4nNGKZ6ThD4uJsGtWDsrS/toM81rvh6/uYZ8GvhlT+dQ6Xfnmw/hstKp6wuA+PNAjZ1LUG8L9QQi8G+LGbpu6cGw/Y37jPQraivB12UcZ2d3O633iRt56PDtaezmZ6CSjvKxNkDQnQmauWK3a6O28Ca7fFJPSNwaOzxkSGyxI/95LEn+oGSn6zn0wGnWhvkk+5mrusWPBocJS8eHTPxie0+DHFvjXfyHEel+h+4qI/osgAwixZSx4AnnesJ92ZbwJDeOzHhMfbvi5ykYz5cp+ZY8XbTOcL/Iinf+7nV83VyRgjnkJT0dzlZQANB87p5MpHfB3A8PzSKs3ma3MC4O4gANRjryD4pJR4yDRQ9Of9r0kRSx/h3VqUasDA0YeiXFUqwZIHiXNxJkyQIHHeh3sY+AkDH3tOGZ9+FXKpy6M82lL85t2IaBLjkjvFMGIgJqAsXiIffR0h1aH3BDh+nkygXYQg71qvWmW0NLz/+p5IB2lskniWVNvxnnSagPpZH+7USWxRCpFSYS7k+zRWIIYOI9qfnYAnd1+8GcIC+4Gm+/0Q1Y0fUbvssv3aT31fYLqwH9qpOyEuYQzcu+1TsF9rKfG2YkuubDqPtMy6d0lcdgG+pc9XAiWHQb+kl8Av+YJyU4ZDuX0PgzMolp5U4+3z3529eVnOF2WBE6XS2/5HF6V+dtP+7k3rArGf3CzrJN9dq2x7+PVUFpohGMGh+usvwQEYqHn7rbz+K34NYF8ikKF7n/ziyyOP6zO+zDHbDPfX9uZlBEY3PaePTT0HZXUURN5bs+XtSO6fPwR2bJ0nctLavlNze5scuK4ENjuGbo8mNqK7f3fYt1u+Xua7Xg05cm/Vo6732cF1Hytfb9wM1N/wp99glu5bXf8Hhq5QckRbAAA="),
-    ("icon.svg", "image/svg+xml", ##"""
-<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#2b2b33"/><circle cx="28" cy="34" r="20" fill="#111" stroke="#555" stroke-width="2"/><circle cx="28" cy="34" r="5" fill="#c8553d"/><path d="M52 8 L50 36 L40 44" fill="none" stroke="#ddd" stroke-width="3" stroke-linecap="round"/></svg>
+        """##,
+        "H4sIAAAAAAACA7U8XXPcRnLv/BUjFHMGrCVIKbErtTTNkiW5ToktKSSvXCmapcUuZrk4YoE9DJbU3t5W+TXPqeTp8pCqVP5Bkvf8FP+S9NcMBsAuSfkcPYiLQU9PT09Pf00PDg/VRVnopJp/ZtSdHqtKz8taD1WibjN9p8qpqmdapQk0F6q81ZXKaqP+7vzd24Oz9y9ViG8nZVFXZa5MObnRNSBaVGVdTsp8sHd4qKBfon7Q43N6q5JaHVaLSRSr14BtVc+y4lqZWXlXAJ65NmpalXNvUECXFOZOV/g3VfpWF7U5VkVJPXGARZnnJlYX0AUGvq60MWqcVGoO5BocHilG/GNd32ldCI5BM1KemFqZOqmXPAi21dlcQ08c4C4xwJckjff2YKoAuq9OVJilkTr5WqXlZDkHfPG1rl/nGn9+s3qT4utjAT979wN0+OLL4z3EduD+NWwkxuKojk8DGBF6F3pSI4PGK5yFzqded0sNcBPQr/eULMBQFcsceK9UudDFUE2T3Gh8LPTH+s2roXqGD/AqBcwADMv8fbIIo4FSCujLUnXwtVoDG8v8ViMdvwciNohuWY/Lj0N1eYWg9h90qfQfltoAl+dJqtXdLMs1SM40zwqQJAMcgVWYkJzgfHSqkuskKwDjOJncAOBQfXF0NNjbAIOmywJmDIs2SfI8nOt6VqYDtUiqZG4immSl62VVENnvYQEzo8OwQywtDMIqxSyCOZ0gn2JmwdOnx95LJBNe42LEpq6AKdl0FfKQ6uTkRC2LVE8BKFWnaq1+b8oCUA1V8Dw+CgaAe6CYTrVRw3sB7ETUJmICkCRZiNjoOkTQterMpkEvvbKpCrEnLm9EOHjhAUWRhjid6FhpWHR6x6sWL5ZmJu8ACaLakDi+cNsX5W9pUBDL5WSm0yFtnGmS5csKtoKRXZoV6q6sUhM3a5VM6vuWattSxpOknszCUFdVWfF6wbiwD7klBk1gkmucSD2ryjtFrceW7kZKWKRCHo/X0wDxc1zRvIRBACq2+ohWM5jV9cIMA1jM4M6YANYM/gbHTX9WVCckYm5DhqP9NWPeDA8P99cO+aw09QZV2og42ywHYOAfx25rxmWBiwZvErMqJir0JNWuKLysq6VuBEQ2CaqQoyNuxpV4KdqhLEKEj3yRvksyUhsnvgSYRZ5NdHgkkHW1kpGVSrADr1NglmMzqbKxDlAWWVfCng/qCvRwhuPBiwA2/BIhgqzWc/y70NW0rOYJbHR8zLNxlVSr4MpJrVLwXoXengPjIoRGqi/BLdJkp8dI4WWlp7BFZueksFFvScM/IE1hdOX64kZ5IpTEeQnKCXQ28vg7bgsvLexGkTwqK4+WMVtFknvgLmqtrLxH22BBm9XNQR7KMW5nj/vSYpUPbA1QZtI3TpM6AfG3lK1lNx3TyDw37h6LeiDhpvUKIrv1yuI1NlhI2XxdUYE9f9LSRWDLbBeyY46ZDG3R95VYqmGiemtfaeswmImgRtlxr/F3C7rDecXgxCDo04LENgvFtMasRGVh7WqTdlx3AUnt2qHhcZnXO1d7kpeG1rpnbMBdeMf72G7p4+4GJ5O8dSvTGxkUtPOZtaz1DBwn8II021P0UsAFEtcILNMkKfB5rNVNgVq6LtUsudXw3wKGRGVukhVQH+91duLlQOZ/hfvRW8uow8BmbUZFKQPjMPtrgWMx3AyV+IQyJZVWJdCQjqItRm+Sg+8ZyguwgBfgdYG6Cpmr4JJVNW5wy9JT9fzoCBS2pxajbYry+6SexfOsCP3mz9XzgXp2BP/YBLYtSWcdyoK0kGdW8mSswYKo/TBoJhcQKnoV1+BbAIYa1wfEkhCgkXFuD5ka5xf5/t3PP/1n0CCagD9qvstMHdfl9XWuQ9sJFOsTIcyab/J6ARxNMvBpBkzyHPbE3Bha7BJHxBcGthJNN1kZBIc29DzBuo/BzKL1n5V5atgFLm90Ee+xqWoYxYtCnEGtJhiR/MakiGeqzQJ+4DZhNT7VaPSDQ+lDFmaSgFUFxhTlganLSgfOYlhabW+LLkYPi4XGaceH9pInWzSBwa8iQ8pThKgiUM8J1bFdFfWb36gntjFZwh6psj+iIWKaQZxgiwZRPMvStGP94V1eXmeF/9ZTHfDaDgIQUwhETLiVrG147Cj98d0IzrkiYfOQJGlKZgVlFJRLRU7DPKthPcWvITPkNCM9gRdGf1/paQKKlSl9QE54wIGwihUMiMr7d+cX0DqDmAziQvS5A9l4BxerhQ4ABOYE3g55aIcoLiBVA0IyLtPVsOvsr90eGna4epvkSw0SORCnWbxvK4nljbeOvW5gj4P2Sh6QGQKAtrKwYLK3WLI9G/VA97CzP/BtGAFUlc0F2x4S3wk/34JfvciTFXqK/bASzAiGlRIXS1AJ4ftQHQ0UuX+2Dfiok/lFVueuKa2S62sKLzn6hIWGEPfv9YoBUPl29UrHq/Mdeo7MT9puKjWy/gVSYwfEP2xzgvzxfNMYGpklFZggXb3lR98SLEp2c7fT0IxlheEJPzqfi3x01ozQN21oii1m21Oa8Y/m/9mJk0UBN86ieAqLHPamoQ5kjpE6JK0UgYKyWEHVLZbgUS80uAd/+pN6JrMmGgUmXVa0RcBMOXUnQw66MJEaWnI6MdiyAl7WbyAQeIhlIjjSRr87XERKnzAQ/BISZARiDoqPYzU+eLOifjFGJCaGgD0NQ/xNagh/xBk7yW2sEQ7EiDZW9s8vXly8/vDDu7NX55JayVIU7uC8Jl8GlA+GEyTgwXf8C234gPJEIOTBGf6FZ1lKaMGHBOJrUmD0A1qM1jf8+px/ERbMjCynU13xq2/sbx4C5RaRvMa/QSdt4kn1L5Le41Yf3ciuJ6QNDHIVQFoS0Lytk2sc0wrkXKdZgtbQf44RiJZgvfF6oi5x5DrtgmC0pIiFVpQAqTvi4ccG6lSNE3CXk7mm53hZ5SjFwVtOHiq3z8QQUveedqVWayqrGmxeXwG3iGKghip+xkfW84gnHy/nD6FBGA8LPjZIUMFQHgb6eeJ6SSt0pU5PlVsrq2pEu2BGBwQnct1H31ILmL51a7Fbwddm1NFaGVBdVcsF6waH641tbiH0gRnTPqtwfUA9e6ygVoEjpddnOjdfoK0TGW4EyJq1E7VFrZKAeO1urwWedDILMAicd7WylRZyzoEsDDrBv4ybQc/JswilodcBgF/UADJeQqwMMpUlB+T5N/oC4wZSEhQzvIfGwJudU9snPUUOUzuy7AWNAoPNk48NRU6Zt2HSzCRjEAEAfGJBBMI+9tjv2Q6IhSc3oW8o7t/zeXZLkRH+pQkeDY+OAudduZR6AjrtVktWXT05oeDrtszhbRB5jpdtcm6XzFYG5dfRcRv8gIB709rZdePYb30ZdbLLQMHk6M+wA2Bn6DDgnFDJ2QY7Kb8NFaz8dFOgBpSkauK99scPMiA2NrfXyODRIeigw/21BdycgluWY1AzslOrM1jCjifU32GeTeGlPWmtrDMq9OTMdOBlVxdACSqKSxaFSZnqCcS5vwOzWr2EbRRGVxYLQ5hkvsj1B5AtUPTUm3PZo/11H8L6QYDx2+yjTsNnEexh2FQTHR7+GB/tHw6Ammijbn77x1HUHmic1eYDUPGB8XUH2wq0UdDQRTSZJRA45aaFof2KVuoZLhOE6SUu0Zb3z/E9RFiVJghHgwWC4HfWjN2SWMZ/dORtPWLD6gOevMRz4DorNQhqgxadAUzoAD1NiPwC32VkmN+X4CIG6n//RwUuB/E9HbRhxgCP3dqnbMeqWhZ4Cpev5GDIlBjHWfPbHLgtMHeKpwwakw5o3lAkWZ9KSOoEk4XVd3Ccq91476LAdJ4s0NnqbnRWWtLRcfEJ7jwbvUSeiuyqFq9f1+R44Qiwv3na7ejb0S0OTBnY2eNvpxE5SLdaomGQd2LAGcMXRTYnbfxthe5PaI9YOiy1215iWwgT9xrt24vybzOTjbM8q1cogteYj7KIiXc9Mn3sfNhELjAus8tc0tEghHXQBgF9lUI0C/H/nZobTEhO8UQxmWKK+g5ToJTc0rcZ9KFEVTSwAoT47RmuucFDRuqVcYrb0GEWCjKebU9yIAy2XFKwTC6LtBQR5ldjDbpPD2hMLYez3gB8EmbqDFQtZtJEXsm+v6DBTySk8M1+n6E0WMPFnu/9GEk69jQynwO0CDlVYYsuEjv2LE5ZAMkCc5Mz3V2P6dR1Gkonkpf2jHn8R3tH/rFFg7I5S4wwhgMztQp9IetORmC3MR/ELoZ1K8JWasFxm84SI1oiTE1lJaYTHlwkpM+Hv3cAxo6Hzo/FLLCPwGogFH0sVoF9DFbWdn2sWbFY1t6G9/WkVUAPq9u3y/kYsHXUaiQq4r7xuxpH8jseCS5vyVNGRJhftgZhqHYMvktMWo+NrDhn82EePeRr9lxXx4Z7BukwgiYr4DjdHNRV7s+1PUL04KYAArzjIfIUQA9fBuA/6ARnF1SgcUs69DXA+ZzOexEah7li27QfYsfHqTyrviiesR2v+yHSAit7KHBFrzlAiZO0KfGgpODSEBMuEcnVEFF2pktnxC0V4BdDeMlRIttsyYu+f3327buz71+8fdnOELko8gNlcSlF08ncwIsc1ibAQxtTgtFBma3JCoZYZAIRchEBHBu4D3lpaoB+R4k8a/WwkTJEAgSTwlOTtAeI3n3QLiOivJRXVVSXfCZEGRbOPLWSSfb0WLL5VGJ0l/E5OaX069VCW2dkAlpe+VUCQzle7SR2beWHvwKUmAcibo49VFxi0MEiZ/yPRkLlCRZHN5104hKIfwmdOMQHSaoMW3UDo5flMueDWjRwnC7bXzPvMjwqtQ8uybJ7GDB0CdpSNwZaw7aDYBFzHNh4Cy7TaU+8t7GCO0uu6hSjDb9lo37+6Z8duZQS24zAGfCejx3yVmqdmza7puXXjfgz622zSx6K/r+KHsof3d/dLxC5bPI/HzSnVEHFUd6Hfnb2GTZNs8rUH5JlmpXBVZwVk3yZahN6I0TRLxYnWznjM8PDzP6SmSTFB3CPMjPDc2VY+3aZi9+ySOpZu+yl9aZHyKavDGnXqZCiONQYeFSMhWBUI5pUGs977sDf97Xl9uMd2b/OftvzAP9ohzc+EfaXWSJrTMxuYzKw3qgjhm1H5EV2E1DVtX9mIUcMuS6u65n4u/TigED7vg8jgIU7Qk/69XxRk9fdtFMq4BkpCAn16d2GWsyoNYZZJBNO/tSrXMcznV3PcBTbSX2OFaebxcdRc8zFbHd1Yt2zL0kr4iJKFQ5VhB5TPSiAfsSSUCrD41xc97yB0Sd4MuMVTKAiOXF0+wlMmpXPUUyYtbmrsM606UFbzp3KJx/DowH/nuZlWYU4VmwmVZnnF+VCHSIH8HjsC29QqvL1zvX9RRRkE53lYRfZU5pJDI4LzPy3xO3IjvBURvALaohhA2QXldTI1li7QihgE6Zpma9fycxcw9cnRGiEBV/AEazHvtW4FITHFlgRbMS1YBs7PsagjOSEsR67QRClPD196hPDWGeJEZQRlYNmhU0nyAE9nQXT6pyB0BDneJ5XAyW0cJkbcopKjtKXEFmnIfSUVzwSVbk6BrmkQyMk24oLaCmcz+iLHJd4kJufGJPdYpVLRQf2x3t3MA6ejvbwwdbP/qjvwRf5TlBr1na2npgzb1zqYwJqtLY56zBIs1vJomFGFwt73iZUnBpAQwDy0zHh/jll34KjlrCnbRSKN7jbOg4YJmWYpial0sCR0oB4kDUGC0hbY2BYJUE7FU6LhhTSvB0FkUhKvgMMWpdFGPz8T/8Oo44wIQi+QnNCh+LdP4rbjAZ8nIsYGZdX+wTrFgbcGvgQ/fVclHS8BIuNtSJe7Qk54q8gQuQ2ErmB8tfRP60Elf2YhUS49kpiS+BesfSHoKVZxdzHAZBcgrv0zg0H3unfVTzNMEAIvylhQZMiauVfSWkIKjSBy3EQNSQ+LpGBeRfcPhmVe7PsPSJCbCp3UD35EvDnf0EJOOP2x8mARw/jE4qw7FhowjLirgflRFo4zvIxoNkPhDI/gQ2gNs5DmcA7FejLcDfMClLBHqb2qDIOvBp8TT57nmDVA+YS+VIJ1dmhur0uvTL4+8QN75pEjyqGusdsyk2FB0UU4doiijWYB1RCyO87WtpVXDst1WxBm2EJtm18noxopIukuuZqd9mqoEHe8958mSxgDbQ4srJh37AuodQpdUW7BXzyMposXCH+TXsJg3GJlo4mA52/wYAa6HxJdvpMCtcaaDxHIzxiyf8R3AMsi68bE+9svtRoW6J6Tge6D9u9QUD6rOWZrMRViJyFLHRXCYcy0td8JenUjvwU/MKhPESspAH/c6uo5cypNaevvDmRh9JxZg5O1N/u6vs19R2XsJPnMM627k+lu1erAULUKYOW1ecduF1Xyy53W1T44rwdPspoCaO868gjz0P4hXkh3mikTDxV4pTbwMsHSq/N1ths8xiT053GQ/DLBdfvIFF47uF5Kw93nmCMnO9EwCWaVFD92LSwBX5I23eiQQkjQWWSwQJgQJBVikyWwQMZ/vmZUaYsrkFxGhhnMlOJUatyqTBrtCWxJlEpFR1yFOuqBzFQxXhAbdqeWQm+jqQ1vftGwWfoWInXwq+9Q+AfD6/BWP4I/wKv+TNp/SxApx4wEEM7MawfQ3NUTUXQ7ci7OYzzw2w8mUw4WGR/82W1nI/NdsVvUwBRu6iaTghRs4iqoYCye5VirWjGRm06UbUjEwuYUH7qBBOCL3ClXnBZk39XJ4M+jAk03yK0bAaZAKmqVugQU1PsIaDqpBBvB3AFFHqgTuJa9256XSHgjgYugUQZUisPmVEaI+aBKukcji+jFSXYQpfJmC9NNvmQZhWo/bJaRXHQvuqxjXXPfhXWwTP7aBC1hz4vsFplzSKKI18eXUWbaPTLWdwwl+rCAt4VgHYrg907DwPxGKvfZKd2mdTmBs8KDVT48LzUi7evFIP1AJ4hQDQ67vCaVMNOVrPGIGYzIeAplxWmwy8qTmzn2TyDZyz38JjqYjIqu8UhiLf468yFolIwQW9ZIPzUKHaOl4WZZdM6dCsRvEi5TuFuBq44cxA93f21j2fDY0pgM1CXe81FWesiP8VtYbFZPKKV0/Qc+4cN5fSToxn4AT5zhuHuxt8tDeqf//W/ETnWizXYMY789BEoY+3MizfaVdRL6pIkI9tYuhh14F+d2nq9LmezThqY/FDQjCFt9bcoPO27X5GfmvyBtAAezK9a99StyiBP3PCNF2ekWHsoTuPS9JAA/x4rhidWL/sG5dLyl7eAoQXMc4u6feInktu6A9C7dCg3CpqVe2/JQdznHRIfOYDDwSUXV+1irrbZ8RIYE2rCGM6bvq1I8W2YVZ5fk+7kblw0JLPwgUEvbDEHI1IRVNmxv+6AN6Hgrlx1bPgG6wDGF4f6HhqfP0zjs6u+Vh3R/thC4bNHUChUoSNGQzcuhhPwOI75XbfYrtlEtAew7M4epjYewTZ01MtO/JSVH3hL3k5y+Gjz+qM6/UYxOijZ5Vh+4RQH6CfiqSoW7F39WlmvT0lZ/f/lZrh0XBIwzbS9NArdWl145VaIYjvRLFxW5RFgnYzfSDL26HhX/1bt74juOO6v5XTNR7bbnScC74W80at+amztnSvdSOVo8BrDjIDPivyisFaahdMrIHYiGttSLE1KhO2umJh192oAGRz6veMCQEil7674/9IlkJypuopAdXi3FpZjlFXu13illwQ2EHzOn+Lm+7Ns3vS2bJa2ofdN/AhNvFvMnv29tDO48s25M+T/8V+Iggy5xUHf73gAEcF0rXbbO+giLe8ewtn3BK6ibeGR6w4dje1oC3MGRJp9AkSeNNhvbUCXZZWD3UYEHIHbqshIgGLBaWMsOgRHxFIfRxmZqJUmcsXZvQM8vCNEe3THRaEG3p6g80azpEgmobkBo76iE74dqaGhA3uqnrm6axfesRtMgTlwMnCfypDNTRUFNPtT9vCoMG/IbJUmQ0/YihxsBTsIAhLJt5BH9AuEwAOzrmv7Xq06/FyqHccrpE19fui8sK6bwl8DgrjMqO/fv1KcVjLqRusFkF9GQwrr+Y4DFrngSdaxMnhNHTvyQWCCxcI63hZ6e/7NJwXetsjjAavsuz+e7SH6dtseLF5gJYGAHeMD+mScVF71e8FvdiHjAjK+0wiQMdGIda4UiAWIN3AvsdI3q1oTp/Z7LAxhsM4yHvPatfONLd/l9XL658gB98GP8956JQ0a70CH0VCJENIuN4Qdo8SaIMUDgW24+KkXjO/Lqu/+0omlOsYxKdREaobMRXvx9/7vg1DZc+h9jwKrcNxTfJMV9rscH8mRx/fA5WlWzcPRGcsgV78LLernn/68v24o2Pz807+djqLI3aXY/UUS+1GRT5sinpQQGU0qsZktfacpct8ekcETvkPgvtCz2WuCQSl8QiFJt83FejXdeMVdr+5+Q2Dt6ZdussDNrhHhTgagifIo0rWP7SSLQ8PCiPviVYLZC9s+L9NsmsGEPne3S74rgQQtOcaoG+73/IDWEu+vWyM2zgEqMsuULlVyMj3Y2xbxj1zE/5cNQgUi/TH4TO8VKexHjtKkU/i+k4j8NhwkJW00IvTNGSW9YovhSXGrkzu2bIlWp9STBFUm6BIZ98ZXuHHI3X0wyqLUR9ckrnQdB5EMtV2LPGL4h5MiHXPZWmReW/ai1lu2mHzL5cT3QJqtBZjkXiJ9/qxBZhUGffRMVsDfguYmw7vSiJcGiG3DqRqpcH/dbt2oXE9r/Mbc0BVM4p1EhameaETFDr4nNGKZ6ThD4uJsGtWDsrS/toM81rvh6/uYZ8GvhlT+dQ6Xfnmw/hstKp6wuA+PNAjZ1LUG8L9QQi8G+LGbpu6cGw/Y37jPQraivB12UcZ2d3O633iRt56PDtaezmZ6CSjvKxNkDQnQmauWK3a6O28Ca7fFJPSNwaOzxkSGyxI/95LEn+oGSn6zn0wGnWhvkk+5mrusWPBocJS8eHTPxie0+DHFvjXfyHEel+h+4qI/osgAwixZSx4AnnesJ92ZbwJDeOzHhMfbvi5ykYz5cp+ZY8XbTOcL/Iinf+7nV83VyRgjnkJT0dzlZQANB87p5MpHfB3A8PzSKs3ma3MC4O4gANRjryD4pJR4yDRQ9Of9r0kRSx/h3VqUasDA0YeiXFUqwZIHiXNxJkyQIHHeh3sY+AkDH3tOGZ9+FXKpy6M82lL85t2IaBLjkjvFMGIgJqAsXiIffR0h1aH3BDh+nkygXYQg71qvWmW0NLz/+p5IB2lskniWVNvxnnSagPpZH+7USWxRCpFSYS7k+zRWIIYOI9qfnYAnd1+8GcIC+4Gm+/0Q1Y0fUbvssv3aT31fYLqwH9qpOyEuYQzcu+1TsF9rKfG2YkuubDqPtMy6d0lcdgG+pc9XAiWHQb+kl8Av+YJyU4ZDuX0PgzMolp5U4+3z3529eVnOF2WBE6XS2/5HF6V+dtP+7k3rArGf3CzrJN9dq2x7+PVUFpohGMGh+usvwQEYqHn7rbz+K34NYF8ikKF7n/ziyyOP6zO+zDHbDPfX9uZlBEY3PaePTT0HZXUURN5bs+XtSO6fPwR2bJ0nctLavlNze5scuK4ENjuGbo8mNqK7f3fYt1u+Xua7Xg05cm/Vo6732cF1Hytfb9wM1N/wp99glu5bXf8Hhq5QckRbAAA="
+    ),
+    (
+        "icon.svg", "image/svg+xml",
+        ##"""
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#2b2b33"/><circle cx="28" cy="34" r="20" fill="#111" stroke="#555" stroke-width="2"/><circle cx="28" cy="34" r="5" fill="#c8553d"/><path d="M52 8 L50 36 L40 44" fill="none" stroke="#ddd" stroke-width="3" stroke-linecap="round"/></svg>
 
-"""##, "H4sIAAAAAAACA32QwW7DIBBE7/2K1fbcgMFEVmV8yDn5iASoQaVgYRKSvy9OGqvqodIedmafZqTt58sI1y8fZok25+mdkFLKpvBNTCNhlFJSCYSLM2UXrxIpUNi2dXDok1EZitPZSqwGWONGmx97qmzDED6c9xJf2YmdOEcy9Mol5Q2oemcdgrpJ5AtfJV3xpmkQ5pzip6lKCPFUbz917P8osSapTgiuF3o6Zgta4kEw6GAvKPAt7FsKbfukQwzmV6/W+m8vXw3vglHHSWKK53AvWD41vHwDYRIsTlIBAAA="),
-    ("index.html", "text/html; charset=utf-8", ##"""
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover">
-<meta name="color-scheme" content="light dark">
-<title>Tonearm</title>
-<link rel="icon" href="icon.svg" type="image/svg+xml">
-<link rel="stylesheet" href="style.css">
-<script type="module" src="app.js"></script>
-</head>
-<body>
-<header class="bar">
-  <span class="brand">Tonearm</span>
-  <span id="connection" class="connection" role="status" aria-live="polite">connecting…</span>
-</header>
+        """##,
+        "H4sIAAAAAAACA32QwW7DIBBE7/2K1fbcgMFEVmV8yDn5iASoQaVgYRKSvy9OGqvqodIedmafZqTt58sI1y8fZok25+mdkFLKpvBNTCNhlFJSCYSLM2UXrxIpUNi2dXDok1EZitPZSqwGWONGmx97qmzDED6c9xJf2YmdOEcy9Mol5Q2oemcdgrpJ5AtfJV3xpmkQ5pzip6lKCPFUbz917P8osSapTgiuF3o6Zgta4kEw6GAvKPAt7FsKbfukQwzmV6/W+m8vXw3vglHHSWKK53AvWD41vHwDYRIsTlIBAAA="
+    ),
+    (
+        "index.html", "text/html; charset=utf-8",
+        ##"""
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover">
+        <meta name="color-scheme" content="light dark">
+        <title>Tonearm</title>
+        <link rel="icon" href="icon.svg" type="image/svg+xml">
+        <link rel="stylesheet" href="style.css">
+        <script type="module" src="app.js"></script>
+        </head>
+        <body>
+        <header class="bar">
+          <span class="brand">Tonearm</span>
+          <span id="connection" class="connection" role="status" aria-live="polite">connecting…</span>
+        </header>
 
-<form id="login" class="login" hidden>
-  <label for="password">Password</label>
-  <input id="password" type="password" autocomplete="current-password" required>
-  <button type="submit">Unlock</button>
-  <p id="login-error" class="error" role="alert"></p>
-</form>
+        <form id="login" class="login" hidden>
+          <label for="password">Password</label>
+          <input id="password" type="password" autocomplete="current-password" required>
+          <button type="submit">Unlock</button>
+          <p id="login-error" class="error" role="alert"></p>
+        </form>
 
-<main id="app" hidden>
-  <section id="now" class="now" aria-label="Now playing">
-    <img id="cover" class="cover" alt="Cover" src="icon.svg">
-    <div class="meta">
-      <h1 id="title">Nothing playing</h1>
-      <p id="artist"></p>
-      <p id="album"></p>
-      <p id="state-words" class="state" role="status" aria-live="polite"></p>
-      <p id="format" class="format"></p>
-    </div>
-    <div class="progress">
-      <span id="elapsed">0:00</span>
-      <input id="seek" type="range" min="0" max="0" step="0.1" value="0" aria-label="Position">
-      <span id="duration">0:00</span>
-    </div>
-    <div class="transport">
-      <button id="previous" type="button" aria-label="Previous"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h2v12H6zM9.5 12 18 6v12z"/></svg></button>
-      <button id="toggle" type="button" class="big" aria-label="Play"><svg class="icon-play" viewBox="0 0 24 24" aria-hidden="true"><path d="M8 5v14l11-7z"/></svg><svg class="icon-pause" viewBox="0 0 24 24" aria-hidden="true"><path d="M6 5h4v14H6zM14 5h4v14h-4z"/></svg></button>
-      <button id="stop" type="button" aria-label="Stop"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h12v12H6z"/></svg></button>
-      <button id="next" type="button" aria-label="Next"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M16 6h2v12h-2zM6 6l8.5 6L6 18z"/></svg></button>
-    </div>
-    <div class="volume">
-      <label for="volume">Volume</label>
-      <input id="volume" type="range" min="0" max="100" step="1" value="0">
-      <output id="volume-value" for="volume">0</output>
-    </div>
-    <div class="modes" role="group" aria-label="Play modes">
-      <button id="repeat" type="button" aria-pressed="false">Repeat</button>
-      <button id="random" type="button" aria-pressed="false">Random</button>
-      <button id="single" type="button" aria-pressed="false">Single</button>
-      <button id="consume" type="button" aria-pressed="false">Consume</button>
-    </div>
-  </section>
+        <main id="app" hidden>
+          <section id="now" class="now" aria-label="Now playing">
+            <img id="cover" class="cover" alt="Cover" src="icon.svg">
+            <div class="meta">
+              <h1 id="title">Nothing playing</h1>
+              <p id="artist"></p>
+              <p id="album"></p>
+              <p id="state-words" class="state" role="status" aria-live="polite"></p>
+              <p id="format" class="format"></p>
+            </div>
+            <div class="progress">
+              <span id="elapsed">0:00</span>
+              <input id="seek" type="range" min="0" max="0" step="0.1" value="0" aria-label="Position">
+              <span id="duration">0:00</span>
+            </div>
+            <div class="transport">
+              <button id="previous" type="button" aria-label="Previous"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h2v12H6zM9.5 12 18 6v12z"/></svg></button>
+              <button id="toggle" type="button" class="big" aria-label="Play"><svg class="icon-play" viewBox="0 0 24 24" aria-hidden="true"><path d="M8 5v14l11-7z"/></svg><svg class="icon-pause" viewBox="0 0 24 24" aria-hidden="true"><path d="M6 5h4v14H6zM14 5h4v14h-4z"/></svg></button>
+              <button id="stop" type="button" aria-label="Stop"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6h12v12H6z"/></svg></button>
+              <button id="next" type="button" aria-label="Next"><svg viewBox="0 0 24 24" aria-hidden="true"><path d="M16 6h2v12h-2zM6 6l8.5 6L6 18z"/></svg></button>
+            </div>
+            <div class="volume">
+              <label for="volume">Volume</label>
+              <input id="volume" type="range" min="0" max="100" step="1" value="0">
+              <output id="volume-value" for="volume">0</output>
+            </div>
+            <div class="modes" role="group" aria-label="Play modes">
+              <button id="repeat" type="button" aria-pressed="false">Repeat</button>
+              <button id="random" type="button" aria-pressed="false">Random</button>
+              <button id="single" type="button" aria-pressed="false">Single</button>
+              <button id="consume" type="button" aria-pressed="false">Consume</button>
+            </div>
+          </section>
 
-  <div class="tabs" role="tablist" aria-label="Views">
-    <button id="tab-queue" type="button" role="tab" aria-selected="true" aria-controls="queue-pane">Queue</button>
-    <button id="tab-library" type="button" role="tab" aria-selected="false" aria-controls="library-pane">Library</button>
-  </div>
+          <div class="tabs" role="tablist" aria-label="Views">
+            <button id="tab-queue" type="button" role="tab" aria-selected="true" aria-controls="queue-pane">Queue</button>
+            <button id="tab-library" type="button" role="tab" aria-selected="false" aria-controls="library-pane">Library</button>
+          </div>
 
-  <section id="queue-pane" class="pane" role="tabpanel" aria-labelledby="tab-queue">
-    <div class="toolbar">
-      <span id="queue-count">Empty</span>
-      <button id="clear" type="button">Clear</button>
-    </div>
-    <div id="queue" class="list" role="list" aria-label="Queue"><div id="queue-spacer" class="spacer"></div></div>
-  </section>
+          <section id="queue-pane" class="pane" role="tabpanel" aria-labelledby="tab-queue">
+            <div class="toolbar">
+              <span id="queue-count">Empty</span>
+              <button id="clear" type="button">Clear</button>
+            </div>
+            <div id="queue" class="list" role="list" aria-label="Queue"><div id="queue-spacer" class="spacer"></div></div>
+          </section>
 
-  <section id="library-pane" class="pane" role="tabpanel" aria-labelledby="tab-library" hidden>
-    <form id="search-form" class="toolbar" role="search">
-      <input id="search" type="search" placeholder="Search the library" aria-label="Search the library" autocomplete="off">
-    </form>
-    <nav id="crumbs" class="crumbs" aria-label="Where in the library"></nav>
-    <div id="library" class="list flat" role="list" aria-label="Library"></div>
-    <form id="stream-form" class="toolbar">
-      <input id="stream-url" type="url" placeholder="https://radio.example/stream" aria-label="Stream address">
-      <button type="submit">Play stream</button>
-    </form>
-  </section>
-</main>
+          <section id="library-pane" class="pane" role="tabpanel" aria-labelledby="tab-library" hidden>
+            <form id="search-form" class="toolbar" role="search">
+              <input id="search" type="search" placeholder="Search the library" aria-label="Search the library" autocomplete="off">
+            </form>
+            <nav id="crumbs" class="crumbs" aria-label="Where in the library"></nav>
+            <div id="library" class="list flat" role="list" aria-label="Library"></div>
+            <form id="stream-form" class="toolbar">
+              <input id="stream-url" type="url" placeholder="https://radio.example/stream" aria-label="Stream address">
+              <button type="submit">Play stream</button>
+            </form>
+          </section>
+        </main>
 
-<div id="toast" class="toast" role="alert" hidden></div>
-</body>
-</html>
+        <div id="toast" class="toast" role="alert" hidden></div>
+        </body>
+        </html>
 
-"""##, "H4sIAAAAAAACA6VY227jNhB9z1ewfO3KsoIkTRe2HxoU6EM22O2222daGktsKFFLUk68T/2afli/pMObbnaMNAUCmJfhXM6cIUdZfVfI3BxaIJWpxeZiZX+IYE25ptBQuwCswJ8aDCN5xZQGs6ad2SW3NC43rIY13XN4aqUylOSyMdCg2BMvTLUuYM9zSNzkHeENN5yJROdMwDp7R+K5ZMfNOpd7UDPFuRRSoXwFNYyUC15WhhRMPVp5w42AzW+yAabqVeqnFyvBm0eiQKwpx4OUVAp2frzQ+5ISGzrOa1ZCigvfP9eCTo5pcxCgKwATD7uVRa61FdS54q0JampZdAJd1CpfU9a2iz9RZpV6GRROA5ZbWRwCsqBILpjWa7plNm5CVrplTb+oWFPQISy7NwjxwoLTNJAbboMLh8ZLSiLI6DIznaaEKc4Swfe41ErBDdBNFG7Kf/76OxrwnoLaXFysdlLVzpKQJR+MhFnFiwK8S4JtQRAUR+Uo8iQVev4xjFap23aCvGk741T2cgHAYc46I3NZtwKMZUCnFOY8GfYVfO24gsIp3HbGyCbo0N225oZufm+EzB9Xqd90cu0QRwJKSdVHE2YeLeQlshgT11okbPwWh5pxjzgmdhK39li7vUY+9Trd2CNuQ1/TB/lEWsEOiLXLtIWiLkMWLe2HBLoZE8jyOz92lOppG04XfB+P2HIJy7hRZU6rKwK6eZCmQpvRNiY36yU9JEwZrmPI0x2x7epTG5ZSWNOYDN377dZewbljbRZkZnpFYToIrlKM9TjqVslSgavEoK6vCxCs1YAMXL5fLofC8aj3BNQAj5F8WGolel/zZk2X+Mue3a820OJgkVGyZ6IDtzhO60epuSu2YyeKTjG/NffihYAMOqHdJdorC+R25aLwJpUWVO+x35p5E2U2K2SKu1x/kjYSsiSXV/gXxD2BrcXOZqRlpiJo4sMNuaku99nlLzffPvy4uCbZJcluyQ2ufKOpvcz25WZcVHMfjSxLewdOPYzXGS9n3iIlg6dBxHI8sUyl/933W3K9z65EliU/jJw9Us46DfQtyFxXV6jfIpNdhUmVXL0OF21key5vn+3+/8hZFpL2KmcaeDbnnHmw+290JosMqpLLb9Y1cYs0urm/QR695N0L1bCXosMnv49g9MLErS/ud/S6zAo8yJ0p8WzZF/m4xHtdsjNTZYmToVM/sLi94NmAsEEAHS/IUsmuPS4H4oVOpU1BC+x04lp7DYK9SZlAdm9+daLnOGA7C1m/TpkTPctufFeOq/6kss9O9JwyLFI9StpZbXde9gU6Idf844wP+OyiZds+ETgW9vmbpOIL8j5mYXK/sW3ytYPuyL1eV9CjQaBt66qrEL9om1cURAecDryLGgzikx3PQpiZFBxbQXV4vVGPz9xqUBPs3vvZpEfy0M37mpG3/dvrJr0DdirGEAootocxXideOylFbHunD6e3l8uuwXvo57o1h9kTPqaLwN54Bszmzi6ev2R6O0NP61jgQzpmxCcfxfRsgl7lo9YtTDfe2EtEHEM7SckbwO2ZMbSkaKHv2jXikFeJndM57rFTcyL0ZHvkdmJnHWb4OudQSYEfCPhuuUViKiC9J5N37dT+pLmXu13kRmi23bhhHuZcdfV26DHjdGzjjwoU4IflxAqCjypm+e5dGGWc7AQ7k/b7Qd/AnwFeo4DVp+E9BagX75SIoLrhBNHKmFa/T1PFCi4X8MwsUKk/Oe8Z7BphRTFtgk9+D7m3xWuZ10VEfcTSVWq/d+x3T4TOSKbNKEY21Ir/YIoEDDihEf+Zm/r/LPwLL/+pl2oQAAA="),
-    ("style.css", "text/css; charset=utf-8", ##"""
-:root {
-  color-scheme: light dark;
-  --bg: #f6f5f2; --fg: #1d1d22; --muted: #6b6b75; --line: #dcdad4; --card: #ffffff;
-  --accent: #b8432d; --accent-fg: #ffffff; --row: 56px;
-  font: 16px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-}
-@media (prefers-color-scheme: dark) {
-  :root { --bg: #141418; --fg: #ececf0; --muted: #9a9aa6; --line: #2c2c34; --card: #1d1d23; --accent: #e0714f; --accent-fg: #141418; }
-}
-* { box-sizing: border-box; }
-[hidden] { display: none !important; }
-body { margin: 0; background: var(--bg); color: var(--fg); min-height: 100vh; }
-button, input { font: inherit; color: inherit; }
-button {
-  min-height: 44px; min-width: 44px; padding: 0 14px; border: 1px solid var(--line); border-radius: 10px;
-  background: var(--card); cursor: pointer; touch-action: manipulation;
-}
-button:active { transform: scale(0.97); }
-button[aria-pressed="true"], button[aria-selected="true"] { background: var(--accent); color: var(--accent-fg); border-color: var(--accent); }
-button:focus-visible, input:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
-.bar { display: flex; justify-content: space-between; align-items: center; padding: 10px 16px; border-bottom: 1px solid var(--line); }
-.brand { font-weight: 700; letter-spacing: 0.02em; }
-.connection { font-size: 0.85rem; color: var(--muted); }
-.connection.offline { color: var(--accent); }
-.login { max-width: 360px; margin: 15vh auto; display: grid; gap: 12px; padding: 0 16px; }
-.login input { min-height: 44px; padding: 0 12px; border: 1px solid var(--line); border-radius: 10px; background: var(--card); }
-.error { color: var(--accent); min-height: 1.4em; margin: 0; }
-main { max-width: 960px; margin: 0 auto; }
-@media (min-width: 900px) { main { display: grid; grid-template-columns: 380px 1fr; grid-template-rows: auto 1fr; gap: 0 24px; } .now { grid-row: 1 / 3; } }
-.now { padding: 16px; display: grid; gap: 12px; }
-.cover { width: 100%; max-width: 320px; aspect-ratio: 1; object-fit: cover; border-radius: 12px; justify-self: center; background: var(--card); }
-.meta h1 { font-size: 1.3rem; margin: 0; overflow-wrap: anywhere; }
-.meta p { margin: 2px 0; color: var(--muted); overflow-wrap: anywhere; }
-.meta .state { color: var(--accent); min-height: 1.4em; }
-.meta .format { font-size: 0.85rem; }
-.progress, .volume { display: grid; grid-template-columns: auto 1fr auto; gap: 10px; align-items: center; font-variant-numeric: tabular-nums; }
-input[type="range"] { width: 100%; min-height: 44px; accent-color: var(--accent); }
-.transport { display: flex; justify-content: center; gap: 12px; }
-.transport button { font-size: 1.3rem; width: 56px; height: 56px; border-radius: 50%; padding: 0; }
-.transport svg { width: 26px; height: 26px; fill: currentColor; display: block; margin: auto; }
-#toggle[data-playing="true"] .icon-play, #toggle:not([data-playing="true"]) .icon-pause { display: none; }
-.transport .big { width: 68px; height: 68px; background: var(--accent); color: var(--accent-fg); border-color: var(--accent); }
-.modes { display: flex; flex-wrap: wrap; gap: 8px; justify-content: center; }
-.tabs { display: flex; gap: 8px; padding: 8px 16px; position: sticky; top: 0; background: var(--bg); z-index: 2; }
-.tabs button { flex: 1; }
-.pane { padding: 0 16px 16px; }
-.toolbar { display: flex; gap: 8px; align-items: center; justify-content: space-between; padding: 8px 0; }
-.toolbar input { flex: 1; min-height: 44px; padding: 0 12px; border: 1px solid var(--line); border-radius: 10px; background: var(--card); }
-.list { position: relative; height: 60vh; overflow-y: auto; border: 1px solid var(--line); border-radius: 12px; background: var(--card); }
-.list.flat { height: auto; max-height: 60vh; }
-.spacer { width: 1px; }
-.row { display: flex; align-items: center; gap: 8px; height: var(--row); padding: 0 6px 0 12px; border-bottom: 1px solid var(--line); }
-.list:not(.flat) .row { position: absolute; left: 0; right: 0; }
-.row.current { box-shadow: inset 4px 0 0 var(--accent); font-weight: 600; }
-.row .text { flex: 1; min-width: 0; cursor: pointer; }
-.row .text span { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.row .text .sub { font-size: 0.85rem; color: var(--muted); font-weight: 400; }
-.row button { min-width: 40px; padding: 0 8px; border: none; background: transparent; }
-.row .handle { cursor: grab; touch-action: none; color: var(--muted); }
-.row.dragging { opacity: 0.6; background: var(--bg); z-index: 1; }
-.drop-line { position: absolute; left: 0; right: 0; height: 3px; background: var(--accent); z-index: 2; pointer-events: none; }
-.crumbs { display: flex; flex-wrap: wrap; gap: 6px; padding-bottom: 8px; }
-.crumbs button { min-height: 36px; }
-.empty { padding: 16px; color: var(--muted); }
-.toast { position: fixed; left: 50%; bottom: 16px; transform: translateX(-50%); max-width: 92vw; padding: 12px 16px;
-  border-radius: 10px; background: var(--fg); color: var(--bg); box-shadow: 0 4px 16px rgba(0,0,0,0.3); z-index: 5; }
+        """##,
+        "H4sIAAAAAAACA6VY227jNhB9z1ewfO3KsoIkTRe2HxoU6EM22O2222daGktsKFFLUk68T/2afli/pMObbnaMNAUCmJfhXM6cIUdZfVfI3BxaIJWpxeZiZX+IYE25ptBQuwCswJ8aDCN5xZQGs6ad2SW3NC43rIY13XN4aqUylOSyMdCg2BMvTLUuYM9zSNzkHeENN5yJROdMwDp7R+K5ZMfNOpd7UDPFuRRSoXwFNYyUC15WhhRMPVp5w42AzW+yAabqVeqnFyvBm0eiQKwpx4OUVAp2frzQ+5ISGzrOa1ZCigvfP9eCTo5pcxCgKwATD7uVRa61FdS54q0JampZdAJd1CpfU9a2iz9RZpV6GRROA5ZbWRwCsqBILpjWa7plNm5CVrplTb+oWFPQISy7NwjxwoLTNJAbboMLh8ZLSiLI6DIznaaEKc4Swfe41ErBDdBNFG7Kf/76OxrwnoLaXFysdlLVzpKQJR+MhFnFiwK8S4JtQRAUR+Uo8iQVev4xjFap23aCvGk741T2cgHAYc46I3NZtwKMZUCnFOY8GfYVfO24gsIp3HbGyCbo0N225oZufm+EzB9Xqd90cu0QRwJKSdVHE2YeLeQlshgT11okbPwWh5pxjzgmdhK39li7vUY+9Trd2CNuQ1/TB/lEWsEOiLXLtIWiLkMWLe2HBLoZE8jyOz92lOppG04XfB+P2HIJy7hRZU6rKwK6eZCmQpvRNiY36yU9JEwZrmPI0x2x7epTG5ZSWNOYDN377dZewbljbRZkZnpFYToIrlKM9TjqVslSgavEoK6vCxCs1YAMXL5fLofC8aj3BNQAj5F8WGolel/zZk2X+Mue3a820OJgkVGyZ6IDtzhO60epuSu2YyeKTjG/NffihYAMOqHdJdorC+R25aLwJpUWVO+x35p5E2U2K2SKu1x/kjYSsiSXV/gXxD2BrcXOZqRlpiJo4sMNuaku99nlLzffPvy4uCbZJcluyQ2ufKOpvcz25WZcVHMfjSxLewdOPYzXGS9n3iIlg6dBxHI8sUyl/933W3K9z65EliU/jJw9Us46DfQtyFxXV6jfIpNdhUmVXL0OF21key5vn+3+/8hZFpL2KmcaeDbnnHmw+290JosMqpLLb9Y1cYs0urm/QR695N0L1bCXosMnv49g9MLErS/ud/S6zAo8yJ0p8WzZF/m4xHtdsjNTZYmToVM/sLi94NmAsEEAHS/IUsmuPS4H4oVOpU1BC+x04lp7DYK9SZlAdm9+daLnOGA7C1m/TpkTPctufFeOq/6kss9O9JwyLFI9StpZbXde9gU6Idf844wP+OyiZds+ETgW9vmbpOIL8j5mYXK/sW3ytYPuyL1eV9CjQaBt66qrEL9om1cURAecDryLGgzikx3PQpiZFBxbQXV4vVGPz9xqUBPs3vvZpEfy0M37mpG3/dvrJr0DdirGEAootocxXideOylFbHunD6e3l8uuwXvo57o1h9kTPqaLwN54Bszmzi6ev2R6O0NP61jgQzpmxCcfxfRsgl7lo9YtTDfe2EtEHEM7SckbwO2ZMbSkaKHv2jXikFeJndM57rFTcyL0ZHvkdmJnHWb4OudQSYEfCPhuuUViKiC9J5N37dT+pLmXu13kRmi23bhhHuZcdfV26DHjdGzjjwoU4IflxAqCjypm+e5dGGWc7AQ7k/b7Qd/AnwFeo4DVp+E9BagX75SIoLrhBNHKmFa/T1PFCi4X8MwsUKk/Oe8Z7BphRTFtgk9+D7m3xWuZ10VEfcTSVWq/d+x3T4TOSKbNKEY21Ir/YIoEDDihEf+Zm/r/LPwLL/+pl2oQAAA="
+    ),
+    (
+        "style.css", "text/css; charset=utf-8",
+        ##"""
+        :root {
+          color-scheme: light dark;
+          --bg: #f6f5f2; --fg: #1d1d22; --muted: #6b6b75; --line: #dcdad4; --card: #ffffff;
+          --accent: #b8432d; --accent-fg: #ffffff; --row: 56px;
+          font: 16px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+        }
+        @media (prefers-color-scheme: dark) {
+          :root { --bg: #141418; --fg: #ececf0; --muted: #9a9aa6; --line: #2c2c34; --card: #1d1d23; --accent: #e0714f; --accent-fg: #141418; }
+        }
+        * { box-sizing: border-box; }
+        [hidden] { display: none !important; }
+        body { margin: 0; background: var(--bg); color: var(--fg); min-height: 100vh; }
+        button, input { font: inherit; color: inherit; }
+        button {
+          min-height: 44px; min-width: 44px; padding: 0 14px; border: 1px solid var(--line); border-radius: 10px;
+          background: var(--card); cursor: pointer; touch-action: manipulation;
+        }
+        button:active { transform: scale(0.97); }
+        button[aria-pressed="true"], button[aria-selected="true"] { background: var(--accent); color: var(--accent-fg); border-color: var(--accent); }
+        button:focus-visible, input:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; }
+        .bar { display: flex; justify-content: space-between; align-items: center; padding: 10px 16px; border-bottom: 1px solid var(--line); }
+        .brand { font-weight: 700; letter-spacing: 0.02em; }
+        .connection { font-size: 0.85rem; color: var(--muted); }
+        .connection.offline { color: var(--accent); }
+        .login { max-width: 360px; margin: 15vh auto; display: grid; gap: 12px; padding: 0 16px; }
+        .login input { min-height: 44px; padding: 0 12px; border: 1px solid var(--line); border-radius: 10px; background: var(--card); }
+        .error { color: var(--accent); min-height: 1.4em; margin: 0; }
+        main { max-width: 960px; margin: 0 auto; }
+        @media (min-width: 900px) { main { display: grid; grid-template-columns: 380px 1fr; grid-template-rows: auto 1fr; gap: 0 24px; } .now { grid-row: 1 / 3; } }
+        .now { padding: 16px; display: grid; gap: 12px; }
+        .cover { width: 100%; max-width: 320px; aspect-ratio: 1; object-fit: cover; border-radius: 12px; justify-self: center; background: var(--card); }
+        .meta h1 { font-size: 1.3rem; margin: 0; overflow-wrap: anywhere; }
+        .meta p { margin: 2px 0; color: var(--muted); overflow-wrap: anywhere; }
+        .meta .state { color: var(--accent); min-height: 1.4em; }
+        .meta .format { font-size: 0.85rem; }
+        .progress, .volume { display: grid; grid-template-columns: auto 1fr auto; gap: 10px; align-items: center; font-variant-numeric: tabular-nums; }
+        input[type="range"] { width: 100%; min-height: 44px; accent-color: var(--accent); }
+        .transport { display: flex; justify-content: center; gap: 12px; }
+        .transport button { font-size: 1.3rem; width: 56px; height: 56px; border-radius: 50%; padding: 0; }
+        .transport svg { width: 26px; height: 26px; fill: currentColor; display: block; margin: auto; }
+        #toggle[data-playing="true"] .icon-play, #toggle:not([data-playing="true"]) .icon-pause { display: none; }
+        .transport .big { width: 68px; height: 68px; background: var(--accent); color: var(--accent-fg); border-color: var(--accent); }
+        .modes { display: flex; flex-wrap: wrap; gap: 8px; justify-content: center; }
+        .tabs { display: flex; gap: 8px; padding: 8px 16px; position: sticky; top: 0; background: var(--bg); z-index: 2; }
+        .tabs button { flex: 1; }
+        .pane { padding: 0 16px 16px; }
+        .toolbar { display: flex; gap: 8px; align-items: center; justify-content: space-between; padding: 8px 0; }
+        .toolbar input { flex: 1; min-height: 44px; padding: 0 12px; border: 1px solid var(--line); border-radius: 10px; background: var(--card); }
+        .list { position: relative; height: 60vh; overflow-y: auto; border: 1px solid var(--line); border-radius: 12px; background: var(--card); }
+        .list.flat { height: auto; max-height: 60vh; }
+        .spacer { width: 1px; }
+        .row { display: flex; align-items: center; gap: 8px; height: var(--row); padding: 0 6px 0 12px; border-bottom: 1px solid var(--line); }
+        .list:not(.flat) .row { position: absolute; left: 0; right: 0; }
+        .row.current { box-shadow: inset 4px 0 0 var(--accent); font-weight: 600; }
+        .row .text { flex: 1; min-width: 0; cursor: pointer; }
+        .row .text span { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+        .row .text .sub { font-size: 0.85rem; color: var(--muted); font-weight: 400; }
+        .row button { min-width: 40px; padding: 0 8px; border: none; background: transparent; }
+        .row .handle { cursor: grab; touch-action: none; color: var(--muted); }
+        .row.dragging { opacity: 0.6; background: var(--bg); z-index: 1; }
+        .drop-line { position: absolute; left: 0; right: 0; height: 3px; background: var(--accent); z-index: 2; pointer-events: none; }
+        .crumbs { display: flex; flex-wrap: wrap; gap: 6px; padding-bottom: 8px; }
+        .crumbs button { min-height: 36px; }
+        .empty { padding: 16px; color: var(--muted); }
+        .toast { position: fixed; left: 50%; bottom: 16px; transform: translateX(-50%); max-width: 92vw; padding: 12px 16px;
+          border-radius: 10px; background: var(--fg); color: var(--bg); box-shadow: 0 4px 16px rgba(0,0,0,0.3); z-index: 5; }
 
-"""##, "H4sIAAAAAAACA8VY247bNhB9z1ewGxRYF5Yiy5f1yghQoE99bVGgwCIPlETJzEqiQFK+tNh/7wwp6mY76xQomgCbaEgOZ86cuXAjKYQmf38gJBGFkJ5K9qxkESl4vtckpfJ1B2ueF+cR+ZhtsnUW7uAzw89FukhD81k2mqUg2cSb+GmNkoJXoOVjmqQ0XaEgoRJ3ZOaP1UmThFUahPF2tQzTXSey6tutIJXiGJH1pj7huUzgmQV8fVr4K6LOSrPSa/iceLSuC+ZZyZw8/M5ywcgfvz7MyW8iFlrMiaKV8hSTHEx4+/BzyVJOyWMtWcak8sYQoPMzA01kQXIwLFbwd9vBwBKWZMEQhmf6TOlmAEOYhMlyCIOBbrkbgsCCp8Uqm4Lg7noDc38CE2Jx8hT/i1ewGAuZMumBCNdf9jxNWfUFNqVc1QU9R6QSFSM/8LIWUtNK47ZYpGfYUlKZ8yoiYHdMk9dciqYCww5UPqKXs53lg5NkKCl55e0ZEgPwD4LD3uhrtBbVnPCqbhAjGx5e7QFk3Wnpvt0Bg+tQ4WoF4TWSI0/13glqmqbG2YAsjMA6DQbUJ6JEwdPWQkR65pY9SVPeKDTTkubSRwwEetlIhQbWgleayR3Rokn2EALNBcBT0orXTUHxCxljjY9w+cDAWy2BUJmQZURUQgv2GPjPT7PezRcqOfWAX0qx9PODlg17+DInw0XFCpbofhWDfGGtpcQ0Kh1ResevrA/MiTKRNMo7cMXjgrVBGwvhetFoy9twgnGnr93hiSxTTJuNeIkfUzmkX1YwkH9tlObZGUwDhJEcqqYJ82Kmj4xVO0Kh1lQeh5yFgOEFGIYu7hhBk+27nu/gSnmTAWgGRCVtuegdW4I9BcD1gmlQ76EFllV+ELLSHALzKmbC7k5CnjHcsl1L3DOC1qT6bHLQBzzQClBwKw5+ISDvTAKeHNOXm8Bwv03JxfqwJ7TRYtcjmUsO9TGnNSyH07zYtOhb1S4RL5NreCb8l7l0O5PAACalkDedH5UPf4WQDqrQ24eSToF5HgMTtKj0hXtQLp4D2Dsz542aKXTw0wOKgUwzzJKmrMCn5dbQK5PTHdByYBnva1cR+oCEBsg34lfiCJeYM6Y7LcgnssQVgMGu9Qw28bkdSkOhA0PgWl+guP64GzEkNEBQVQPRICBANtgFeRh/RUHGAVKj4zJo5gqXglBrsj7HvhXKkmlK9otxKiz8pZyEDS/NCnH0jhI9otX5CJWe9TrqQbPBehLcSKR3FflKQ2C+h13dSSzQVN9Ia9hVS5FjiZ4T/4DMYHfzxxGkZaaNqo3Vtapm7j9g2Yd/K7hI8iQimsbQYiQKFNpjMvhFn2v2+QEqWW6bwpgbF8nd9oKbdcd0KpwD7ijQztwxSXsNroVf40ZrppnWiDNxPazfjpprdKSvSZM71CHvnQ5H2uxXxosiwv4twdpf0O1BksWFSF57orq68VGLPC/YS0o1dGXYCVd3fdfnAICRzkm7MaqEfry6e+a200ax6cg1ccWP+cCXzXboi/36Dxq+X4qUqctg4882x/BnG+Rt/S0eoDc0vqKsP9vFcdu161oobqcoUJu8nnG2qr81cf7l8SplJwhwf2VPtQJXFjZfqemxkx7YN0ItRHF1FOntvZqe700qIyeD0VXd+OvM/B/ab8EVmtDjLhlOrgc2oJuZ2rtae3ap8Z2mhPeY4meFKbrubnsTdrWxNbDd4DxsgG0gpemkkyBeDV0fWafcmgQaZiPokSjjANwxUKI7phYYnyD3rWE90kBVaAma4YSZaUNyac0InCN+W6rcI25PUxwceAUTNFkZq4JpGo8G2E3Q6SK+ZqcLurXgBVdeNaNjgPZoQmqL5XEPmJrRmGEZs9XBUSUi9nkJSQwqvF7MioLXiqvJHb5q4u+Zo0eergaedgVg+DQMJvm0HaaTrcBDdtpSTBH93sw9vBHMc8eBlUsaT99/VtetyR+jmkqaQ4/BAi/wVaHP6Orm/SJnS1kqRe21b4Y76eQIvnyncwzLaUsEjx1gTQ26VCKbMr67TWwGuHdps3VDrFU1ClhnqyvNMEHp8+V0fAthLeikpmX8xFKHixkhuvQ1mgYvcvNfnNf+fPRg52w0Uj+Hh+PwmRm6BoK/Lbiv8mYXvyaJbWPuszswmW26k8xj+hjMzV9/OYzPGl39B171Ua2JEwAA"),
+        """##,
+        "H4sIAAAAAAACA8VY247bNhB9z1ewGxRYF5Yiy5f1yghQoE99bVGgwCIPlETJzEqiQFK+tNh/7wwp6mY76xQomgCbaEgOZ86cuXAjKYQmf38gJBGFkJ5K9qxkESl4vtckpfJ1B2ueF+cR+ZhtsnUW7uAzw89FukhD81k2mqUg2cSb+GmNkoJXoOVjmqQ0XaEgoRJ3ZOaP1UmThFUahPF2tQzTXSey6tutIJXiGJH1pj7huUzgmQV8fVr4K6LOSrPSa/iceLSuC+ZZyZw8/M5ywcgfvz7MyW8iFlrMiaKV8hSTHEx4+/BzyVJOyWMtWcak8sYQoPMzA01kQXIwLFbwd9vBwBKWZMEQhmf6TOlmAEOYhMlyCIOBbrkbgsCCp8Uqm4Lg7noDc38CE2Jx8hT/i1ewGAuZMumBCNdf9jxNWfUFNqVc1QU9R6QSFSM/8LIWUtNK47ZYpGfYUlKZ8yoiYHdMk9dciqYCww5UPqKXs53lg5NkKCl55e0ZEgPwD4LD3uhrtBbVnPCqbhAjGx5e7QFk3Wnpvt0Bg+tQ4WoF4TWSI0/13glqmqbG2YAsjMA6DQbUJ6JEwdPWQkR65pY9SVPeKDTTkubSRwwEetlIhQbWgleayR3Rokn2EALNBcBT0orXTUHxCxljjY9w+cDAWy2BUJmQZURUQgv2GPjPT7PezRcqOfWAX0qx9PODlg17+DInw0XFCpbofhWDfGGtpcQ0Kh1ResevrA/MiTKRNMo7cMXjgrVBGwvhetFoy9twgnGnr93hiSxTTJuNeIkfUzmkX1YwkH9tlObZGUwDhJEcqqYJ82Kmj4xVO0Kh1lQeh5yFgOEFGIYu7hhBk+27nu/gSnmTAWgGRCVtuegdW4I9BcD1gmlQ76EFllV+ELLSHALzKmbC7k5CnjHcsl1L3DOC1qT6bHLQBzzQClBwKw5+ISDvTAKeHNOXm8Bwv03JxfqwJ7TRYtcjmUsO9TGnNSyH07zYtOhb1S4RL5NreCb8l7l0O5PAACalkDedH5UPf4WQDqrQ24eSToF5HgMTtKj0hXtQLp4D2Dsz542aKXTw0wOKgUwzzJKmrMCn5dbQK5PTHdByYBnva1cR+oCEBsg34lfiCJeYM6Y7LcgnssQVgMGu9Qw28bkdSkOhA0PgWl+guP64GzEkNEBQVQPRICBANtgFeRh/RUHGAVKj4zJo5gqXglBrsj7HvhXKkmlK9otxKiz8pZyEDS/NCnH0jhI9otX5CJWe9TrqQbPBehLcSKR3FflKQ2C+h13dSSzQVN9Ia9hVS5FjiZ4T/4DMYHfzxxGkZaaNqo3Vtapm7j9g2Yd/K7hI8iQimsbQYiQKFNpjMvhFn2v2+QEqWW6bwpgbF8nd9oKbdcd0KpwD7ijQztwxSXsNroVf40ZrppnWiDNxPazfjpprdKSvSZM71CHvnQ5H2uxXxosiwv4twdpf0O1BksWFSF57orq68VGLPC/YS0o1dGXYCVd3fdfnAICRzkm7MaqEfry6e+a200ax6cg1ccWP+cCXzXboi/36Dxq+X4qUqctg4882x/BnG+Rt/S0eoDc0vqKsP9vFcdu161oobqcoUJu8nnG2qr81cf7l8SplJwhwf2VPtQJXFjZfqemxkx7YN0ItRHF1FOntvZqe700qIyeD0VXd+OvM/B/ab8EVmtDjLhlOrgc2oJuZ2rtae3ap8Z2mhPeY4meFKbrubnsTdrWxNbDd4DxsgG0gpemkkyBeDV0fWafcmgQaZiPokSjjANwxUKI7phYYnyD3rWE90kBVaAma4YSZaUNyac0InCN+W6rcI25PUxwceAUTNFkZq4JpGo8G2E3Q6SK+ZqcLurXgBVdeNaNjgPZoQmqL5XEPmJrRmGEZs9XBUSUi9nkJSQwqvF7MioLXiqvJHb5q4u+Zo0eergaedgVg+DQMJvm0HaaTrcBDdtpSTBH93sw9vBHMc8eBlUsaT99/VtetyR+jmkqaQ4/BAi/wVaHP6Orm/SJnS1kqRe21b4Y76eQIvnyncwzLaUsEjx1gTQ26VCKbMr67TWwGuHdps3VDrFU1ClhnqyvNMEHp8+V0fAthLeikpmX8xFKHixkhuvQ1mgYvcvNfnNf+fPRg52w0Uj+Hh+PwmRm6BoK/Lbiv8mYXvyaJbWPuszswmW26k8xj+hjMzV9/OYzPGl39B171Ua2JEwAA"
+    ),
 ]

@@ -122,7 +122,8 @@ final class WebAccess: Sendable {
 
     private static func authority(hostHeader: String) -> String {
         guard let colon = hostHeader.lastIndex(of: ":"), !hostHeader.hasSuffix("]"),
-              let port = Int(hostHeader[hostHeader.index(after: colon)...]) else { return authority(hostHeader, nil) }
+            let port = Int(hostHeader[hostHeader.index(after: colon)...])
+        else { return authority(hostHeader, nil) }
         return authority(String(hostHeader[..<colon]), port)
     }
 
@@ -170,7 +171,8 @@ final class WebAccess: Sendable {
 
     /// Compares without stopping at the first difference: the time says nothing of the secret.
     static func sameBytes(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
         var difference = x.count ^ y.count
         for index in 0..<max(x.count, y.count) {
             difference |= Int((index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0))

@@ -21,8 +21,9 @@ struct WebPage: Sendable {
         var files: [String: File] = [:]
         for file in embeddedPageFiles {
             let body = Array(file.text.utf8)
-            files["/" + file.name] = File(type: file.type, body: body, gzipped: Array(Data(base64Encoded: file.gzip) ?? Data()),
-                                          etag: Self.etag(body))
+            files["/" + file.name] = File(
+                type: file.type, body: body, gzipped: Array(Data(base64Encoded: file.gzip) ?? Data()),
+                etag: Self.etag(body))
         }
         self.files = files
     }

@@ -127,22 +127,29 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer?) {
         guard shared.access.allowsHost(head) else {
             let name = head.headers.first(name: "host") ?? "(none)"
-            shared.logger.warning("web remote: refused a request for another host name", metadata: ["host": "\(name)", "peer": "\(shared.peer)"])
-            return respond(context, head, .forbidden,
-                           text: "this server does not answer to the name '\(name)': use its address, or list the name in http.allowed_hosts")
+            shared.logger.warning(
+                "web remote: refused a request for another host name", metadata: ["host": "\(name)", "peer": "\(shared.peer)"])
+            return respond(
+                context, head, .forbidden,
+                text: "this server does not answer to the name '\(name)': use its address, or list the name in http.allowed_hosts")
         }
         let (path, query) = Self.split(head.uri)
         switch path {
         case "/rpc":
             // The upgrader let it through: not an upgrade, or one it refused.
             if head.headers.first(name: "upgrade")?.lowercased() != "websocket" {
-                return respond(context, head, .upgradeRequired, text: "/rpc is a WebSocket (JSON-RPC, as on the control socket)",
-                               extra: [("Upgrade", "websocket")])
+                return respond(
+                    context, head, .upgradeRequired, text: "/rpc is a WebSocket (JSON-RPC, as on the control socket)",
+                    extra: [("Upgrade", "websocket")])
             }
-            if !WebAccess.isSameOrigin(head) { return respond(context, head, .forbidden, text: "a page of another site may not control this player") }
+            if !WebAccess.isSameOrigin(head) {
+                return respond(context, head, .forbidden, text: "a page of another site may not control this player")
+            }
             return respond(context, head, .unauthorized, text: "the password is needed first (POST /login)")
         case "/login":
-            guard head.method == .POST else { return respond(context, head, .methodNotAllowed, text: "POST the password", extra: [("Allow", "POST")]) }
+            guard head.method == .POST else {
+                return respond(context, head, .methodNotAllowed, text: "POST the password", extra: [("Allow", "POST")])
+            }
             return login(context, head, body)
         case "/session":
             guard head.method == .GET || head.method == .HEAD else { return notGetOrHead(context, head) }
@@ -186,8 +193,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             shared.logger.warning("web remote: wrong password", metadata: ["peer": "\(shared.peer)"])
             respond(context, head, .unauthorized, text: "wrong password")
         case .wait(let seconds):
-            respond(context, head, .tooManyRequests, text: "too many wrong passwords: try again in \(seconds) s",
-                    extra: [("Retry-After", String(seconds))])
+            respond(
+                context, head, .tooManyRequests, text: "too many wrong passwords: try again in \(seconds) s",
+                extra: [("Retry-After", String(seconds))])
         }
     }
 
@@ -234,20 +242,25 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    private func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, text: String,
-                         extra: [(String, String)] = [], close: Bool = false) {
+    private func respond(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, text: String,
+        extra: [(String, String)] = [], close: Bool = false
+    ) {
         respond(context, head, status, bytes: Array((text + "\n").utf8), type: "text/plain; charset=utf-8", extra: extra, close: close)
     }
 
-    private func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, bytes: [UInt8],
-                         type: String?, extra: [(String, String)] = [], close: Bool = false) {
+    private func respond(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, bytes: [UInt8],
+        type: String?, extra: [(String, String)] = [], close: Bool = false
+    ) {
         let keepAlive = head.isKeepAlive && !close
         var headers = HTTPHeaders(extra)
         if let type { headers.add(name: "Content-Type", value: type) }
         headers.add(name: "Content-Length", value: String(status == .notModified || status == .noContent ? 0 : bytes.count))
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
-        headers.add(name: "Content-Security-Policy",
-                    value: "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
+        headers.add(
+            name: "Content-Security-Policy",
+            value: "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
         headers.add(name: "Referrer-Policy", value: "no-referrer")
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)

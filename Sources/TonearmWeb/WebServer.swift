@@ -25,8 +25,10 @@ package struct WebServer: Sendable {
     let longReplies: LongReplies
     let logger: Logger
 
-    package init(settings: WebSettings, rpc: RPCServer.Service, player: Player, library: Library?, sources: SourcePolicy,
-                 longReplies: LongReplies, logger: Logger) {
+    package init(
+        settings: WebSettings, rpc: RPCServer.Service, player: Player, library: Library?, sources: SourcePolicy,
+        longReplies: LongReplies, logger: Logger
+    ) {
         self.settings = settings
         self.rpc = rpc
         self.player = player
@@ -37,21 +39,24 @@ package struct WebServer: Sendable {
     }
 
     package func frontEnd() -> FrontEnd {
-        let access = WebAccess(password: settings.password, readPassword: settings.readPassword,
-                               hosts: WebAccess.hosts(bind: settings.bind, extra: settings.allowedHosts))
+        let access = WebAccess(
+            password: settings.password, readPassword: settings.readPassword,
+            hosts: WebAccess.hosts(bind: settings.bind, extra: settings.allowedHosts))
         let server = self
         return FrontEnd(
             name: "http", address: .tcp(host: settings.bind.host, port: settings.bind.port), maxClients: settings.maxClients,
             socketMode: 0, socketGroup: nil, policy: AccessPolicy(), tcpAccess: .control,
             refusal: { refusal in
-                let text = switch refusal {
-                case .tooManyClients(let limit): "too many connections: at most \(limit) (http.max_clients)\n"
-                case .tooManyFromOneAddress(let limit): "too many connections from one address: at most \(limit)\n"
-                case .notAllowed: "not allowed\n"
-                }
+                let text =
+                    switch refusal {
+                    case .tooManyClients(let limit): "too many connections: at most \(limit) (http.max_clients)\n"
+                    case .tooManyFromOneAddress(let limit): "too many connections from one address: at most \(limit)\n"
+                    case .notAllowed: "not allowed\n"
+                    }
                 var buffer = ByteBuffer()
-                buffer.writeString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(text.utf8.count)\r\n"
-                                   + "Connection: close\r\n\r\n" + text)
+                buffer.writeString(
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(text.utf8.count)\r\n"
+                        + "Connection: close\r\n\r\n" + text)
                 return buffer
             },
             // One machine may not take every place: half of them (a browser opens about six per
@@ -63,15 +68,18 @@ package struct WebServer: Sendable {
     }
 
     private func serve(_ channel: any Channel, peer: ClientPeer, access: WebAccess) throws {
-        let handler = WebRequestHandler(.init(page: .shared, access: access, art: { request in await art(request, peer: peer) },
-                                              peer: peer.description, logger: logger))
+        let handler = WebRequestHandler(
+            .init(
+                page: .shared, access: access, art: { request in await art(request, peer: peer) },
+                peer: peer.description, logger: logger))
         let rpc = self.rpc
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: rpc.maxLineLength,
             automaticErrorHandling: true,
             shouldUpgrade: { channel, head in
                 // Anything refused here is answered by the request handler, which says why.
-                let allowed = WebRequestHandler.split(head.uri).path == "/rpc" && access.allowsHost(head) && WebAccess.isSameOrigin(head)
+                let allowed =
+                    WebRequestHandler.split(head.uri).path == "/rpc" && access.allowsHost(head) && WebAccess.isSameOrigin(head)
                     && access.allows(head)
                 return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
             },
@@ -81,8 +89,9 @@ package struct WebServer: Sendable {
                     // A message sent in fragments is put together first, within the same bound.
                     try channel.pipeline.syncOperations.addHandlers(
                         MaskedFramesOnly(),
-                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
-                                                    maxAccumulatedFrameSize: rpc.maxLineLength),
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                            maxAccumulatedFrameSize: rpc.maxLineLength),
                         WebSocketLines())
                     try rpc.serve(channel, access: level, peer: peer)
                 }
@@ -99,12 +108,15 @@ package struct WebServer: Sendable {
         handler.headDeadline = headDeadline
         let deadline = NIOLoopBound(headDeadline, eventLoop: channel.eventLoop)
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
-                context.pipeline.syncOperations.removeHandler(requests.value, promise: nil)
-                context.pipeline.syncOperations.removeHandler(idle.value, promise: nil)
-                context.pipeline.syncOperations.removeHandler(backPressure.value, promise: nil)
-                context.pipeline.syncOperations.removeHandler(deadline.value, promise: nil)
-            }))
+            withServerUpgrade: (
+                upgraders: [upgrader],
+                completionHandler: { context in
+                    context.pipeline.syncOperations.removeHandler(requests.value, promise: nil)
+                    context.pipeline.syncOperations.removeHandler(idle.value, promise: nil)
+                    context.pipeline.syncOperations.removeHandler(backPressure.value, promise: nil)
+                    context.pipeline.syncOperations.removeHandler(deadline.value, promise: nil)
+                }
+            ))
         try channel.pipeline.syncOperations.addHandler(idle.value, position: .first)
         try channel.pipeline.syncOperations.addHandler(backPressure.value, position: .first)
         try channel.pipeline.syncOperations.addHandler(deadline.value, position: .first)
@@ -124,7 +136,9 @@ package struct WebServer: Sendable {
         case .item(let id):
             guard let item = player.queue.item(id: id) else { return .missing("no queue item \(id)") }
             let file = item.url.path
-            guard item.url.isFileURL, file.hasPrefix(root + "/") else { return .missing("queue item \(id) is not a file of the music directory") }
+            guard item.url.isFileURL, file.hasPrefix(root + "/") else {
+                return .missing("queue item \(id) is not a file of the music directory")
+            }
             path = String(file.dropFirst(root.count + 1))
         }
         let sources = self.sources

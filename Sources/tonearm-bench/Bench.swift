@@ -2,8 +2,9 @@ import ArgumentParser
 import Foundation
 import Synchronization
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Measures tonearmd's cost and responsiveness the same way every time (docs/performance.md).
@@ -21,12 +22,16 @@ struct Bench: ParsableCommand {
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
-    @Option(help: "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release, crossfade.") var only: String?
+    @Option(
+        help:
+            "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release, crossfade."
+    ) var only: String?
 
     func run() throws {
-        let bench = Runner(daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTree: libraryTree,
-                           repeats: quick ? 2 : repeats,
-                           window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
+        let bench = Runner(
+            daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTree: libraryTree,
+            repeats: quick ? 2 : repeats,
+            window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
         for path in [daemon, floor, controlFloor] where !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("\(path) is missing: run `make bench`")
         }
@@ -56,8 +61,12 @@ final class RunningDaemon {
         directory = try TemporaryDirectory()
         socket = directory.path("s.sock")
         let start = monotonic()
-        child = try Child.spawn(binary, ["--socket", socket, "--log-level", "error",
-                                             "--state-directory", directory.path("state")] + arguments, log: directory.path("log"))
+        child = try Child.spawn(
+            binary,
+            [
+                "--socket", socket, "--log-level", "error",
+                "--state-directory", directory.path("state"),
+            ] + arguments, log: directory.path("log"))
         while (try? LineClient(path: socket)) == nil {
             guard monotonic() - start < 10 else { throw BenchError("tonearmd did not start") }
             usleep(200)
@@ -305,8 +314,9 @@ struct Runner {
         let roundTrip: @Sendable (LineClient, Data) throws -> Void
 
         static func json(_ socket: String) -> StatusProbe {
-            StatusProbe(name: "status", socket: socket, request: Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A]),
-                        roundTrip: { try $0.roundTrip($1) })
+            StatusProbe(
+                name: "status", socket: socket, request: Data(#"{"jsonrpc":"2.0","id":1,"method":"status"}"#.utf8 + [0x0A]),
+                roundTrip: { try $0.roundTrip($1) })
         }
 
         static func mpd(_ name: String, _ socket: String) -> StatusProbe {
@@ -332,13 +342,15 @@ struct Runner {
         }
         _ = running.stop()
         let floorServer = try ControlFloor(controlFloor)
-        let floorFigures = try measureStatus(.mpd("floor: C server status", floorServer.socket), pid: floorServer.child.pid,
-                                             throughput: true, budgets: false)
+        let floorFigures = try measureStatus(
+            .mpd("floor: C server status", floorServer.socket), pid: floorServer.child.pid,
+            throughput: true, budgets: false)
         _ = floorServer.child.terminate()
         floorServer.directory.remove()
         for (figures, side) in zip(ours, ["JSON-RPC", "MPD"]) {
-            report.add("status \(side): daemon CPU per request / the C floor's", "ratio",
-                       [figures.cpuPerRequest / floorFigures.cpuPerRequest], budget: .atMost(2.0))
+            report.add(
+                "status \(side): daemon CPU per request / the C floor's", "ratio",
+                [figures.cpuPerRequest / floorFigures.cpuPerRequest], budget: .atMost(2.0))
         }
         guard let peer = try? MPDPeer() else {
             FileHandle.standardError.write(Data("no mpd binary: the MPD peer figures are left out (apt-get install mpd)\n".utf8))
@@ -348,8 +360,9 @@ struct Runner {
         _ = peer.child.terminate()
         peer.directory.remove()
         for (figures, side) in zip(ours, ["JSON-RPC", "MPD"]) {
-            report.add("status \(side): req/s with 100 clients / MPD's", "ratio",
-                       [figures.ratePer100Clients / mpd.ratePer100Clients], budget: .atLeast(1.5))
+            report.add(
+                "status \(side): req/s with 100 clients / MPD's", "ratio",
+                [figures.ratePer100Clients / mpd.ratePer100Clients], budget: .atLeast(1.5))
             report.add("status \(side): p99 round trip / MPD's", "ratio", [figures.p99 / mpd.p99], budget: .atMost(0.75))
         }
     }
@@ -362,7 +375,8 @@ struct Runner {
     }
 
     @discardableResult
-    private func measureStatus(_ probe: StatusProbe, pid: pid_t, throughput withClients: Bool, budgets: Bool = true) throws -> StatusFigures {
+    private func measureStatus(_ probe: StatusProbe, pid: pid_t, throughput withClients: Bool, budgets: Bool = true) throws -> StatusFigures
+    {
         let client = try probe.connect()
         for _ in 0..<200 { try probe.roundTrip(client, probe.request) }  // warm up
         var latencies: [Double] = []
@@ -388,8 +402,9 @@ struct Runner {
                 rates.append(rate)
                 costs.append(cost)
             }
-            report.add("\(probe.name) with \(clients) clients", "req/s", rates,
-                       budget: budgets && clients == 100 ? .atLeast(60_000) : nil)
+            report.add(
+                "\(probe.name) with \(clients) clients", "req/s", rates,
+                budget: budgets && clients == 100 ? .atLeast(60_000) : nil)
             report.add("\(probe.name) with \(clients) clients: daemon CPU per request", "µs", costs, budget: budgets ? .atMost(12) : nil)
             if clients == 100 { figures.ratePer100Clients = percentile(rates, 0.5) }
         }
@@ -497,19 +512,19 @@ extension Runner {
         // The subscriber is closed before the cycles below: one that stops reading makes the
         // daemon hold its events (up to the backlog limit, ClientSession), which is not growth.
         do {
-        let events = try paced.client()
-        _ = try events.call("subscribe", ["events": ["performance"]])
-        for index in 0..<Swift.max(repeats * 4, 10) {
-            _ = try client.call("clear")
-            let format = index % 2 == 0 ? "flac" : "mp3"
-            _ = try client.call("add", ["urls": [file(60, format), file(60, format == "flac" ? "mp3" : "flac")], "play": true])
-            try waitForEvent(events) { $0["event"] as? String == "first_audio" }
-            sleep(seconds: 0.05)
-            let start = monotonic()
-            _ = try client.call("next")
-            try waitForEvent(events) { $0["event"] as? String == "first_audio" }
-            latencies.append((monotonic() - start) * 1000)
-        }
+            let events = try paced.client()
+            _ = try events.call("subscribe", ["events": ["performance"]])
+            for index in 0..<Swift.max(repeats * 4, 10) {
+                _ = try client.call("clear")
+                let format = index % 2 == 0 ? "flac" : "mp3"
+                _ = try client.call("add", ["urls": [file(60, format), file(60, format == "flac" ? "mp3" : "flac")], "play": true])
+                try waitForEvent(events) { $0["event"] as? String == "first_audio" }
+                sleep(seconds: 0.05)
+                let start = monotonic()
+                _ = try client.call("next")
+                try waitForEvent(events) { $0["event"] as? String == "first_audio" }
+                latencies.append((monotonic() - start) * 1000)
+            }
         }
         report.add("next → first audio of the next item", "ms", latencies, budget: .atMost(5))
 
@@ -551,7 +566,9 @@ extension Runner {
     /// then none. A paused daemon's wake-ups are measured from then on.
     func waitUntilReleased(_ control: LineClient) throws {
         let released = monotonic()
-        while (try control.call("status")["result"] as? [String: Any]).flatMap({ ($0["output"] as? [String: Any])?["open"] as? Bool }) != false {
+        while (try control.call("status")["result"] as? [String: Any]).flatMap({ ($0["output"] as? [String: Any])?["open"] as? Bool })
+            != false
+        {
             guard monotonic() - released < 30 else { throw BenchError("the paused device was never released") }
             sleep(seconds: 0.1)
         }

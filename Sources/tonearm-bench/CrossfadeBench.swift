@@ -8,7 +8,9 @@ extension Runner {
     /// are placed by the audio's clock (position = wall time × speed since the play's answer).
     func crossfade() throws {
         let speed = 4.0
-        var alone: [Double] = [], overlapping: [Double] = [], ratios: [Double] = []
+        var alone: [Double] = []
+        var overlapping: [Double] = []
+        var ratios: [Double] = []
         for _ in 0..<Swift.max(repeats / 2, 1) {
             let running = try RunningDaemon(daemon, ["--device", "null", "--pace", "--speed", "\(speed)"])
             defer { _ = running.stop() }

@@ -1,7 +1,8 @@
 import Foundation
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Runner {
@@ -40,19 +41,21 @@ extension Runner {
         waitUntilQuiet(pid: pid)
         // What a long queue costs the requests that read it.
         let longStatus = try cpuPerRequest(client, "status\n", pid: pid, count: 5_000)
-        report.add("\(name): status with 10,000 items / with none: daemon CPU per request", "ratio", [longStatus / emptyStatus],
-                   budget: peerCPU == nil ? nil : .atMost(1.2))
+        report.add(
+            "\(name): status with 10,000 items / with none: daemon CPU per request", "ratio", [longStatus / emptyStatus],
+            budget: peerCPU == nil ? nil : .atMost(1.2))
         for listing in ["playlistinfo", "plchanges 0"] {
             let cpu = try cpuPerRequest(client, listing + "\n", pid: pid, count: 10)
-            report.add("\(name): \(listing) of 10,000 items: daemon CPU per request", "ms", [cpu * 1000],
-                       budget: peerCPU?[listing].map { Budget.atMost($0) })
+            report.add(
+                "\(name): \(listing) of 10,000 items: daemon CPU per request", "ms", [cpu * 1000],
+                budget: peerCPU?[listing].map { Budget.atMost($0) })
             listed[listing] = cpu * 1000
         }
         let count = 300
         let edits: [(kind: String, request: Data)] = [
-            ("add", Data("add \"\(path)\"\n".utf8)),       // appends: 10,000 → 10,300 items
-            ("move", Data("move 5000 0\n".utf8)),           // the middle item to the front
-            ("delete", Data("delete 0\n".utf8)),             // the first item: back to 10,000
+            ("add", Data("add \"\(path)\"\n".utf8)),  // appends: 10,000 → 10,300 items
+            ("move", Data("move 5000 0\n".utf8)),  // the middle item to the front
+            ("delete", Data("delete 0\n".utf8)),  // the first item: back to 10,000
         ]
         var cpuPerEdit: [String: Double] = [:]
         for (listing, cpu) in listed { cpuPerEdit[listing] = cpu }
@@ -80,10 +83,12 @@ extension Runner {
                     perEdit((after.cpuByThreadName[name] ?? 0) - (before.cpuByThreadName[name] ?? 0))
                 }
                 let loop = after.cpuByThreadName.keys.filter { $0.hasPrefix("NIO-ELT") }.reduce(0) { $0 + thread($1) }
-                report.add("\(name): \(kind) in a 10,000-item queue: the edit (event loop CPU)", "ms", [loop],
-                           budget: peerCPU[kind].map { Budget.atMost(2 * $0) })
-                report.add("\(name): \(kind) in a 10,000-item queue: its durability (tonearm-state CPU)", "ms",
-                           [thread("tonearm-state")])
+                report.add(
+                    "\(name): \(kind) in a 10,000-item queue: the edit (event loop CPU)", "ms", [loop],
+                    budget: peerCPU[kind].map { Budget.atMost(2 * $0) })
+                report.add(
+                    "\(name): \(kind) in a 10,000-item queue: its durability (tonearm-state CPU)", "ms",
+                    [thread("tonearm-state")])
             }
         }
         return cpuPerEdit

@@ -1,7 +1,8 @@
 import Foundation
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One library server under measure: Debian's MPD or tonearmd, on a tree of its own.
@@ -38,9 +39,13 @@ private struct LibraryServer {
         // idle priority for 100,000 tracks) is not measured meanwhile; `--only loudness` weighs it.
         try "[library]\nmusic_directory = \"\(tree)\"\nmeasure_loudness = false\n"
             .write(toFile: directory.path("tonearmd.toml"), atomically: true, encoding: .utf8)
-        let child = try Child.spawn(binary, ["--socket", directory.path("s.sock"), "--log-level", "error", "--device", "null",
-                                             "--config", directory.path("tonearmd.toml"), "--state-directory", directory.path("state")],
-                                    log: directory.path("log"))
+        let child = try Child.spawn(
+            binary,
+            [
+                "--socket", directory.path("s.sock"), "--log-level", "error", "--device", "null",
+                "--config", directory.path("tonearmd.toml"), "--state-directory", directory.path("state"),
+            ],
+            log: directory.path("log"))
         return LibraryServer(name: "tonearmd", child: child, directory: directory, socket: directory.path("mpd.sock"))
     }
 
@@ -90,8 +95,11 @@ private final class MPDConnection {
                 if line.starts(with: "OK".utf8), line.count == 2 || line.starts(with: "OK MPD".utf8) { return (lines, pairs) }
                 if line.starts(with: "ACK ".utf8) { throw BenchError("\(command): \(String(decoding: line, as: UTF8.self))") }
                 if keeping, let colon = line.firstIndex(of: 0x3A) {
-                    pairs.append((String(decoding: line[..<colon], as: UTF8.self),
-                                  String(decoding: line[(colon + 2)...], as: UTF8.self)))
+                    pairs.append(
+                        (
+                            String(decoding: line[..<colon], as: UTF8.self),
+                            String(decoding: line[(colon + 2)...], as: UTF8.self)
+                        ))
                 }
             }
             tail += buffer[start..<count]
@@ -125,15 +133,17 @@ extension Runner {
     }
 
     /// The queries, named as in docs/performance.md; `artist` is one the tree has.
-    private static func libraryQueries(artist: String) -> [(name: String, command: String)] { [
-        ("find artist", "find artist \"\(artist)\""),
-        ("search any", "search any \"night\""),
-        ("search title (Unicode-folded)", "search title \"CAFÉ\""),
-        ("find (expr) sort window 0:100", "find \"(genre == 'Jazz')\" sort Title window 0:100"),
-        ("list album group albumartist", "list album group albumartist"),
-        ("list artist", "list artist"),
-        ("count genre", "count group genre"),
-    ] }
+    private static func libraryQueries(artist: String) -> [(name: String, command: String)] {
+        [
+            ("find artist", "find artist \"\(artist)\""),
+            ("search any", "search any \"night\""),
+            ("search title (Unicode-folded)", "search title \"CAFÉ\""),
+            ("find (expr) sort window 0:100", "find \"(genre == 'Jazz')\" sort Title window 0:100"),
+            ("list album group albumartist", "list album group albumartist"),
+            ("list artist", "list artist"),
+            ("count genre", "count group genre"),
+        ]
+    }
 
     /// Measures one server; returns its figures by name (the peer's, for the budgets).
     private func measureLibrary(_ server: LibraryServer, tree: String, peer: [String: Double]?) throws -> [String: Double] {
@@ -186,7 +196,8 @@ extension Runner {
         let before = ProcessSample(pid: server.child.pid).cpuNanoseconds
         try connection.reply(list)
         waitUntilQuiet(pid: server.child.pid)
-        add("add 10,000 songs: server CPU", "ms", [(ProcessSample(pid: server.child.pid).cpuNanoseconds - before) / 1e6],
+        add(
+            "add 10,000 songs: server CPU", "ms", [(ProcessSample(pid: server.child.pid).cpuNanoseconds - before) / 1e6],
             ratioAtMost: 2)
         return figures
     }

@@ -1,7 +1,8 @@
 import Foundation
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Runner {
@@ -41,14 +42,16 @@ extension Runner {
         sleep(seconds: 2)
         proxy.set(.stall)
         try waitForState(control, "buffering", timeout: 15)
-        report.add("buffering (stalled connection): wake-ups", "/s", windows(running, count: 3, length: Swift.max(window / 3, 1)),
-                   budget: .atMost(20))
+        report.add(
+            "buffering (stalled connection): wake-ups", "/s", windows(running, count: 3, length: Swift.max(window / 3, 1)),
+            budget: .atMost(20))
         proxy.set(.pass)
         proxy.refuse(true)
         proxy.cut()
         sleep(seconds: 1)
-        report.add("reconnecting (refused): wake-ups", "/s", windows(running, count: 3, length: Swift.max(window / 3, 1)),
-                   budget: .atMost(20))
+        report.add(
+            "reconnecting (refused): wake-ups", "/s", windows(running, count: 3, length: Swift.max(window / 3, 1)),
+            budget: .atMost(20))
         proxy.refuse(false)
         _ = try control.call("stop")
 

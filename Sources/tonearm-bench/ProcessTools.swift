@@ -1,7 +1,8 @@
 import CLinux
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child started with posix_spawn, so that `wait4` can report exactly the CPU it used.
@@ -19,7 +20,8 @@ struct Child {
         _ = tonearm_spawn_close_from(&actions, 3)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TONEARM_") }
+        let environment =
+            ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TONEARM_") }
             .map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { environment.forEach { free($0) } }
         var pid: pid_t = 0
@@ -65,7 +67,8 @@ struct ProcessSample {
         threads = tasks.count
         for task in tasks {
             if let schedstat = try? String(contentsOfFile: "\(taskDirectory)/\(task)/schedstat", encoding: .utf8),
-               let onCPU = schedstat.split(separator: " ").first.flatMap({ Double($0) }) {
+                let onCPU = schedstat.split(separator: " ").first.flatMap({ Double($0) })
+            {
                 cpuNanoseconds += onCPU
                 let name = (try? String(contentsOfFile: "\(taskDirectory)/\(task)/comm", encoding: .utf8)) ?? task
                 cpuByThreadName[name.trimmingCharacters(in: .whitespacesAndNewlines), default: 0] += onCPU

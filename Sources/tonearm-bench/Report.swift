@@ -39,7 +39,10 @@ struct Figure {
 
     var json: String {
         var object: [String: Any] = ["figure": name, "unit": unit, "median": median, "min": min, "max": max, "runs": values.count]
-        if let budget { object["budget"] = budget.text; object["pass"] = passes ?? false }
+        if let budget {
+            object["budget"] = budget.text
+            object["pass"] = passes ?? false
+        }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
@@ -76,13 +79,15 @@ final class Report {
     func print() {
         if !jsonOnly {
             let width = figures.map(\.name.count).max() ?? 20
-            Swift.print("figure".padding(toLength: width, withPad: " ", startingAt: 0) + "  median       min       max  unit          budget      ")
+            Swift.print(
+                "figure".padding(toLength: width, withPad: " ", startingAt: 0) + "  median       min       max  unit          budget      ")
             for figure in figures {
                 let verdict = figure.passes.map { $0 ? "pass" : "MISS" } ?? ""
                 let columns = [figure.median, figure.min, figure.max].map { format($0).leftPad(9) }.joined(separator: " ")
-                Swift.print(figure.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + columns + "  "
-                            + figure.unit.padding(toLength: 12, withPad: " ", startingAt: 0) + "  "
-                            + (figure.budget?.text ?? "").padding(toLength: 10, withPad: " ", startingAt: 0) + "  " + verdict)
+                Swift.print(
+                    figure.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + columns + "  "
+                        + figure.unit.padding(toLength: 12, withPad: " ", startingAt: 0) + "  "
+                        + (figure.budget?.text ?? "").padding(toLength: 10, withPad: " ", startingAt: 0) + "  " + verdict)
             }
             Swift.print("")
         }

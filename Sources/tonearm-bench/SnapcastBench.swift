@@ -26,7 +26,10 @@ extension Runner {
     /// `format`, alternately, in pairs.
     private func snapcastCPU(_ path: String, format: String) throws -> (null: [Double], snapcast: [Double]) {
         let rig = try SnapcastRig(format: format)
-        defer { rig.stop(); rig.directory.remove() }
+        defer {
+            rig.stop()
+            rig.directory.remove()
+        }
         try rig.startClient("room.raw")
         let config = rig.directory.path("tonearmd.toml")
         try """

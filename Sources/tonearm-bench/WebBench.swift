@@ -1,7 +1,8 @@
 import Foundation
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Runner {
@@ -27,8 +28,12 @@ extension Runner {
         report.add("web: the page's files, uncompressed", "KB", [Double(bytes) / 1000], budget: .atMost(150))
 
         let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("Scripts/web_remote_browser.py").path
-        let painted = try runTool("/usr/bin/timeout", ["-k", "5", "90", "/usr/bin/python3", script, "paint", "http://127.0.0.1:\(port)/",
-                                                       String(Swift.max(repeats, 3))], timeout: 100)
+        let painted = try runTool(
+            "/usr/bin/timeout",
+            [
+                "-k", "5", "90", "/usr/bin/python3", script, "paint", "http://127.0.0.1:\(port)/",
+                String(Swift.max(repeats, 3)),
+            ], timeout: 100)
         let paints = painted.output.split(separator: "\n").compactMap { $0.hasPrefix("paint ") ? Double($0.dropFirst(6)) : nil }
         guard painted.status == 0, !paints.isEmpty else { throw BenchError("the paint measure failed: \(painted.output)") }
         report.add("web: first contentful paint, headless Chromium", "ms", paints, budget: .atMost(300))
@@ -41,7 +46,8 @@ extension Runner {
         for _ in 0..<20 {
             let page = try WebClient(port: port)
             guard try page.upgrade()?.status == 101 else { throw BenchError("no WebSocket") }
-            _ = page.sendText(#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["transition","queue","item","performance","library"]}}"#)
+            _ = page.sendText(
+                #"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["transition","queue","item","performance","library"]}}"#)
             guard try page.message()?["result"] != nil else { throw BenchError("subscribe failed") }
             pages.append(page)
         }

@@ -7,11 +7,13 @@ struct Sleep: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pause after a while, fading out (with nothing given: show the sleep timer).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: ArgumentHelp("How long from now: seconds, or with a unit (90s, 30m, 1h30m).", valueName: "duration"),
-              transform: Sleep.seconds)
+    @Argument(
+        help: ArgumentHelp("How long from now: seconds, or with a unit (90s, 30m, 1h30m).", valueName: "duration"),
+        transform: Sleep.seconds)
     var after: Double?
-    @Option(name: .customLong("fade"), help: ArgumentHelp("Seconds of fade-out before the pause (default 10).", valueName: "seconds"),
-            transform: NumberArgument.finite)
+    @Option(
+        name: .customLong("fade"), help: ArgumentHelp("Seconds of fade-out before the pause (default 10).", valueName: "seconds"),
+        transform: NumberArgument.finite)
     var fade: Double?
     @Option(name: .customLong("at-end-of"), help: ArgumentHelp("Pause where the item or the queue ends instead.", valueName: "item|queue"))
     var atEndOf: String?
@@ -47,13 +49,20 @@ struct Sleep: AsyncParsableCommand {
     /// "90", "90s", "30m", "1h30m" → seconds.
     static func seconds(_ text: String) throws -> Double {
         if let plain = Double(text), plain.isFinite { return plain }
-        var total = 0.0, number = ""
+        var total = 0.0
+        var number = ""
         for character in text {
             if character.isNumber || character == "." {
                 number.append(character)
                 continue
             }
-            let unit: Double? = switch character { case "h": 3600; case "m": 60; case "s": 1; default: nil }
+            let unit: Double? =
+                switch character {
+                case "h": 3600
+                case "m": 60
+                case "s": 1
+                default: nil
+                }
             guard let unit, let value = Double(number) else {
                 throw ValidationError("'\(text)' is not a duration (e.g. 90, 90s, 30m, 1h30m)")
             }
@@ -89,8 +98,9 @@ struct Alarms: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Days, e.g. mon,tue,fri (default every day).", valueName: "days")) var days: String?
         @Option(help: ArgumentHelp("What it plays (default: the queue from its start).", valueName: "url")) var url: String?
         @Option(help: ArgumentHelp("Volume, 0 to 100.", valueName: "level")) var volume: Int?
-        @Option(name: .customLong("fade-in"), help: ArgumentHelp("Seconds of fade-in (default 10).", valueName: "seconds"),
-                transform: NumberArgument.finite)
+        @Option(
+            name: .customLong("fade-in"), help: ArgumentHelp("Seconds of fade-in (default 10).", valueName: "seconds"),
+            transform: NumberArgument.finite)
         var fadeIn: Double?
 
         func run() async throws {
@@ -98,8 +108,10 @@ struct Alarms: AsyncParsableCommand {
             if let days { params["days"] = .array(days.split(separator: ",").map { .string(String($0)) }) }
             if let url {
                 // A relative path is the caller's, not the daemon's working directory.
-                params["url"] = .string(url.contains("://") || url.hasPrefix("/") ? url
-                                        : FileManager.default.currentDirectoryPath + "/" + url)
+                params["url"] = .string(
+                    url.contains("://") || url.hasPrefix("/")
+                        ? url
+                        : FileManager.default.currentDirectoryPath + "/" + url)
             } else {
                 params["queue"] = .bool(true)
             }
@@ -149,7 +161,7 @@ struct Announce: AsyncParsableCommand {
 
     func run() async throws {
         var params: [String: JSONValue] = [
-            "url": .string(url.contains("://") || url.hasPrefix("/") ? url : FileManager.default.currentDirectoryPath + "/" + url),
+            "url": .string(url.contains("://") || url.hasPrefix("/") ? url : FileManager.default.currentDirectoryPath + "/" + url)
         ]
         if let volume { params["volume"] = .number(Double(volume)) }
         if duck { params["duck"] = .bool(true) }

@@ -41,7 +41,8 @@ struct Search: AsyncParsableCommand {
 }
 
 struct Ls: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List a directory of the library: its directories (ending in /), then its songs.")
+    static let configuration = CommandConfiguration(
+        abstract: "List a directory of the library: its directories (ending in /), then its songs.")
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "A path relative to the music directory (default: its root).") var path: String = ""
 

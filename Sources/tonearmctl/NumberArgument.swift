@@ -24,8 +24,10 @@ struct NumberArgument: Sendable, Equatable {
         isSigned = rest.first == "+" || rest.first == "-"
         if isSigned { negative = rest.removeFirst() == "-" }
         let parts = rest.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        let whole = parts[0], fraction = parts.count > 1 ? parts[1] : ""
-        let isDecimal = !(whole.isEmpty && fraction.isEmpty)
+        let whole = parts[0]
+        let fraction = parts.count > 1 ? parts[1] : ""
+        let isDecimal =
+            !(whole.isEmpty && fraction.isEmpty)
             && whole.allSatisfy(\.isASCIIDigit) && fraction.allSatisfy(\.isASCIIDigit)
         guard isDecimal else {
             if let value = Double(text), !value.isFinite { throw Failure("not a finite number") }

@@ -7,7 +7,10 @@ import TonearmProtocol
 struct Add: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Add files to the queue (and play the first with --play).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Paths or file:// URLs; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory. .m3u, .m3u8 and .pls playlists add their entries.")
+    @Argument(
+        help:
+            "Paths or file:// URLs; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory. .m3u, .m3u8 and .pls playlists add their entries."
+    )
     var paths: [String]
     @Option(help: "Queue position to insert at: 0 is the top (default: the end).", transform: NumberArgument.index)
     var position: Int?
@@ -37,10 +40,12 @@ struct Queue: AsyncParsableCommand {
 
     static func describe(_ result: JSONValue) -> String {
         guard case .array(let items)? = result["items"] else { return result.text }
-        let current = result["current"] ?? .null, next = result["next"] ?? .null
+        let current = result["current"] ?? .null
+        let next = result["next"] ?? .null
         let ids = items.map { Summary.whole($0["id"]) }
         let titles = items.map(title)
-        let idWidth = ids.map(\.count).max() ?? 0, titleWidth = titles.map(\.count).max() ?? 0
+        let idWidth = ids.map(\.count).max() ?? 0
+        let titleWidth = titles.map(\.count).max() ?? 0
         var lines: [String] = []
         for (index, item) in items.enumerated() {
             let id = item["id"] ?? .null
@@ -92,7 +97,8 @@ struct Move: AsyncParsableCommand {
     @Argument(help: "Its new position: 0 is the top.", transform: NumberArgument.index) var position: Int
 
     func run() async throws {
-        let id = self.id, position = self.position
+        let id = self.id
+        let position = self.position
         try await options.run("move", ["id": .number(Double(id)), "position": .number(Double(position))]) {
             "moved \(id) to position \(position) (queue version \(Summary.whole($0["version"])))"
         }
@@ -123,8 +129,10 @@ struct QueueOptionsCommand: AsyncParsableCommand {
     var consume: OnOff?
     @Option(help: ArgumentHelp("Play the queue in a shuffled order.", valueName: "on|off"))
     var random: OnOff?
-    @Option(help: ArgumentHelp("Overlap the end of an item and the start of the next, 0 to 15 (0: gapless).",
-                               valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Overlap the end of an item and the start of the next, 0 to 15 (0: gapless).",
+            valueName: "seconds"))
     var crossfade: Double?
 
     func run() async throws {
@@ -167,11 +175,12 @@ struct Volume: AsyncParsableCommand {
     var change: VolumeChange?
 
     func run() async throws {
-        let params: JSONValue = switch change {
-        case .level(let level)?: ["level": .number(Double(level))]
-        case .delta(let delta)?: ["delta": .number(Double(delta))]
-        case nil: [:]
-        }
+        let params: JSONValue =
+            switch change {
+            case .level(let level)?: ["level": .number(Double(level))]
+            case .delta(let delta)?: ["delta": .number(Double(delta))]
+            case nil: [:]
+            }
         try await options.run("volume", params) { "volume \(Summary.whole($0["volume"]))" }
     }
 }
@@ -184,15 +193,18 @@ struct ReplayGain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay-gain", abstract: "Show or set ReplayGain (with nothing given: show it).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: ArgumentHelp("""
-        The mode; auto takes album gain for an item next to one from the same album in the queue, else \
-        track gain, and levels untagged files by their measured loudness; loudness always takes the measured loudness.
-        """,
-                                 valueName: "mode"))
+    @Argument(
+        help: ArgumentHelp(
+            """
+            The mode; auto takes album gain for an item next to one from the same album in the queue, else \
+            track gain, and levels untagged files by their measured loudness; loudness always takes the measured loudness.
+            """,
+            valueName: "mode"))
     var mode: GainMode?
-    @Option(name: .customLong("preamp"), parsing: .unconditional,
-            help: ArgumentHelp("Gain added to the ReplayGain or measured gain, in dB (-15 to 15).", valueName: "db"),
-            transform: NumberArgument.finite)
+    @Option(
+        name: .customLong("preamp"), parsing: .unconditional,
+        help: ArgumentHelp("Gain added to the ReplayGain or measured gain, in dB (-15 to 15).", valueName: "db"),
+        transform: NumberArgument.finite)
     var preamp: Double?
 
     func run() async throws {

@@ -9,10 +9,13 @@ struct Tonearmctl: AsyncParsableCommand {
         commandName: "tonearmctl",
         abstract: "Control a running tonearmd.",
         version: TonearmVersion.string,
-        subcommands: [Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
-                      Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
-                      ReplayGain.self, Sleep.self, Alarms.self, Announce.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self, Ping.self,
-                      Version.self])
+        subcommands: [
+            Load.self, Add.self, Queue.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self,
+            Seek.self, Remove.self, Move.self, Clear.self, QueueOptionsCommand.self, Volume.self,
+            ReplayGain.self, Sleep.self, Alarms.self, Announce.self, Status.self, Retry.self, Watch.self, Search.self, Ls.self, Update.self,
+            Ping.self,
+            Version.self,
+        ])
 }
 
 struct ConnectionOptions: ParsableArguments {
@@ -26,8 +29,9 @@ struct ConnectionOptions: ParsableArguments {
     var json = false
 
     func socketPath() throws -> String {
-        SocketPath.resolve(explicit: socket, environment: ProcessInfo.processInfo.environment,
-                           configured: try config.flatMap(Self.configuredSocket))
+        SocketPath.resolve(
+            explicit: socket, environment: ProcessInfo.processInfo.environment,
+            configured: try config.flatMap(Self.configuredSocket))
     }
 
     /// The `socket` a daemon's config file names (the only key a client needs from it).
@@ -53,7 +57,9 @@ struct ConnectionOptions: ParsableArguments {
             print(json ? result.text : summary(result))
         } catch let error as ControlClient.ResponseError {
             if json {
-                print(JSONValue.object(["code": .number(Double(error.code)), "message": .string(error.message), "data": error.data ?? .null]).text)
+                print(
+                    JSONValue.object(["code": .number(Double(error.code)), "message": .string(error.message), "data": error.data ?? .null])
+                        .text)
             } else {
                 printError("error: \(error.message)")
             }
@@ -74,7 +80,8 @@ func printError(_ text: String) {
 /// URL, or a path in the daemon's music directory).
 func absolute(_ path: String) -> String {
     guard !path.contains("://"), !path.hasPrefix("/") else { return path }
-    let here = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+    let here = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL
+        .path
     return FileManager.default.fileExists(atPath: here) ? here : path
 }
 
@@ -105,7 +112,9 @@ enum Summary {
         let tags = media["tags"]
         let title = [tags?["artist"]?.stringValue, tags?["title"]?.stringValue].compactMap { $0 }.joined(separator: " – ")
         parts.append(title.isEmpty ? (media["url"]?.stringValue ?? "") : title)
-        parts.append("\(media["codec"]?.stringValue ?? "?") \(Int(media["sample_rate"]?.doubleValue ?? 0)) Hz \(Int(media["channels"]?.doubleValue ?? 0)) ch")
+        parts.append(
+            "\(media["codec"]?.stringValue ?? "?") \(Int(media["sample_rate"]?.doubleValue ?? 0)) Hz \(Int(media["channels"]?.doubleValue ?? 0)) ch"
+        )
         parts.append(seconds(media["duration"]?.doubleValue))
         return parts.joined(separator: " · ")
     }
@@ -118,7 +127,8 @@ enum Summary {
     /// After a move in the queue (`next`, `previous`, `play ID`): the state, the item's id and its
     /// media; the state alone when no item opened (`next` at the end of the queue stops).
     static func jump(_ result: JSONValue) -> String {
-        let now = state(result["state"]), media = self.media(result["media"])
+        let now = state(result["state"])
+        let media = self.media(result["media"])
         guard !media.isEmpty else { return now }
         guard let current = result["current"], current != .null else { return "\(now): \(media)" }
         return "\(now): id \(whole(current)) · \(media)"
@@ -131,14 +141,19 @@ enum Summary {
     }
 
     static func onOff(_ value: JSONValue?) -> String {
-        switch value?.boolValue { case true?: "on"; case false?: "off"; case nil: "?" }
+        switch value?.boolValue {
+        case true?: "on"
+        case false?: "off"
+        case nil: "?"
+        }
     }
 
     /// The queue options of a `queue` or `options` answer.
     static func options(_ result: JSONValue) -> String {
         let crossfade = result["crossfade"]?.doubleValue ?? 0
-        return (["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }
-                + [crossfade > 0 ? "crossfade \(String(format: "%g", crossfade)) s" : "crossfade off"]).joined(separator: " · ")
+        return
+            (["repeat", "single", "consume", "random"].map { "\($0) \(onOff(result[$0]))" }
+            + [crossfade > 0 ? "crossfade \(String(format: "%g", crossfade)) s" : "crossfade off"]).joined(separator: " · ")
     }
 
     /// The current item's gain: how much, from what, and its measured loudness when known.
@@ -162,7 +177,10 @@ enum Summary {
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Load a media file or stream (and play it with --play).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "Path, file:// URL, or http(s):// URL; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory.") var path: String
+    @Argument(
+        help:
+            "Path, file:// URL, or http(s):// URL; a relative path is a file in the current directory if there is one, else a path in the daemon's music directory."
+    ) var path: String
     @Flag(help: "Start playing once loaded.") var play = false
     @Option(help: "Start position in seconds.", transform: NumberArgument.nonNegativeSeconds) var start: Double?
 
@@ -215,7 +233,8 @@ extension JumpCommand {
 }
 
 struct Next: JumpCommand {
-    static let configuration = CommandConfiguration(abstract: "Go to the next queue item: it plays if playing, else it is loaded, ready (at the end: stop).")
+    static let configuration = CommandConfiguration(
+        abstract: "Go to the next queue item: it plays if playing, else it is loaded, ready (at the end: stop).")
     static let method = "next"
     @OptionGroup var options: ConnectionOptions
 }
@@ -263,7 +282,9 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var options: ConnectionOptions
     func run() async throws {
         try await options.run("status") { result in
-            var lines = ["\(Summary.state(result["state"]))  \(Summary.seconds(result["position"]?.doubleValue)) / \(Summary.seconds(result["duration"]?.doubleValue))"]
+            var lines = [
+                "\(Summary.state(result["state"]))  \(Summary.seconds(result["position"]?.doubleValue)) / \(Summary.seconds(result["duration"]?.doubleValue))"
+            ]
             let media = Summary.media(result["media"])
             if !media.isEmpty { lines.append(media) }
             if let interruption = result["interruption"]?.stringValue { lines.append("interrupted: \(interruption)") }
@@ -290,10 +311,11 @@ struct Version: AsyncParsableCommand {
     @OptionGroup var options: ConnectionOptions
     func run() async throws {
         try await options.run("version") { result in
-            let libraries = result["libraries"].flatMap { value -> String? in
-                guard case .object(let object) = value else { return nil }
-                return object.keys.sorted().map { "\($0) \(object[$0]?.stringValue ?? "")" }.joined(separator: ", ")
-            } ?? ""
+            let libraries =
+                result["libraries"].flatMap { value -> String? in
+                    guard case .object(let object) = value else { return nil }
+                    return object.keys.sorted().map { "\($0) \(object[$0]?.stringValue ?? "")" }.joined(separator: ", ")
+                } ?? ""
             return "tonearmd \(result["version"]?.stringValue ?? "?") (\(libraries))"
         }
     }

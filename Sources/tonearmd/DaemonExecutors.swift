@@ -1,9 +1,10 @@
-@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
-#if canImport(Glibc)
-import Glibc
-#endif
 import TonearmEngine
 import TonearmSync
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Swift concurrency's executors for the daemon: the main thread as the main executor, and two
 /// threads of our own as the default (global) executor, both with timers for `Task.sleep`.
@@ -159,7 +160,8 @@ final class JobLoop: MainExecutor, TaskExecutor, SchedulingExecutor, @unchecked 
         clock_gettime(CLOCK_MONOTONIC, &now)
         let (seconds, attoseconds) = wait.components
         let nanoseconds = Int(now.tv_nsec) + Int(max(attoseconds, 0) / 1_000_000_000)
-        return timespec(tv_sec: now.tv_sec + Int(max(seconds, 0)) + nanoseconds / 1_000_000_000,
-                        tv_nsec: nanoseconds % 1_000_000_000)
+        return timespec(
+            tv_sec: now.tv_sec + Int(max(seconds, 0)) + nanoseconds / 1_000_000_000,
+            tv_nsec: nanoseconds % 1_000_000_000)
     }
 }

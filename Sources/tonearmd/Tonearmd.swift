@@ -15,9 +15,9 @@ struct Tonearmd: AsyncParsableCommand {
         commandName: "tonearmd",
         abstract: "Headless audio player daemon, driven over a Unix-socket JSON-RPC protocol.",
         discussion: """
-        Settings come from the built-in default (config/tonearmd.toml), then --config, then TONEARM_* \
-        environment variables, then these flags.
-        """,
+            Settings come from the built-in default (config/tonearmd.toml), then --config, then TONEARM_* \
+            environment variables, then these flags.
+            """,
         version: TonearmVersion.string)
 
     @Option(help: "TOML config file (default: the built-in config).")
@@ -44,16 +44,19 @@ struct Tonearmd: AsyncParsableCommand {
     @Option(name: .customLong("open-timeout-ms"), parsing: .unconditional, help: "How long a device open may take, in milliseconds.")
     var openTimeoutMilliseconds: Int?
 
-    @Flag(name: .customLong("wait-for-device"), inversion: .prefixedNo,
-          help: "Let an item whose device is missing or busy wait for it, instead of failing the load.")
+    @Flag(
+        name: .customLong("wait-for-device"), inversion: .prefixedNo,
+        help: "Let an item whose device is missing or busy wait for it, instead of failing the load.")
     var waitForDevice: Bool?
 
-    @Flag(name: .customLong("pause-fade"), inversion: .prefixedNo,
-          help: "Fade out over 5 ms on pause and in on play (no click), instead of stopping at once.")
+    @Flag(
+        name: .customLong("pause-fade"), inversion: .prefixedNo,
+        help: "Fade out over 5 ms on pause and in on play (no click), instead of stopping at once.")
     var pauseFade: Bool?
 
-    @Flag(name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
-          help: "Resume playback once a lost device is back.")
+    @Flag(
+        name: .customLong("resume-after-interruption"), inversion: .prefixedNo,
+        help: "Resume playback once a lost device is back.")
     var resumeAfterInterruption: Bool?
 
     @Option(help: "The web remote's address (http.bind), e.g. 127.0.0.1:6680; off: no web remote.")
@@ -135,8 +138,9 @@ struct Tonearmd: AsyncParsableCommand {
         // messages, and sockets passed by socket activation.
         let notifier = SystemdNotifier()
         let inherited = InheritedSockets()
-        var socketPath = SocketPath.resolve(explicit: settings.socket, environment: ProcessInfo.processInfo.environment,
-                                            configured: nil)
+        var socketPath = SocketPath.resolve(
+            explicit: settings.socket, environment: ProcessInfo.processInfo.environment,
+            configured: nil)
         if let control = inherited.control {
             socketPath = InheritedSockets.path(of: control.descriptor) ?? "(socket from systemd, fd \(control.descriptor))"
             for other in inherited.sockets where other != control && other != inherited.mpd {
@@ -146,13 +150,15 @@ struct Tonearmd: AsyncParsableCommand {
         // A Unix socket's path holds at most 107 bytes: a longer one is a usage error, said on
         // stderr with exit 64 like every other bad start, not a log line after starting.
         if inherited.control == nil, socketPath.utf8.count > 107 {
-            throw ValidationError("the socket path is \(socketPath.utf8.count) bytes, longer than a Unix socket allows (107): \(socketPath)")
+            throw ValidationError(
+                "the socket path is \(socketPath.utf8.count) bytes, longer than a Unix socket allows (107): \(socketPath)")
         }
         var mpd = settings.mpd
         if inherited.mpd == nil, mpd.enabled, mpd.inherited == nil {
             let mpdPath = mpd.socketPath(beside: socketPath)
             if mpdPath.utf8.count > 107 {
-                throw ValidationError("the MPD socket path is \(mpdPath.utf8.count) bytes, longer than a Unix socket allows (107): \(mpdPath)")
+                throw ValidationError(
+                    "the MPD socket path is \(mpdPath.utf8.count) bytes, longer than a Unix socket allows (107): \(mpdPath)")
             }
         }
         if let socket = inherited.mpd {
@@ -160,24 +166,30 @@ struct Tonearmd: AsyncParsableCommand {
             mpd.socket = InheritedSockets.path(of: socket.descriptor) ?? "(socket from systemd, fd \(socket.descriptor))"
         }
         if let refusal = mpd.refusal(with: settings.security)
-            ?? settings.http.refusal(with: settings.security, mpdPassword: mpd.enabled ? mpd.password : nil) {
+            ?? settings.http.refusal(with: settings.security, mpdPassword: mpd.enabled ? mpd.password : nil)
+        {
             logger.critical("\(refusal)")
             throw ExitCode.failure
         }
         let output = settings.engineOutput
-        logger.info("starting", metadata: [
-            "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
-            "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
-            "open_timeout_ms": "\(output.openTimeoutMilliseconds)",
-        ])
+        logger.info(
+            "starting",
+            metadata: [
+                "device": "\(output.device)", "pace": "\(output.pace)", "speed": "\(output.speed)",
+                "buffer_ms": "\(output.bufferMilliseconds)", "reopen_interval_ms": "\(output.reopenIntervalMilliseconds)",
+                "open_timeout_ms": "\(output.openTimeoutMilliseconds)",
+            ])
         // SIGHUP (a closed terminal, or a reload by habit) must not kill the daemon without
         // cleanup: it is ignored; there is no configuration reload yet.
         signal(SIGHUP, SIG_IGN)
         let engine = PlayerEngine(configuration: output, input: settings.input)
-        let player = Player(engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain,
-                            crossfade: settings.crossfade, announcements: settings.announcements)
-        let stateFile = StateFile(directory: settings.stateDirectory ?? StateFile.defaultDirectory(
-            environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
+        let player = Player(
+            engine: engine, logger: logger, volume: settings.volume, replayGain: settings.replayGain,
+            crossfade: settings.crossfade, announcements: settings.announcements)
+        let stateFile = StateFile(
+            directory: settings.stateDirectory
+                ?? StateFile.defaultDirectory(
+                    environment: ProcessInfo.processInfo.environment, isRoot: geteuid() == 0))
         // One daemon per state directory; held until the process ends.
         var stateLock: StateDirectoryLock?
         do throws(StateDirectoryLock.Failure) {
@@ -211,7 +223,8 @@ struct Tonearmd: AsyncParsableCommand {
         if settings.library.watch { library?.startWatching() }
         let saved = restoreState(player, from: stateFile, resume: settings.resume, logger: logger)
         await player.alarms.keep(in: stateFile.directory)
-        let keeper = saved.writable
+        let keeper =
+            saved.writable
             ? StateKeeper(player: player, file: stateFile, interval: settings.saveIntervalSeconds, logger: logger) : nil
         keeper?.start()
         // The player holds the keeper weakly: it lives until the daemon leaves run().
@@ -231,14 +244,17 @@ struct Tonearmd: AsyncParsableCommand {
             watchdog: watchdog, security: settings.security, mpd: mpd, library: library,
             playlists: PlaylistStore(directory: settings.library.playlistDirectory ?? stateFile.directory + "/playlists"),
             limits: settings.controlLimits, http: settings.http)
-        let statusUpdates = notifier.isActive ? Task {
-            for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
-        } : nil
+        let statusUpdates =
+            notifier.isActive
+            ? Task {
+                for await _ in player.transitions() { notifier.send("STATUS=\(Self.describe(player))") }
+            } : nil
         defer { statusUpdates?.cancel() }
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: server)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         do {
             try await group.run()
         } catch let error as ServerError {
@@ -255,11 +271,14 @@ struct Tonearmd: AsyncParsableCommand {
         var configuration = settings.library
         configuration.musicDirectory = MediaRoots.resolve(configured)
         do {
-            return try Library(configuration: configuration, databasePath: stateDirectory + "/library.sqlite",
-                               logger: Logger(label: "tonearmd")) { Player.readTags($0) }
+            return try Library(
+                configuration: configuration, databasePath: stateDirectory + "/library.sqlite",
+                logger: Logger(label: "tonearmd")
+            ) { Player.readTags($0) }
         } catch {
-            logger.error("the music library cannot be opened; MPD clients see the music directory without a database",
-                         metadata: ["directory": "\(configured)", "error": "\(error)"])
+            logger.error(
+                "the music library cannot be opened; MPD clients see the music directory without a database",
+                metadata: ["directory": "\(configured)", "error": "\(error)"])
             return nil
         }
     }
@@ -269,7 +288,8 @@ struct Tonearmd: AsyncParsableCommand {
     /// starts empty: a bad file never stops it (no crash loop), and is never written over. Where
     /// it cannot even be moved, the daemon runs without saving (`writable` false).
     private func restoreState(_ player: Player, from file: StateFile, resume: ResumeMode, logger: Logger)
-        -> (state: SavedPlayerState?, writable: Bool) {
+        -> (state: SavedPlayerState?, writable: Bool)
+    {
         let journal = StateJournal(directory: file.directory)
         switch file.load() {
         case .none:
@@ -286,16 +306,26 @@ struct Tonearmd: AsyncParsableCommand {
         case .state(var saved):
             let replay = journal.replay(onto: &saved)
             report(replay, journal, logger)
-            logger.info("resuming", metadata: ["file": "\(file.path)", "items": "\(saved.queue.items.count)",
-                                                "position": "\(saved.position)", "journaled_changes": "\(replay.applied)"])
+            logger.info(
+                "resuming",
+                metadata: [
+                    "file": "\(file.path)", "items": "\(saved.queue.items.count)",
+                    "position": "\(saved.position)", "journaled_changes": "\(replay.applied)",
+                ])
             player.restore(saved, resuming: resume)
             return (saved, true)
         case .setAside(let reason, let keptAs):
-            logger.error("the saved state is unusable; starting empty", metadata: [
-                "file": "\(file.path)", "reason": "\(reason)", "kept_as": "\(keptAs)"])
+            logger.error(
+                "the saved state is unusable; starting empty",
+                metadata: [
+                    "file": "\(file.path)", "reason": "\(reason)", "kept_as": "\(keptAs)",
+                ])
         case .stuck(let reason, let renameError):
-            logger.critical("the saved state is unusable and cannot be moved aside; starting empty, and saving nothing until it is fixed", metadata: [
-                "file": "\(file.path)", "reason": "\(reason)", "rename_error": "\(renameError)"])
+            logger.critical(
+                "the saved state is unusable and cannot be moved aside; starting empty, and saving nothing until it is fixed",
+                metadata: [
+                    "file": "\(file.path)", "reason": "\(reason)", "rename_error": "\(renameError)",
+                ])
             return (nil, false)
         }
         return (nil, true)
@@ -304,13 +334,17 @@ struct Tonearmd: AsyncParsableCommand {
     /// Says what the journal's replay found, when it found anything worth saying.
     private func report(_ replay: StateJournal.Replay, _ journal: StateJournal, _ logger: Logger) {
         if replay.droppedTornLine {
-            logger.notice("the state journal ends in a change cut short by a crash (never acknowledged); it is dropped",
-                          metadata: ["file": "\(journal.path)"])
+            logger.notice(
+                "the state journal ends in a change cut short by a crash (never acknowledged); it is dropped",
+                metadata: ["file": "\(journal.path)"])
         }
         guard let problem = replay.problem else { return }
-        logger.error("the state journal is damaged; its changes up to the damage are kept", metadata: [
-            "file": "\(journal.path)", "reason": "\(problem)", "applied": "\(replay.applied)",
-            "kept_as": "\(replay.keptAs ?? "(cannot be moved aside)")"])
+        logger.error(
+            "the state journal is damaged; its changes up to the damage are kept",
+            metadata: [
+                "file": "\(journal.path)", "reason": "\(problem)", "applied": "\(replay.applied)",
+                "kept_as": "\(replay.keptAs ?? "(cannot be moved aside)")",
+            ])
     }
 
     /// What `systemctl status` shows: the state, and what is playing.

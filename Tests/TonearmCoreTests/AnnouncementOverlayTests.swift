@@ -54,24 +54,28 @@ struct AnnouncementOverlayTests {
         Row(phase: .quiet, event: .clipFailed, effect: .none, after: .quiet, playing: nil),
         Row(phase: .quiet, event: .interrupted, effect: .none, after: .quiet, playing: nil),
         // A second one waits; the point to come back to stays the first one's.
-        Row(phase: .announcing, event: .announce(third, returnPoint: later), effect: .queued(position: 1),
+        Row(
+            phase: .announcing, event: .announce(third, returnPoint: later), effect: .queued(position: 1),
             after: .announcingWithMoreWaiting, playing: chime),
         Row(phase: .announcing, event: .clipEnded, effect: .resume(point), after: .quiet, playing: nil),
         Row(phase: .announcing, event: .clipFailed, effect: .resume(point), after: .quiet, playing: nil),
         Row(phase: .announcing, event: .interrupted, effect: .abandon(point), after: .quiet, playing: nil),
-        Row(phase: .announcingWithMoreWaiting, event: .announce(third, returnPoint: later), effect: .queued(position: 2),
+        Row(
+            phase: .announcingWithMoreWaiting, event: .announce(third, returnPoint: later), effect: .queued(position: 2),
             after: .announcingWithMoreWaiting, playing: chime),
         Row(phase: .announcingWithMoreWaiting, event: .clipEnded, effect: .play(speech), after: .announcing, playing: speech),
         Row(phase: .announcingWithMoreWaiting, event: .clipFailed, effect: .play(speech), after: .announcing, playing: speech),
         Row(phase: .announcingWithMoreWaiting, event: .interrupted, effect: .abandon(point), after: .quiet, playing: nil),
         // Ducking: the music plays on under the clips; nothing to come back to, the level comes back.
         // One that joins the run ducks too, whatever it asked.
-        Row(phase: .ducking, event: .announce(third, returnPoint: later), effect: .queued(position: 1),
+        Row(
+            phase: .ducking, event: .announce(third, returnPoint: later), effect: .queued(position: 1),
             after: .duckingWithMoreWaiting, playing: doorbell),
         Row(phase: .ducking, event: .clipEnded, effect: .unduck, after: .quiet, playing: nil),
         Row(phase: .ducking, event: .clipFailed, effect: .unduck, after: .quiet, playing: nil),
         Row(phase: .ducking, event: .interrupted, effect: .abandonDucked, after: .quiet, playing: nil),
-        Row(phase: .duckingWithMoreWaiting, event: .announce(third, returnPoint: later), effect: .queued(position: 2),
+        Row(
+            phase: .duckingWithMoreWaiting, event: .announce(third, returnPoint: later), effect: .queued(position: 2),
             after: .duckingWithMoreWaiting, playing: doorbell),
         Row(phase: .duckingWithMoreWaiting, event: .clipEnded, effect: .play(speech), after: .ducking, playing: speech),
         Row(phase: .duckingWithMoreWaiting, event: .clipFailed, effect: .play(speech), after: .ducking, playing: speech),
@@ -128,7 +132,9 @@ struct AnnouncementOverlayTests {
 
     @Test func noMoreThanSixteenWait() {
         var overlay = Self.overlay(.announcing)
-        for n in 1...Overlay.maximumWaiting { #expect(overlay.handle(.announce(Self.third, returnPoint: Self.later)) == .queued(position: n)) }
+        for n in 1...Overlay.maximumWaiting {
+            #expect(overlay.handle(.announce(Self.third, returnPoint: Self.later)) == .queued(position: n))
+        }
         #expect(overlay.handle(.announce(Self.third, returnPoint: Self.later)) == .refused)
         #expect(overlay.waiting.count == Overlay.maximumWaiting)
     }

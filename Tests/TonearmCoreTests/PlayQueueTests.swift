@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TonearmCore
 
 private func song(_ name: String) -> (url: URL, title: String?) {
@@ -173,24 +174,41 @@ struct PlayQueueEditingTests {
             #expect(q.version == v + by, comment)
             v = q.version
         }
-        try q.add(songs(3)); expectBump(1, "add")
-        try q.add([]); expectBump(0, "add nothing")
-        try q.move(id: 0, to: 2); expectBump(1, "move")
-        try q.move(id: 0, to: 2); expectBump(0, "move in place")
-        try q.setCurrent(0); expectBump(1, "setCurrent")
-        try q.setCurrent(0); expectBump(0, "setCurrent same")
-        q.setOptions(QueueOptions(repeat: true), randomSeed: 1); expectBump(1, "options")
-        q.setOptions(QueueOptions(repeat: true), randomSeed: 2); expectBump(0, "same options")
-        q.setOptions(QueueOptions(repeat: true, random: true), randomSeed: 3); expectBump(1, "random on")
-        try q.advance(from: nil, to: 0); expectBump(0, "advance to current")
-        try q.advance(from: 0, to: 1); expectBump(1, "advance")
-        q.setOptions(QueueOptions(consume: true), randomSeed: 0); expectBump(1, "consume")
-        try q.advance(from: 1, to: 2); expectBump(1, "advance with consume: one bump for both changes")
-        try q.remove(ids: []); expectBump(0, "remove nothing")
-        try? q.remove(ids: [99]); expectBump(0, "failed remove")
-        try q.remove(ids: [0, 2]); expectBump(1, "remove (current too)")
+        try q.add(songs(3))
+        expectBump(1, "add")
+        try q.add([])
+        expectBump(0, "add nothing")
+        try q.move(id: 0, to: 2)
+        expectBump(1, "move")
+        try q.move(id: 0, to: 2)
+        expectBump(0, "move in place")
+        try q.setCurrent(0)
+        expectBump(1, "setCurrent")
+        try q.setCurrent(0)
+        expectBump(0, "setCurrent same")
+        q.setOptions(QueueOptions(repeat: true), randomSeed: 1)
+        expectBump(1, "options")
+        q.setOptions(QueueOptions(repeat: true), randomSeed: 2)
+        expectBump(0, "same options")
+        q.setOptions(QueueOptions(repeat: true, random: true), randomSeed: 3)
+        expectBump(1, "random on")
+        try q.advance(from: nil, to: 0)
+        expectBump(0, "advance to current")
+        try q.advance(from: 0, to: 1)
+        expectBump(1, "advance")
+        q.setOptions(QueueOptions(consume: true), randomSeed: 0)
+        expectBump(1, "consume")
+        try q.advance(from: 1, to: 2)
+        expectBump(1, "advance with consume: one bump for both changes")
+        try q.remove(ids: [])
+        expectBump(0, "remove nothing")
+        try? q.remove(ids: [99])
+        expectBump(0, "failed remove")
+        try q.remove(ids: [0, 2])
+        expectBump(1, "remove (current too)")
         #expect(q.items.isEmpty && q.currentID == nil)
-        q.clear(); expectBump(0, "clear empty")
+        q.clear()
+        expectBump(0, "clear empty")
     }
 
     @Test func optionsRoundTrip() {
@@ -475,9 +493,11 @@ struct PlayQueueCodableTests {
             case 3: try? q.move(id: someID(), to: gen.below(q.items.count + 2) - 1)
             case 4: if gen.below(20) == 0 { q.clear() }
             case 5:
-                q.setOptions(QueueOptions(repeat: gen.below(2) == 0, single: gen.below(2) == 0,
-                                          consume: gen.below(2) == 0, random: gen.below(2) == 0),
-                             randomSeed: gen.next())
+                q.setOptions(
+                    QueueOptions(
+                        repeat: gen.below(2) == 0, single: gen.below(2) == 0,
+                        consume: gen.below(2) == 0, random: gen.below(2) == 0),
+                    randomSeed: gen.next())
             case 6: try? q.setCurrent(gen.below(4) == 0 ? nil : someID())
             case 7: try? q.advance(from: q.currentID, to: q.currentID.flatMap { q.next(after: $0) } ?? someID())
             case 8: try? q.advance(from: gen.below(2) == 0 ? nil : someID(), to: someID())

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TonearmCore
 
 private let dir = URL(fileURLWithPath: "/music/album", isDirectory: true)
@@ -47,16 +48,18 @@ struct PlaylistKindTests {
 @Suite("PlaylistFile: M3U")
 struct PlaylistM3UTests {
     @Test func plainPathsInOrder() throws {
-        let entries = try m3u("""
+        let entries = try m3u(
+            """
             /abs/one.flac
             two.flac
             sub dir/a b.flac
             """)
-        #expect(entries == [
-            PlaylistEntry(url: file("/abs/one.flac")),
-            PlaylistEntry(url: file("/music/album/two.flac")),
-            PlaylistEntry(url: file("/music/album/sub dir/a b.flac")),
-        ])
+        #expect(
+            entries == [
+                PlaylistEntry(url: file("/abs/one.flac")),
+                PlaylistEntry(url: file("/music/album/two.flac")),
+                PlaylistEntry(url: file("/music/album/sub dir/a b.flac")),
+            ])
     }
 
     @Test func relativeParentIsResolved() throws {
@@ -65,7 +68,8 @@ struct PlaylistM3UTests {
     }
 
     @Test func urlsAreKept() throws {
-        let entries = try m3u("""
+        let entries = try m3u(
+            """
             http://radio.example/stream
             https://radio.example/a b.mp3?x=1
             sftp://host/music/c.ogg
@@ -88,7 +92,8 @@ struct PlaylistM3UTests {
     }
 
     @Test func extinfTitlesTheNextEntryOnly() throws {
-        let entries = try m3u("""
+        let entries = try m3u(
+            """
             #EXTM3U
             #EXTINF:123,Artist - Title, with commas, too
             a.flac
@@ -106,19 +111,21 @@ struct PlaylistM3UTests {
             f.flac
             #EXTINF:9,dangling at the end
             """)
-        #expect(entries.map(\.title) == [
-            "Artist - Title, with commas, too", nil, "Radio", "lower case", nil, nil, "Channel, One",
-        ])
+        #expect(
+            entries.map(\.title) == [
+                "Artist - Title, with commas, too", nil, "Radio", "lower case", nil, nil, "Channel, One",
+            ])
         #expect(entries.map(\.url.lastPathComponent) == ["a.flac", "b.flac", "live", "c.flac", "d.flac", "e.flac", "f.flac"])
     }
 
     @Test func blankLinesCommentsCRLFAndBOM() throws {
         let text = "\u{FEFF}#EXTM3U\r\n\r\n#EXTINF:1,One\r\n  a.flac  \r\n\r\n# skip\r\nb.flac\r\n"
         let entries = try m3u(text)
-        #expect(entries == [
-            PlaylistEntry(url: file("/music/album/a.flac"), title: "One"),
-            PlaylistEntry(url: file("/music/album/b.flac")),
-        ])
+        #expect(
+            entries == [
+                PlaylistEntry(url: file("/music/album/a.flac"), title: "One"),
+                PlaylistEntry(url: file("/music/album/b.flac")),
+            ])
     }
 
     @Test func bomBeforeAPlainEntryAndBareCR() throws {
@@ -149,7 +156,8 @@ struct PlaylistM3UTests {
 @Suite("PlaylistFile: PLS")
 struct PlaylistPLSTests {
     @Test func entriesOrderedByNumberWithTitles() throws {
-        let entries = try pls("""
+        let entries = try pls(
+            """
             [playlist]
             NumberOfEntries=4
             File3=c.flac
@@ -162,12 +170,13 @@ struct PlaylistPLSTests {
             Title7=no file for this one
             Version=2
             """)
-        #expect(entries == [
-            PlaylistEntry(url: file("/abs/a.flac"), title: "First, with comma"),
-            PlaylistEntry(url: file("/music/album/b.flac")),
-            PlaylistEntry(url: file("/music/album/c.flac"), title: "Third"),
-            PlaylistEntry(url: try #require(URL(string: "http://radio.example/ten"))),
-        ])
+        #expect(
+            entries == [
+                PlaylistEntry(url: file("/abs/a.flac"), title: "First, with comma"),
+                PlaylistEntry(url: file("/music/album/b.flac")),
+                PlaylistEntry(url: file("/music/album/c.flac"), title: "Third"),
+                PlaylistEntry(url: try #require(URL(string: "http://radio.example/ten"))),
+            ])
     }
 
     @Test func headerIsCaseInsensitiveAndCommentsAreSkipped() throws {

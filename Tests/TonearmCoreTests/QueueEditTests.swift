@@ -20,8 +20,12 @@ struct QueueEditTests {
         ("move", .move(id: 5, to: 0)),
         ("shuffle", .shuffle(range: 1..<5, seed: 0xDEAD_BEEF_F00D_CAFE)),
         ("clear", .clear),
-        ("setOptions", .setOptions(options: QueueOptions(repeat: true, single: true, consume: false, random: false, oneshot: true),
-                                   randomSeed: UInt64.max)),
+        (
+            "setOptions",
+            .setOptions(
+                options: QueueOptions(repeat: true, single: true, consume: false, random: false, oneshot: true),
+                randomSeed: UInt64.max)
+        ),
         ("setCurrent", .setCurrent(id: 4)),
         ("advance", .advance(from: 2, to: 3)),
         ("finish", .finish(id: 2)),

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import TonearmCore
 import TonearmSync
+
+@testable import TonearmCore
 
 private let a = URL(fileURLWithPath: "/music/a.flac")
 private let b = URL(fileURLWithPath: "/music/b.flac")
@@ -10,7 +11,12 @@ private let b = URL(fileURLWithPath: "/music/b.flac")
 /// A clock that advances one second each time it is read.
 private final class SteppingClock: Sendable {
     private let seconds = Locked<Double>(0)
-    func now() -> Date { seconds.withLock { $0 += 1; return Date(timeIntervalSince1970: $0) } }
+    func now() -> Date {
+        seconds.withLock {
+            $0 += 1
+            return Date(timeIntervalSince1970: $0)
+        }
+    }
 }
 
 @Suite("State machine behaviour", .timeLimit(.minutes(1)))
@@ -28,8 +34,10 @@ struct StateMachineBehaviourTests {
     }
 
     @Test func loadSwitchesTracksMidPlay() {
-        for start: PlaybackState in [.playing, .paused, .buffering(previousState: .playing),
-                                     .seeking(to: 3, previousState: .paused), .ended, .loading(a)] {
+        for start: PlaybackState in [
+            .playing, .paused, .buffering(previousState: .playing),
+            .seeking(to: 3, previousState: .paused), .ended, .loading(a),
+        ] {
             #expect(PlaybackTransitionTable.nextState(for: .load(b), from: start) == .loading(b))
         }
     }

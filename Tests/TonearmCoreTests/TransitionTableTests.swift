@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TonearmCore
 
 /// Every state × every action against an explicit table. The table below is written out by
@@ -102,12 +103,17 @@ extension A {
 }
 
 /// Expected results. Short names: "-" rejected, "=" accepted without change, otherwise the next state.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private let L = PlaybackState.loading(otherURL)
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private let F = PlaybackState.failed(fatal)
 private let seekP = PlaybackState.seeking(to: 30, previousState: .playing)
 private let seekPa = PlaybackState.seeking(to: 30, previousState: .paused)
 
-enum R: Equatable, CustomStringConvertible { case rejected, unchanged, to(PlaybackState) }
+enum R: Equatable, CustomStringConvertible {
+    case rejected, unchanged
+    case to(PlaybackState)
+}
 
 private func expected(_ s: S, _ a: A) -> R {
     // Common to every state.

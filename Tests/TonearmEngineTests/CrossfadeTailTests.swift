@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmMedia
+
 @testable import TonearmEngine
 
 /// The decoder's kept-back tail: a ring that hands on its oldest frames and keeps the newest,

@@ -50,7 +50,8 @@ struct EngineObservationTests {
                 lastEvent = event
             case .playState(let change):
                 // Delivered right after the event that carried it, and about the item it names.
-                #expect(change.event != nil && change.event == lastEvent, "\(change.newValue) came with \(String(describing: change.event))")
+                #expect(
+                    change.event != nil && change.event == lastEvent, "\(change.newValue) came with \(String(describing: change.event))")
                 #expect(change.itemID == item.id)
                 if case .timeControlChanged(let id, let status) = change.event {
                     #expect(id == item.id && status == change.newValue)
@@ -65,8 +66,9 @@ struct EngineObservationTests {
             }
         }
         #expect(playStates == [.playing, .paused], "\(playStates)")
-        #expect(statusEvents.first == .ready(itemID: item.id) || statusEvents.first == .timeControlChanged(itemID: item.id, .paused),
-                "readiness arrives with the item's first event after it: \(statusEvents)")
+        #expect(
+            statusEvents.first == .ready(itemID: item.id) || statusEvents.first == .timeControlChanged(itemID: item.id, .paused),
+            "readiness arrives with the item's first event after it: \(statusEvents)")
     }
 
     /// Nothing is delivered without an event: a change waits for the next one.

@@ -7,7 +7,8 @@ import TonearmTestSupport
 @Suite("Engine plays real files through ALSA", .serialized, .timeLimit(.minutes(1)))
 struct EnginePlaybackTests {
     private func play(_ fixture: String, config: (String) -> OutputConfiguration = { OutputConfiguration(device: $0) })
-        async throws -> (pcm: Data, info: MediaInfo?, recorder: EngineRecorder, dir: TemporaryDirectory) {
+        async throws -> (pcm: Data, info: MediaInfo?, recorder: EngineRecorder, dir: TemporaryDirectory)
+    {
         let dir = try TemporaryDirectory()
         let engine = PlayerEngine(configuration: config(dir.fileDevice("out.raw")))
         let recorder = EngineRecorder(engine)
@@ -43,15 +44,21 @@ struct EnginePlaybackTests {
         var url = Fixtures.url(fixture)
         if fixture == "mono8k.mp3" {
             url = URL(fileURLWithPath: media.path(fixture))
-            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=2:sample_rate=8000",
-                                                       "-ac", "1", "-c:a", "libmp3lame", url.path], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=2:sample_rate=8000",
+                    "-ac", "1", "-c:a", "libmp3lame", url.path,
+                ], timeout: 60)
             try #require(made.status == 0, "ffmpeg: \(made.output)")
         }
         func capture(release: Double?) async throws -> Data {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw"), sampleRate: 48000,
-                                                                         sampleType: .s16, releaseAfterSeconds: release))
+            let engine = PlayerEngine(
+                configuration: OutputConfiguration(
+                    device: dir.fileDevice("out.raw"), sampleRate: 48000,
+                    sampleType: .s16, releaseAfterSeconds: release))
             let recorder = EngineRecorder(engine)
             engine.load(url: url)
             #expect(await eventually { engine.status == .readyToPlay })
@@ -147,8 +154,10 @@ struct EnginePlaybackTests {
         #expect(peak > 0.05 && peak <= 1.0, "a real, unclipped signal: peak \(peak)")
     }
 
-    @Test(arguments: [("missing.flac", EngineFailure.Kind.fileNotFound), ("empty.wav", .unsupportedFormat),
-                      ("notmedia.mp3", .unsupportedFormat), ("headeronly.wav", .unsupportedFormat)])
+    @Test(arguments: [
+        ("missing.flac", EngineFailure.Kind.fileNotFound), ("empty.wav", .unsupportedFormat),
+        ("notmedia.mp3", .unsupportedFormat), ("headeronly.wav", .unsupportedFormat),
+    ])
     func brokenFilesFailWithAReason(_ fixture: String, _ kind: EngineFailure.Kind) async throws {
         let engine = PlayerEngine(configuration: OutputConfiguration(device: "null"))
         let recorder = EngineRecorder(engine)
@@ -173,7 +182,8 @@ struct EnginePlaybackTests {
 struct EngineGainTests {
     /// Plays `fixture` to its end into a `file` device with the gain settings given; returns the PCM as samples.
     private func capture(_ fixture: String, volume: Double = 1, replayGain: ReplayGainSettings = ReplayGainSettings())
-        async throws -> [Int16] {
+        async throws -> [Int16]
+    {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let engine = PlayerEngine(configuration: OutputConfiguration(device: dir.fileDevice("out.raw")))
@@ -224,7 +234,11 @@ struct EngineGainTests {
         // −3 + 10 = +7 dB would take a 0.9 peak past full scale; the gain stops at −20·log10(0.9).
         #expect(abs(settings.gain(tags: tags, loudness: nil, prefersAlbum: false).decibels - (-20 * log10(0.9))) < 1e-9)
         #expect(ReplayGainSettings(mode: .off).gain(tags: tags, loudness: nil, prefersAlbum: true).decibels == 0)
-        #expect(ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: true).decibels == -2)
-        #expect(ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: false).decibels == -1)
+        #expect(
+            ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: true)
+                .decibels == -2)
+        #expect(
+            ReplayGainSettings(mode: .auto).gain(tags: ReplayGainInfo(trackGain: -1, albumGain: -2), loudness: nil, prefersAlbum: false)
+                .decibels == -1)
     }
 }

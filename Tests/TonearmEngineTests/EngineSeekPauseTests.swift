@@ -22,8 +22,9 @@ struct EngineSeekPauseTests {
         let pcm = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
         let reference = try Fixtures.wavPCM("tone.wav")
         let firstSample = Int((target * 44100).rounded())
-        #expect(pcm == reference.subdata(in: firstSample * 4..<reference.count),
-                "first sample after seek(\(target)) must be sample \(firstSample)")
+        #expect(
+            pcm == reference.subdata(in: firstSample * 4..<reference.count),
+            "first sample after seek(\(target)) must be sample \(firstSample)")
     }
 
     /// A pause: prompt, the position holds, and play goes on from there losing or repeating no
@@ -64,7 +65,8 @@ struct EngineSeekPauseTests {
             #expect(pcm == reference, "pause and resume change no sample")
             return
         }
-        let heard = samples(pcm), source = samples(reference)
+        let heard = samples(pcm)
+        let source = samples(reference)
         let pause = Int((pausedAt * 44_100).rounded())
         let check = PauseFadeCheck(capture: heard, source: source, pauseFrame: pause, rate: 44_100, channels: 2)
         #expect(check.holds, "\(check)")
@@ -90,8 +92,9 @@ struct EngineSeekPauseTests {
         try await Task.sleep(for: .milliseconds(400))
         #expect(engine.timeControlStatus == .paused)
         let stands = engine.heard
-        #expect(stands.itemID == answered.itemID && abs(stands.seconds - answered.seconds) < 1.0 / 44_100,
-                "answered \(answered.seconds) s, stands at \(stands.seconds) s")
+        #expect(
+            stands.itemID == answered.itemID && abs(stands.seconds - answered.seconds) < 1.0 / 44_100,
+            "answered \(answered.seconds) s, stands at \(stands.seconds) s")
         engine.shutdown()
         await engine.waitUntilShutDown()
     }

@@ -16,7 +16,7 @@ final class EngineRecorder: Sendable {
     init(_ engine: PlayerEngine) {
         let log = self.log
         tokens = [
-            engine.observeEvents { _, event in log.events.withLock { $0.append(event) } },
+            engine.observeEvents { _, event in log.events.withLock { $0.append(event) } }
         ]
     }
 
@@ -63,8 +63,10 @@ extension PlayerEngine {
 }
 
 /// An engine on `device` with a recorder, `fixture` loaded and ready.
-func readyEngine(_ fixture: String, device: String,
-                 sourceLocation: SourceLocation = #_sourceLocation) async -> (PlayerEngine, EngineRecorder) {
+func readyEngine(
+    _ fixture: String, device: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> (PlayerEngine, EngineRecorder) {
     let engine = PlayerEngine(configuration: OutputConfiguration(device: device))
     let recorder = EngineRecorder(engine)
     engine.load(url: Fixtures.url(fixture))

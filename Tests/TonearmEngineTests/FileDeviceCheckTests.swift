@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TonearmEngine
 import TonearmTestSupport
+
+@testable import TonearmEngine
 
 @Suite("A file: device's path and what is wrong with it")
 struct FileDeviceCheckTests {

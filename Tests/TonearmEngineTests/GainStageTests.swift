@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmMedia
+
 @testable import TonearmEngine
 
 /// The output's gain stage: bit-perfect at unity, the volume's short ramp, and the slow fade the
@@ -34,7 +35,8 @@ struct GainStageTests {
         let out = run(&stage, frames: 500)
         for frame in 0..<500 {
             let expected = frame < 400 ? (10_000 * (1 - Double(frame + 1) / 400)).rounded() : 0
-            #expect(abs(Double(out[frame * 2]) - expected) <= 1 && out[frame * 2] == out[frame * 2 + 1], "frame \(frame): \(out[frame * 2])")
+            #expect(
+                abs(Double(out[frame * 2]) - expected) <= 1 && out[frame * 2] == out[frame * 2 + 1], "frame \(frame): \(out[frame * 2])")
         }
         #expect(stage.fadeLevel == 0)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TonearmMedia
 import TonearmTestSupport
+
 @testable import TonearmEngine
 
 /// EBU R128 measured by libebur128 on signals made here: EBU Tech 3341's sine tests, whose
@@ -9,17 +10,27 @@ import TonearmTestSupport
 @Suite("Loudness is measured as EBU R128 says", .timeLimit(.minutes(2)))
 struct LoudnessTests {
     /// A 32-bit float WAV of `channels` channels, each sample `sample(frame, channel)`.
-    static func writeWAV(_ path: String, rate: Int = 48000, channels: Int = 2, seconds: Double,
-                         _ sample: (Int, Int) -> Float) throws {
+    static func writeWAV(
+        _ path: String, rate: Int = 48000, channels: Int = 2, seconds: Double,
+        _ sample: (Int, Int) -> Float
+    ) throws {
         let frames = Int(Double(rate) * seconds)
         var data = Data()
         func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
         func u16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
         let bytes = frames * channels * 4
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + bytes)
-        data.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16); u16(3); u16(channels); u32(rate); u32(rate * channels * 4)
-        u16(channels * 4); u16(32)
-        data.append(contentsOf: Array("data".utf8)); u32(bytes)
+        data.append(contentsOf: Array("RIFF".utf8))
+        u32(36 + bytes)
+        data.append(contentsOf: Array("WAVEfmt ".utf8))
+        u32(16)
+        u16(3)
+        u16(channels)
+        u32(rate)
+        u32(rate * channels * 4)
+        u16(channels * 4)
+        u16(32)
+        data.append(contentsOf: Array("data".utf8))
+        u32(bytes)
         var samples = [Float](repeating: 0, count: frames * channels)
         for frame in 0..<frames { for channel in 0..<channels { samples[frame * channels + channel] = sample(frame, channel) } }
         samples.withUnsafeBytes { data.append(contentsOf: $0) }
@@ -51,8 +62,12 @@ struct LoudnessTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.path("pink.flac")
-        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.3:duration=12:seed=7",
-                                                   "-ar", "44100", "-ac", "2", path], timeout: 60)
+        let made = try runTool(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.3:duration=12:seed=7",
+                "-ar", "44100", "-ac", "2", path,
+            ], timeout: 60)
         try #require(made.status == 0, "\(made.output)")
         let ffmpeg = try FFmpegLoudness(file: path)
         let (reference, peak) = (ffmpeg.integrated, ffmpeg.truePeak)

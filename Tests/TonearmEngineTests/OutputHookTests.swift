@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TonearmEngine
 
 /// `output.on_open`/`on_close` commands: run without a shell, their exit told apart, a hanging
@@ -21,13 +22,15 @@ struct OutputHookTests {
     @Test func aMissingProgramCannotStart() {
         let run = OutputHookRunner.run(.onOpen, ["/nonexistent/amp", "on"], timeout: 5)
         #expect(run.outcome == .couldNotStart("No such file or directory"))
-        #expect(run.summary == "output.on_open `/nonexistent/amp on` could not start: No such file or directory after "
+        #expect(
+            run.summary == "output.on_open `/nonexistent/amp on` could not start: No such file or directory after "
                 + String(format: "%.3f s", run.seconds))
     }
 
     /// A hanging hook and the child it started are both killed at the timeout.
     @Test func aHangingHookIsKilledWithItsChildren() throws {
-        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            .path
         defer { try? FileManager.default.removeItem(atPath: marker) }
         let started = Date()
         let run = OutputHookRunner.run(.onClose, ["/bin/sh", "-c", "(sleep 1; touch '\(marker)') & sleep 30"], timeout: 0.3)
@@ -44,7 +47,8 @@ struct OutputHookTests {
         let leaky = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // no close-on-exec, as NIO's
         try #require(leaky >= 0)
         defer { close(leaky) }
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("hook-fds-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("hook-fds-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            .path
         defer { try? FileManager.default.removeItem(atPath: out) }
         // `exec`: the shell keeps nothing of its own; ls's one other descriptor is the directory it reads (3).
         let run = OutputHookRunner.run(.onOpen, ["/bin/sh", "-c", "exec ls /proc/self/fd > \"$0\"", out], timeout: 5)
@@ -56,7 +60,9 @@ struct OutputHookTests {
     /// killed with what it started at once, not at its timeout; one stopped before it started
     /// never starts.
     @Test func aStoppedHookEndsAtOnceWithItsChildren() throws {
-        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("hook-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hook-stop-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: marker) }
         let stop = HookStop()
         // Its own thread, not a shared queue: a loaded machine (a sanitizer's run) must not delay it.

@@ -1,5 +1,6 @@
 import Testing
 import TonearmMedia
+
 @testable import TonearmEngine
 
 /// The ring a clip over the music passes through: what goes in comes out in order across the

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TonearmEngine
 
 /// The clock that says which frame is heard, fed as a paced output feeds it.

@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 import TonearmProtocol
+
 @testable import TonearmFrontEnd
 
 /// The request path (`LineDecoder` and `OrderedRequestHandler`) on NIO's `EmbeddedChannel`, with
@@ -67,7 +68,8 @@ struct RequestPathTests {
         let session: EchoSession
         init(_ session: EchoSession) { self.session = session }
         var interface: ChangeDurability {
-            ChangeDurability(recorded: { [self] in session.changes }, whenDurable: { [self] sequence, then in pending.append((sequence, then)) })
+            ChangeDurability(
+                recorded: { [self] in session.changes }, whenDurable: { [self] sequence, then in pending.append((sequence, then)) })
         }
         func grantAll() {
             let granted = pending

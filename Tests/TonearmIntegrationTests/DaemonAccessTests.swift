@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -20,8 +21,9 @@ extension DaemonTests {
         /// Runs the built tonearmctl as `uid` (group `uid`, no other groups) against `socket`.
         private func tonearmctl(as uid: Int, _ socket: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
             let client = (DaemonProcess.binary() as NSString).deletingLastPathComponent + "/tonearmctl"
-            return try runTool("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", client] + arguments,
-                               environment: ["TONEARM_SOCKET": socket, "PATH": "/usr/bin:/bin"])
+            return try runTool(
+                "/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", client] + arguments,
+                environment: ["TONEARM_SOCKET": socket, "PATH": "/usr/bin:/bin"])
         }
 
         @Test func theSocketGetsItsModeAndGroup() throws {
@@ -38,7 +40,9 @@ extension DaemonTests {
         @Test func peersAreLetInByTheAccessLists() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let running = try daemon(dir, """
+            let running = try daemon(
+                dir,
+                """
                 [control]
                 socket_mode = "0666"
                 allow_uids = [65533]
@@ -105,8 +109,9 @@ extension DaemonTests {
             #expect(try client.call("load", ["url": root + "/../music/in.wav"]).stateName == "ready")
             for outside in [dir.path("out.wav"), root + "/escape.wav", root + "/../out.wav", "/etc/passwd"] {
                 let answer = try client.call("load", ["url": outside])
-                #expect(answer.errorCode == -32001 && answer.errorData?["kind"] as? String == "permission_denied",
-                        "\(outside): \(answer)")
+                #expect(
+                    answer.errorCode == -32001 && answer.errorData?["kind"] as? String == "permission_denied",
+                    "\(outside): \(answer)")
                 #expect(answer.errorMessage?.contains("input.roots") == true)
             }
             for playlist in [root + "/mixed.m3u", dir.path("outside.m3u")] {

@@ -33,10 +33,15 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let path = capture.dir.path("sine.wav")
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(Self.rate)",
-                                                       "-t", "10", "-ac", "2", "-c:a", "pcm_s16le", path], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(Self.rate)",
+                    "-t", "10", "-ac", "2", "-c:a", "pcm_s16le", path,
+                ], timeout: 60)
             try #require(made.status == 0, "\(made.output)")
-            let raw = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
+            let raw = try runTool(
+                "/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
             try #require(raw.status == 0, "\(raw.output)")
             let source = DaemonSleepTests.samples(try Data(contentsOf: URL(fileURLWithPath: path + ".raw")))
             let zone = "America/New_York"
@@ -81,10 +86,17 @@ extension DaemonTests {
             let first = try DaemonProcess(arguments: ["--device", "null"], environment: environment)
             let client = try first.connect()
             let due = Self.soon(2)
-            let soon = try #require(client.call("alarms.add", ["time": Self.clockTime(due, "UTC"), "queue": true])
-                .result?["alarm"] as? [String: Any])
-            let weekly = try #require(client.call("alarms.add", ["time": "07:30", "days": ["mon", "fri"], "url": Fixtures.path("tone.wav"),
-                                                                  "volume": 40, "fade_in_s": 30]).result?["alarm"] as? [String: Any])
+            let soon = try #require(
+                client.call("alarms.add", ["time": Self.clockTime(due, "UTC"), "queue": true])
+                    .result?["alarm"] as? [String: Any])
+            let weekly = try #require(
+                client.call(
+                    "alarms.add",
+                    [
+                        "time": "07:30", "days": ["mon", "fri"], "url": Fixtures.path("tone.wav"),
+                        "volume": 40, "fade_in_s": 30,
+                    ]
+                ).result?["alarm"] as? [String: Any])
             kill(first.process.processIdentifier, SIGKILL)
             first.process.waitUntilExit()
             while Date() < due.addingTimeInterval(1) { usleep(100_000) }
@@ -93,7 +105,8 @@ extension DaemonTests {
             let again = try second.connect()
             let listed = try #require(again.call("alarms.list").result?["alarms"] as? [[String: Any]])
             #expect(listed.map { $0["id"] as? Int } == [soon["id"] as? Int, weekly["id"] as? Int], "\(listed)")
-            #expect(listed.last?["days"] as? [String] == ["mon", "fri"] && listed.last?["volume"] as? Int == 40
+            #expect(
+                listed.last?["days"] as? [String] == ["mon", "fri"] && listed.last?["volume"] as? Int == 40
                     && listed.last?["fade_in_s"] as? Double == 30 && listed.last?["time"] as? String == "07:30")
             let next = try #require(Self.moment(listed.first?["next_at"]))
             #expect(abs(next.timeIntervalSince(due) - 86_400) < 1, "set for tomorrow: \(listed)")
@@ -101,7 +114,8 @@ extension DaemonTests {
             #expect(try again.call("status").result?.name == "idle", "nothing played late")
             #expect(second.log.contains("alarm missed"), "\(second.log)")
             // Removed, and a new one gets a new id.
-            #expect((try again.call("alarms.remove", ["id": soon["id"] as? Int ?? 0]).result?["alarm"] as? [String: Any])?["id"] as? Int
+            #expect(
+                (try again.call("alarms.remove", ["id": soon["id"] as? Int ?? 0]).result?["alarm"] as? [String: Any])?["id"] as? Int
                     == soon["id"] as? Int)
             let third = try again.call("alarms.add", ["time": "08:00", "queue": true]).result?["alarm"] as? [String: Any]
             #expect((third?["id"] as? Int ?? 0) > (weekly["id"] as? Int ?? 0))
@@ -131,7 +145,8 @@ extension DaemonTests {
             for task in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
                 guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else { continue }
                 if Sanitizer.active != nil, task != "\(pid)", status.hasPrefix("Name:\ttonearmd\n") { continue }
-                var name = task, total = 0
+                var name = task
+                var total = 0
                 for line in status.split(separator: "\n") {
                     if line.hasPrefix("Name:") { name = line.dropFirst(5).trimmingCharacters(in: .whitespaces) + "/" + task }
                     if line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
@@ -146,11 +161,13 @@ extension DaemonTests {
         @Test func badAlarmsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
-            let bad: [[String: Any]] = [[:], ["time": "25:00", "queue": true], ["time": "7:30", "queue": true],
-                                        ["time": "07:30"], ["time": "07:30", "queue": true, "url": Fixtures.path("tone.wav")],
-                                        ["time": "07:30", "queue": true, "days": ["funday"]], ["time": "07:30", "queue": true, "volume": 101],
-                                        ["time": "07:30", "queue": true, "fade_in_s": 601],
-                                        ["time": "07:30", "queue": true, "snooze": 5]]
+            let bad: [[String: Any]] = [
+                [:], ["time": "25:00", "queue": true], ["time": "7:30", "queue": true],
+                ["time": "07:30"], ["time": "07:30", "queue": true, "url": Fixtures.path("tone.wav")],
+                ["time": "07:30", "queue": true, "days": ["funday"]], ["time": "07:30", "queue": true, "volume": 101],
+                ["time": "07:30", "queue": true, "fade_in_s": 601],
+                ["time": "07:30", "queue": true, "snooze": 5],
+            ]
             for params in bad {
                 let answer = try client.call("alarms.add", params)
                 #expect(answer.errorCode == -32602 && answer.errorMessage?.isEmpty == false, "\(params): \(answer)")

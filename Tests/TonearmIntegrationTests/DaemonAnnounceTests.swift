@@ -24,13 +24,19 @@ extension DaemonTests {
         /// A stereo file made by FFmpeg from a lavfi source (16-bit PCM unless the name says
         /// otherwise), and its PCM as FFmpeg decodes it.
         static func make(_ dir: TemporaryDirectory, _ name: String, _ source: String, rate: Int, seconds: Double) throws
-            -> (String, [Int16]) {
+            -> (String, [Int16])
+        {
             let path = dir.path(name)
             let codec = name.hasSuffix(".wav") ? ["-c:a", "pcm_s16le"] : []
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
-                                                       "-ar", "\(rate)", "-ac", "2"] + codec + [path], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
+                    "-ar", "\(rate)", "-ac", "2",
+                ] + codec + [path], timeout: 60)
             try #require(made.status == 0, "\(made.output)")
-            let raw = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
+            let raw = try runTool(
+                "/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
             try #require(raw.status == 0, "\(raw.output)")
             return (path, DaemonSleepTests.samples(try Data(contentsOf: URL(fileURLWithPath: path + ".raw"))))
         }
@@ -54,8 +60,10 @@ extension DaemonTests {
         }
 
         private func start(_ capture: Capture, speed: Double = 2, environment: [String: String] = [:]) throws
-            -> (DaemonProcess, LineClient) {
-            let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "\(speed)"], environment: environment)
+            -> (DaemonProcess, LineClient)
+        {
+            let daemon = try DaemonProcess(
+                arguments: ["--device", capture.device, "--pace", "--speed", "\(speed)"], environment: environment)
             return (daemon, try daemon.connect())
         }
 
@@ -77,7 +85,8 @@ extension DaemonTests {
             let back = Array(pcm[at..<min(pcm.count, at + 2000)])
             try #require(back.count == 2000, "music after the clips")
             let lower = max(0, (Int(position * Double(Self.rate)) - Self.rate) * 2)
-            let resumed = try #require(Self.find(back[...], in: media.musicPCM, from: lower), "the music came back from a point of the file")
+            let resumed = try #require(
+                Self.find(back[...], in: media.musicPCM, from: lower), "the music came back from a point of the file")
             let difference = abs(Double(resumed / 2) / Double(Self.rate) - position)
             #expect(difference <= 0.05, "came back at \(Double(resumed / 2) / Double(Self.rate)) s, it stood at \(position) s")
             let rest = min(pcm.count - at, media.musicPCM.count - resumed)
@@ -154,7 +163,9 @@ extension DaemonTests {
             #expect(try client.call("announce", ["url": media.chime]).result?["place"] as? Int == 0)
             let after = try waitUntilDone(client)
             #expect(after.name == "playing" && after["current"] as? Int == id, "\(after)")
-            let back = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) { $0.name == "playing" && ($0["buffer"] as? Double ?? 0) > 0 }
+            let back = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) {
+                $0.name == "playing" && ($0["buffer"] as? Double ?? 0) > 0
+            }
             #expect(((back["media"] as? [String: Any])?["live"] as? Bool) == true, "\(back)")
             #expect(server.requests.filter { $0.path == "/radio" }.count >= 2, "the stream was read anew")
             let pcm = DaemonSleepTests.samples(capture.settled())
@@ -243,7 +254,8 @@ extension DaemonTests {
             let pcm = DaemonSleepTests.samples(capture.settled())
             let tone = DaemonSleepTests.samples(try Fixtures.wavPCM("tone.wav"))
             let chimeAt = try #require(Self.find(media.chimePCM.prefix(400), in: pcm), "the chime was heard")
-            let whole = chimeAt + media.chimePCM.count + tone.count <= pcm.count
+            let whole =
+                chimeAt + media.chimePCM.count + tone.count <= pcm.count
                 && pcm[(chimeAt + media.chimePCM.count)...].prefix(tone.count).elementsEqual(tone)
             #expect(whole, "after the chime, the queue from its start")
         }
@@ -282,7 +294,8 @@ extension DaemonTests {
             // clip once the decoder opened it), a few frames apart either way: the ramp's start is
             // the one that leaves a constant over a window where both are under way (the clip's
             // level), found coarse then fine.
-            let duck = 0.125, rampFrames = Int((0.3 * Double(Self.rate) * speed).rounded())
+            let duck = 0.125
+            let rampFrames = Int((0.3 * Double(Self.rate) * speed).rounded())
             let firstDiffering = try #require((0..<pcm.count).first { pcm[$0] != music[$0] }) / 2
             func musicLevel(_ frame: Int, rampStart: Int) -> Double {
                 frame < rampStart ? 1 : 1 + (duck - 1) * Double(min(frame - rampStart + 1, rampFrames)) / Double(rampFrames)
@@ -292,15 +305,18 @@ extension DaemonTests {
             }
             let window = (firstDiffering + 4000)..<(firstDiffering + 6000)
             func spread(_ start: Int) -> Double { window.reduce(0) { $0 + abs(rest($1, 0, rampStart: start) - Double(level)) } }
-            let coarse = try #require(stride(from: firstDiffering - 3000, through: firstDiffering + 3000, by: 50).min { spread($0) < spread($1) })
+            let coarse = try #require(
+                stride(from: firstDiffering - 3000, through: firstDiffering + 3000, by: 50).min { spread($0) < spread($1) })
             let rampStart = try #require((coarse - 50...coarse + 50).min { spread($0) < spread($1) })
             // Then: only the music (rest 0) until the clip, the clip's level over exactly its
             // length, and only the lowered music again until it comes back up.
-            let clipStart = try #require((min(rampStart, firstDiffering)..<pcm.count / 2).first {
-                abs(rest($0, 0, rampStart: rampStart) - Double(level)) <= 2
-            })
+            let clipStart = try #require(
+                (min(rampStart, firstDiffering)..<pcm.count / 2).first {
+                    abs(rest($0, 0, rampStart: rampStart) - Double(level)) <= 2
+                })
             let clipFrames = clip.1.count / 2
-            var offBefore = 0, offInClip = 0
+            var offBefore = 0
+            var offInClip = 0
             for frame in min(rampStart, clipStart)..<clipStart {
                 for channel in 0..<2 where abs(rest(frame, channel, rampStart: rampStart)) > 1 { offBefore += 1 }
             }
@@ -309,7 +325,8 @@ extension DaemonTests {
             }
             #expect(offBefore == 0, "the music alone, along the ramp, before the clip: \(offBefore) samples off")
             #expect(offInClip == 0, "the clip over the lowered music, \(clipFrames) frames from \(clipStart): \(offInClip) samples off")
-            #expect(abs(rest(clipStart + clipFrames, 0, rampStart: rampStart)) <= 1
+            #expect(
+                abs(rest(clipStart + clipFrames, 0, rampStart: rampStart)) <= 1
                     && abs(rest(clipStart + clipFrames, 1, rampStart: rampStart)) <= 1, "and nothing more of it")
             // Back up at full level: the music as it is, up to the pause's own fade.
             let tail = (pcm.count / 2 - 220 - 4000)..<(pcm.count / 2 - 220)
@@ -387,8 +404,10 @@ extension DaemonTests {
         @Test func badAnnouncementsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
-            for params: [String: Any] in [[:], ["url": Fixtures.path("tone.wav"), "volume": 101],
-                                          ["url": Fixtures.path("tone.wav"), "duck": "yes"], ["url": 3]] {
+            for params: [String: Any] in [
+                [:], ["url": Fixtures.path("tone.wav"), "volume": 101],
+                ["url": Fixtures.path("tone.wav"), "duck": "yes"], ["url": 3],
+            ] {
                 let answer = try client.call("announce", params)
                 #expect(answer.errorCode == -32602 && answer.errorMessage?.isEmpty == false, "\(params): \(answer)")
             }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -11,8 +12,10 @@ extension DaemonTests {
     @Suite("Daemon survives bad paths and damaged media", .serialized, .realDaemon(minutes: 3))
     struct DaemonBadMediaTests {
         /// Loads `url`; returns the error kind, or nil when it loaded. Checks the answer came within `bound`.
-        private func loadKind(_ client: LineClient, _ url: String, play: Bool = false, bound: Double = 3,
-                              sourceLocation: SourceLocation = #_sourceLocation) throws -> (kind: String?, answer: [String: Any]) {
+        private func loadKind(
+            _ client: LineClient, _ url: String, play: Bool = false, bound: Double = 3,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws -> (kind: String?, answer: [String: Any]) {
             let started = Date()
             let answer = try client.call("load", ["url": url, "play": play], timeout: bound + 5)
             #expect(Date().timeIntervalSince(started) < bound, "load of \(url.prefix(80)) took too long", sourceLocation: sourceLocation)
@@ -104,8 +107,9 @@ extension DaemonTests {
         /// tone.wav as AIFF, with the COMM chunk's frame count (big-endian) replaced.
         private func aiff(_ dir: TemporaryDirectory, frameCount: [UInt8]) throws -> String {
             let aiff = dir.path("patched.aiff")
-            let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
-                                        timeout: 30)
+            let converted = try runTool(
+                "/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
+                timeout: 30)
             #expect(converted.status == 0, "\(converted.output)")
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: aiff)))
             let comm = try #require((0..<(bytes.count - 4)).first { bytes[$0..<($0 + 4)].elementsEqual("COMM".utf8) })
@@ -174,10 +178,12 @@ extension DaemonTests {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
             let aiff = dir.path("tone.aiff")
-            let converted = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
-                                        timeout: 30)
+            let converted = try runTool(
+                "/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-f", "aiff", aiff],
+                timeout: 30)
             #expect(converted.status == 0, "\(converted.output)")
-            let fixtures = ["tone.wav", "tone.flac", "tone.mp3", "tone.ogg", "tone.opus", "tone.m4a", "video.mp4", "mono48k.wav"]
+            let fixtures =
+                ["tone.wav", "tone.flac", "tone.mp3", "tone.ogg", "tone.opus", "tone.m4a", "video.mp4", "mono48k.wav"]
                 .map(Fixtures.path) + [aiff]
             let originals = try fixtures.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: $0))) }
             let variants = Sanitizer.active == nil ? 36 : 18
@@ -210,8 +216,10 @@ extension DaemonTests {
                         bytes.replaceSubrange(start..<start + count, with: random.bytes(count))
                     case 4:  // extreme values in header fields (sizes, counts, rates, channels)
                         kind = "extreme-fields"
-                        let extremes: [[UInt8]] = [[0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF], [0x7F, 0xFF, 0xFF, 0xFF], [0, 0, 0, 1],
-                                                   [0xFF, 0xFF, 0xFF, 0xFE]]
+                        let extremes: [[UInt8]] = [
+                            [0, 0, 0, 0], [0xFF, 0xFF, 0xFF, 0xFF], [0x7F, 0xFF, 0xFF, 0xFF], [0, 0, 0, 1],
+                            [0xFF, 0xFF, 0xFF, 0xFE],
+                        ]
                         for _ in 0..<(1 + Int(random.next() % 3)) {
                             let offset = Int(random.next() % UInt64(min(bytes.count - 4, 96)))
                             bytes.replaceSubrange(offset..<offset + 4, with: extremes[Int(random.next() % UInt64(extremes.count))])

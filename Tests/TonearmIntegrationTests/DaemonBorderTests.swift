@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -33,7 +34,9 @@ extension DaemonTests {
                 do {
                     reply = try client.call("seek", ["position": max(0, duration - 0.005)], timeout: 5 * Sanitizer.timeScale)
                 } catch {
-                    Issue.record("seek \(attempt) was never answered: \(error)\nstatus: \(String(describing: try? client.call("status")))\n\(daemon.threadStacks)")
+                    Issue.record(
+                        "seek \(attempt) was never answered: \(error)\nstatus: \(String(describing: try? client.call("status")))\n\(daemon.threadStacks)"
+                    )
                     return
                 }
                 if reply.result != nil { landed += 1 }
@@ -112,18 +115,22 @@ extension DaemonTests {
                 let client = try daemon.connect()
                 let events = try daemon.connect()
                 _ = try events.call("subscribe", ["events": ["item"]])
-                let ids = try #require(client.call("add", ["urls": files]).result?["items"] as? [[String: Any]]).compactMap { $0["id"] as? Int }
+                let ids = try #require(client.call("add", ["urls": files]).result?["items"] as? [[String: Any]]).compactMap {
+                    $0["id"] as? Int
+                }
                 #expect(try client.call("play", ["id": ids[0]]).stateName == "playing")
                 // Near A's end (polled: a status costs well under a millisecond).
                 let deadline = Date().addingTimeInterval(10)
                 while Date() < deadline, (try client.call("status").result?["position"] as? Double ?? 0) < 1.0 - before {}
-                let reply = edit == .move ? try client.call("move", ["id": ids[1], "position": 3]) : try client.call("remove", ["ids": [ids[1]]])
+                let reply =
+                    edit == .move ? try client.call("move", ["id": ids[1], "position": 3]) : try client.call("remove", ["ids": [ids[1]]])
                 #expect(reply.result?["version"] != nil, "\(reply)")
                 let expected = edit == .move ? [1, 3, 4, 2] : [1, 3, 4]
                 let status = try #require(client.call("status").result)
                 // C is next, or (a slow machine: the border passed since the reply) already current.
-                #expect(status["next"] as? Int == ids[2] || status["current"] as? Int == ids[2],
-                        "\(before) s before the end: status right after the reply: \(status)")
+                #expect(
+                    status["next"] as? Int == ids[2] || status["current"] as? Int == ids[2],
+                    "\(before) s before the end: status right after the reply: \(status)")
                 _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
                 let runs = codeRuns(samples(Data(readWholeFile(dir.path(capture)))))
                 #expect(runs.map(\.code) == expected.map { $0 * 1000 }, "\(edit) \(before) s before the end: heard \(runs)")
@@ -131,7 +138,10 @@ extension DaemonTests {
                 var reasons: [String] = []
                 while reasons.count < expected.count - 1, let event = try? events.readJSON(timeout: 2) {
                     if let params = event["params"] as? [String: Any], params["type"] as? String == "item",
-                       let reason = params["reason"] as? String, reason != "user" { reasons.append(reason) }
+                        let reason = params["reason"] as? String, reason != "user"
+                    {
+                        reasons.append(reason)
+                    }
                 }
                 #expect(reasons == Array(repeating: "advance", count: expected.count - 1), "\(edit) \(before) s before: \(reasons)")
                 #expect(daemon.terminate() == 0)
@@ -143,9 +153,18 @@ extension DaemonTests {
             var data = Data()
             func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
             let bytes = frames * 4
-            data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + bytes)); data.append(contentsOf: Array("WAVEfmt ".utf8))
-            append(UInt32(16)); append(UInt16(1)); append(UInt16(2)); append(UInt32(44_100)); append(UInt32(44_100 * 4))
-            append(UInt16(4)); append(UInt16(16)); data.append(contentsOf: Array("data".utf8)); append(UInt32(bytes))
+            data.append(contentsOf: Array("RIFF".utf8))
+            append(UInt32(36 + bytes))
+            data.append(contentsOf: Array("WAVEfmt ".utf8))
+            append(UInt32(16))
+            append(UInt16(1))
+            append(UInt16(2))
+            append(UInt32(44_100))
+            append(UInt32(44_100 * 4))
+            append(UInt16(4))
+            append(UInt16(16))
+            data.append(contentsOf: Array("data".utf8))
+            append(UInt32(bytes))
             for _ in 0..<(frames * 2) { append(code) }
             try data.write(to: URL(fileURLWithPath: path))
             return path

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TonearmProtocol
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -50,8 +51,10 @@ extension DaemonTests {
         /// was seen under TSan); a daemon that held other clients up would slow them all.
         /// Another client's slowest of `count` pings, 20 ms apart, and more until `enough` holds
         /// (for at most 30 s): what load runs meanwhile is under way for the whole of them.
-        private func slowestPing(_ front: Front, _ daemon: DaemonProcess, count: Int,
-                                 until enough: () -> Bool = { true }) throws -> Double {
+        private func slowestPing(
+            _ front: Front, _ daemon: DaemonProcess, count: Int,
+            until enough: () -> Bool = { true }
+        ) throws -> Double {
             var latencies: [Double] = []
             let mpd = front == .mpd ? try daemon.connectMPD() : nil
             let rpc = front == .jsonRPC ? try daemon.connect() : nil
@@ -133,7 +136,8 @@ extension DaemonTests {
                     let mpd = front == .mpd ? try MPDTestClient(path: socket) : nil
                     let rpc = front == .jsonRPC ? try LineClient(path: socket) : nil
                     while !stop.value {
-                        let items = try mpd.map { try $0.command("playlistinfo", timeout: 30).values("file").count }
+                        let items =
+                            try mpd.map { try $0.command("playlistinfo", timeout: 30).values("file").count }
                             ?? ((try rpc!.call("queue", timeout: 30)["result"] as? [String: Any])?["items"] as? [Any])?.count
                         guard items == 10_000 else {
                             throw LineClient.Failure(description: "a listing had \(items.map(String.init) ?? "no") items")
@@ -184,7 +188,9 @@ extension DaemonTests {
             // Behind a command that waits (a station that never answers), lines are not read.
             let waiter = try LineClient(path: front.socket(daemon))
             let station = server.url("/headers")
-            let play = front == .mpd ? "add \"\(station)\"\nplay 0\n"
+            let play =
+                front == .mpd
+                ? "add \"\(station)\"\nplay 0\n"
                 : #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(station)","play":true}}"# + "\n"
             try waiter.send(raw: Data(play.utf8))
             let behind = flood(waiter.fd, with: ping, bytes: 50 << 20, seconds: 2)
@@ -259,14 +265,19 @@ extension DaemonTests {
                 talk(sys.argv[1], ['clear', 'clear', 'setvol 5'])
                 talk(sys.argv[2], ['{"jsonrpc":"2.0","id":1,"method":"clear"}'])
                 """
-            let result = try runTool("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
-                                                          "/usr/bin/python3", "-c", script, daemon.mpdSocketPath, daemon.socketPath],
-                                     timeout: 20)
+            let result = try runTool(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups",
+                    "/usr/bin/python3", "-c", script, daemon.mpdSocketPath, daemon.socketPath,
+                ],
+                timeout: 20)
             #expect(result.output.contains("ACK [4@0] {clear}"), "\(result.output)")
             let refusals = daemon.log.components(separatedBy: "\n").filter { $0.contains("refused a command") }
             #expect(refusals.filter { $0.contains("command=clear") && $0.contains("protocol=mpd") }.count == 1, "\(refusals)")
-            #expect(refusals.contains { $0.contains("command=setvol") && $0.contains("uid=65534") && $0.contains("pid=") },
-                    "\(refusals)")
+            #expect(
+                refusals.contains { $0.contains("command=setvol") && $0.contains("uid=65534") && $0.contains("pid=") },
+                "\(refusals)")
             #expect(refusals.contains { $0.contains("method=clear") && $0.contains("uid=65534") }, "\(refusals)")
 
             // A flood of clients, each refused once: the journal gets at most 20 lines a minute
@@ -278,8 +289,12 @@ extension DaemonTests {
                     f = s.makefile('rwb'); f.readline()
                     f.write(b'clear\\n'); f.flush(); f.readline(); s.close()
                 """
-            let flooded = try runTool("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
-                                                           "/usr/bin/python3", "-c", flood, daemon.mpdSocketPath], timeout: 30)
+            let flooded = try runTool(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups",
+                    "/usr/bin/python3", "-c", flood, daemon.mpdSocketPath,
+                ], timeout: 30)
             #expect(flooded.status == 0, "\(flooded.output)")
             let lines = daemon.log.components(separatedBy: "\n")
             #expect(lines.filter { $0.contains("refused a command") }.count == 20, "\(lines.count) lines")

@@ -10,27 +10,36 @@ extension DaemonTests {
         typealias Capture = DaemonGaplessTests.Capture
 
         /// A file made by FFmpeg from a lavfi source: `codec` and `extra` arguments as given.
-        static func make(_ dir: TemporaryDirectory, _ name: String, _ source: String, rate: Int, channels: Int,
-                         seconds: Double, extra: [String] = []) throws -> String {
+        static func make(
+            _ dir: TemporaryDirectory, _ name: String, _ source: String, rate: Int, channels: Int,
+            seconds: Double, extra: [String] = []
+        ) throws -> String {
             let path = dir.path(name)
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source,
-                                                       "-t", "\(seconds)", "-ar", "\(rate)", "-ac", "\(channels)"] + extra + [path],
-                                   timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source,
+                    "-t", "\(seconds)", "-ar", "\(rate)", "-ac", "\(channels)",
+                ] + extra + [path],
+                timeout: 60)
             try #require(made.status == 0, "\(made.output)")
             return path
         }
 
         /// A 16-bit stereo file's PCM as FFmpeg decodes it (the device's format when it is played first).
         static func decoded(_ path: String) throws -> [Int16] {
-            let raw = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
+            let raw = try runTool(
+                "/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
             try #require(raw.status == 0, "\(raw.output)")
             return DaemonSleepTests.samples(try Data(contentsOf: URL(fileURLWithPath: path + ".raw")))
         }
 
         /// Plays `files` as a queue to its end with `crossfade` seconds; returns the capture.
         /// `before`: files queued ahead of them and not played (their tags are read first).
-        static func play(_ files: [String], crossfade: Double, capture: Capture, config: String = "",
-                         before: [String] = []) throws -> [Int16] {
+        static func play(
+            _ files: [String], crossfade: Double, capture: Capture, config: String = "",
+            before: [String] = []
+        ) throws -> [Int16] {
             // No config file when there is nothing to set (Foundation leaks the buffer of an empty
             // file read, which LeakSanitizer reports).
             let configArguments = config.isEmpty ? [] : ["--config", try Self.config(capture, config)]
@@ -52,17 +61,21 @@ extension DaemonTests {
         /// first of `incoming` along the curve (within 1 LSB), then the rest of `incoming`, exactly.
         static func expectCrossfade(_ pcm: ArraySlice<Int16>, outgoing: ArraySlice<Int16>, incoming: [Int16], overlap: Int) {
             let outFrames = outgoing.count / 2
-            #expect(pcm.count == outgoing.count + incoming.count - overlap * 2,
-                    "\(pcm.count / 2) frames: the two items overlap by \(overlap) frames")
+            #expect(
+                pcm.count == outgoing.count + incoming.count - overlap * 2,
+                "\(pcm.count / 2) frames: the two items overlap by \(overlap) frames")
             guard pcm.count == outgoing.count + incoming.count - overlap * 2 else { return }
-            let pcm = Array(pcm), outgoing = Array(outgoing)
+            let pcm = Array(pcm)
+            let outgoing = Array(outgoing)
             let kept = (outFrames - overlap) * 2
             #expect(pcm[0..<kept] == outgoing[0..<kept], "before the overlap: the outgoing item as it is")
-            var worst = 0, changed = 0
+            var worst = 0
+            var changed = 0
             for frame in 0..<overlap {
                 let angle = Double.pi / 2 * Double(frame) / Double(overlap)
                 for channel in 0..<2 {
-                    let out = Double(outgoing[kept + frame * 2 + channel]), into = Double(incoming[frame * 2 + channel])
+                    let out = Double(outgoing[kept + frame * 2 + channel])
+                    let into = Double(incoming[frame * 2 + channel])
                     let mixed = min(max((into * sin(angle) + out * cos(angle)).rounded(), -32768), 32767)
                     let heard = Int(pcm[kept + frame * 2 + channel])
                     worst = max(worst, abs(heard - Int(mixed)))
@@ -79,15 +92,22 @@ extension DaemonTests {
         /// first, and the second is converted to that format for the overlap and to its end. Its
         /// own decode in that format is what a daemon with the format fixed plays of it alone.
         @Test func twoTonesOfOtherFormatsCrossfadeAlongTheCurve() throws {
-            let capture = try Capture(), reference = try Capture()
-            defer { capture.dir.remove(); reference.dir.remove() }
-            let first = try Self.make(capture.dir, "first.wav", "sine=f=440", rate: 44100, channels: 2, seconds: 5,
-                                      extra: ["-c:a", "pcm_s16le"])
-            let second = try Self.make(capture.dir, "second.wav", "sine=f=1000", rate: 48000, channels: 1, seconds: 4,
-                                       extra: ["-c:a", "pcm_f32le"])
+            let capture = try Capture()
+            let reference = try Capture()
+            defer {
+                capture.dir.remove()
+                reference.dir.remove()
+            }
+            let first = try Self.make(
+                capture.dir, "first.wav", "sine=f=440", rate: 44100, channels: 2, seconds: 5,
+                extra: ["-c:a", "pcm_s16le"])
+            let second = try Self.make(
+                capture.dir, "second.wav", "sine=f=1000", rate: 48000, channels: 1, seconds: 4,
+                extra: ["-c:a", "pcm_f32le"])
             let pcm = try Self.play([first, second], crossfade: 2, capture: capture)
-            let alone = try Self.play([second], crossfade: 2, capture: reference,
-                                      config: "[output]\nsample_rate = 44100\nchannels = 2\nformat = \"s16\"\n")
+            let alone = try Self.play(
+                [second], crossfade: 2, capture: reference,
+                config: "[output]\nsample_rate = 44100\nchannels = 2\nformat = \"s16\"\n")
             #expect(abs(alone.count / 2 - 4 * 44100) < 100, "the second alone, converted: \(alone.count / 2) frames")
             Self.expectCrossfade(pcm[...], outgoing: try Self.decoded(first)[...], incoming: alone, overlap: 2 * 44100)
         }
@@ -106,8 +126,9 @@ extension DaemonTests {
                 return link
             }
             func track(_ name: String, _ hertz: Int, _ seconds: Double, album: String) throws -> (String, [Int16]) {
-                let path = try Self.make(capture.dir, name, "sine=f=\(hertz)", rate: 44100, channels: 2, seconds: seconds,
-                                         extra: ["-metadata", "album=\(album)"])
+                let path = try Self.make(
+                    capture.dir, name, "sine=f=\(hertz)", rate: 44100, channels: 2, seconds: seconds,
+                    extra: ["-metadata", "album=\(album)"])
                 return (path, try Self.decoded(path))
             }
             let one = try track("one.flac", 440, 2.5, album: "Album")
@@ -143,11 +164,14 @@ extension DaemonTests {
         @Test func nextWhilePlayingFadesOutFirst() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
-            let noise = try Self.make(capture.dir, "noise.wav", "anoisesrc=color=white:amplitude=0.3:seed=3", rate: 44100,
-                                      channels: 2, seconds: 8, extra: ["-c:a", "pcm_s16le"])
-            let tone = try Self.make(capture.dir, "tone.wav", "sine=f=440", rate: 44100, channels: 2, seconds: 4,
-                                     extra: ["-c:a", "pcm_s16le"])
-            let noisePCM = try Self.decoded(noise), tonePCM = try Self.decoded(tone)
+            let noise = try Self.make(
+                capture.dir, "noise.wav", "anoisesrc=color=white:amplitude=0.3:seed=3", rate: 44100,
+                channels: 2, seconds: 8, extra: ["-c:a", "pcm_s16le"])
+            let tone = try Self.make(
+                capture.dir, "tone.wav", "sine=f=440", rate: 44100, channels: 2, seconds: 4,
+                extra: ["-c:a", "pcm_s16le"])
+            let noisePCM = try Self.decoded(noise)
+            let tonePCM = try Self.decoded(tone)
             let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "2"])
             defer { withExtendedLifetime(daemon) {} }
             let client = try daemon.connect()
@@ -180,11 +204,14 @@ extension DaemonTests {
             let capture = try Capture()
             defer { capture.dir.remove() }
             let files = try (0..<4).map { index in
-                try Self.make(capture.dir, "t\(index).wav", "sine=f=\(300 + 100 * index)", rate: 44100, channels: 2,
-                              seconds: 6, extra: ["-c:a", "pcm_s16le"])
+                try Self.make(
+                    capture.dir, "t\(index).wav", "sine=f=\(300 + 100 * index)", rate: 44100, channels: 2,
+                    seconds: 6, extra: ["-c:a", "pcm_s16le"])
             }
-            let daemon = try DaemonProcess(arguments: ["--device", capture.device, "--pace", "--speed", "2", "--config",
-                                                       try Self.config(capture, "[crossfade]\nmanual_ms = 1500\n")])
+            let daemon = try DaemonProcess(arguments: [
+                "--device", capture.device, "--pace", "--speed", "2", "--config",
+                try Self.config(capture, "[crossfade]\nmanual_ms = 1500\n"),
+            ])
             defer { withExtendedLifetime(daemon) {} }
             let client = try daemon.connect()
             #expect(try client.call("options", ["crossfade": 1]).result != nil)
@@ -210,7 +237,10 @@ extension DaemonTests {
         /// MPD's `crossfade` sets the same option: `status` says `xfade`, and so does JSON-RPC.
         @Test func mpdCrossfadeSetsTheOptionAndBadValuesAreRefused() throws {
             let (daemon, music) = try DaemonMPDTests.daemon(music: [:])
-            defer { withExtendedLifetime(daemon) {}; music.remove() }
+            defer {
+                withExtendedLifetime(daemon) {}
+                music.remove()
+            }
             let mpd = try daemon.connectMPD()
             #expect(try mpd.command("status")["xfade"] == nil, "none when off, as MPD")
             #expect(try mpd.command("crossfade 3").ok)

@@ -53,8 +53,10 @@ extension DaemonTests {
             let config = capture.dir.path("tonearmd.toml")
             try "[output]\non_open = [\"/bin/sh\", \"\(script)\", \"open\"]\non_close = [\"/bin/sh\", \"\(script)\", \"close\"]\n"
                 .write(toFile: config, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "file:'\(fifo)',raw", "--open-timeout-ms", "5000",
-                                                       "--no-wait-for-device", "--config", config])
+            let daemon = try DaemonProcess(arguments: [
+                "--device", "file:'\(fifo)',raw", "--open-timeout-ms", "5000",
+                "--no-wait-for-device", "--config", config,
+            ])
             let client = try daemon.connect()
             try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.wav"))","play":true}}"#)
             usleep(150_000)
@@ -126,12 +128,14 @@ extension DaemonTests {
             let pcm = capture.settled()
             #expect(pcm.count == handed + tone.count - resume, "\(pcm.count) bytes")
             if fades {
-                let check = PauseFadeCheck(capture: DaemonSleepTests.samples(pcm), source: DaemonSleepTests.samples(tone),
-                                           pauseFrame: resume / 4, rate: 44100, channels: 2)
+                let check = PauseFadeCheck(
+                    capture: DaemonSleepTests.samples(pcm), source: DaemonSleepTests.samples(tone),
+                    pauseFrame: resume / 4, rate: 44100, channels: 2)
                 #expect(check.holds, "faded out, released, and faded in from the same sample: \(check)")
             } else {
-                #expect(pcm.prefix(handed) == tone.prefix(handed) && pcm.dropFirst(handed) == tone.dropFirst(resume),
-                        "the file to what was handed over, then from where it paused")
+                #expect(
+                    pcm.prefix(handed) == tone.prefix(handed) && pcm.dropFirst(handed) == tone.dropFirst(resume),
+                    "the file to what was handed over, then from where it paused")
             }
             #expect(hookRuns(capture) == ["open", "close", "open"])
         }
@@ -141,12 +145,14 @@ extension DaemonTests {
         @Test func failingAndHangingHooksNeverStopPlayback() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
-            let (daemon, client, watcher) = try start(capture, output: """
-                release_after_s = 0
-                hook_timeout_ms = 300
-                on_open = ["/bin/sh", "-c", "exit 3"]
-                on_close = ["/bin/sleep", "30"]
-                """)
+            let (daemon, client, watcher) = try start(
+                capture,
+                output: """
+                    release_after_s = 0
+                    hook_timeout_ms = 300
+                    on_open = ["/bin/sh", "-c", "exit 3"]
+                    on_close = ["/bin/sleep", "30"]
+                    """)
             defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": [Fixtures.path("tone.wav")], "play": true])
             #expect(added.stateName == "playing", "\(added)")
@@ -175,12 +181,14 @@ extension DaemonTests {
         @Test func aPlayWaitsForOneHangingHookNotTwo() throws {
             let capture = try Capture()
             defer { capture.dir.remove() }
-            let (daemon, client, watcher) = try start(capture, output: """
-                release_after_s = 0
-                hook_timeout_ms = 3000
-                on_open = ["/bin/sleep", "30"]
-                on_close = ["/bin/sleep", "30"]
-                """)
+            let (daemon, client, watcher) = try start(
+                capture,
+                output: """
+                    release_after_s = 0
+                    hook_timeout_ms = 3000
+                    on_open = ["/bin/sleep", "30"]
+                    on_close = ["/bin/sleep", "30"]
+                    """)
             defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": [Fixtures.path("tone.wav")], "play": true])
             _ = try readEvents(watcher, timeout: 30 * Sanitizer.timeScale) { $0.transitionTo == "ended" }
@@ -215,8 +223,9 @@ extension DaemonTests {
             _ = try client.call("stop")
             usleep(1_500_000)
             let status = try #require(client.call("status").result)
-            #expect(Self.deviceOpen(status) == true && (status["output"] as? [String: Any])?["release_after_s"] as? Double == -1,
-                    "\(status)")
+            #expect(
+                Self.deviceOpen(status) == true && (status["output"] as? [String: Any])?["release_after_s"] as? Double == -1,
+                "\(status)")
             #expect(capture.opens == 1)
         }
     }

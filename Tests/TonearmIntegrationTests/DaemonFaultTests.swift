@@ -11,25 +11,30 @@ extension DaemonTests {
         static let bytesPerFrame = 4
 
         private func start(_ device: FaultDevice, _ extra: [String] = []) throws -> (DaemonProcess, LineClient, LineClient) {
-            let daemon = try DaemonProcess(arguments: ["--device", device.name, "--reopen-interval-ms", "150"] + extra,
-                                           environment: device.environment)
+            let daemon = try DaemonProcess(
+                arguments: ["--device", device.name, "--reopen-interval-ms", "150"] + extra,
+                environment: device.environment)
             let watcher = try daemon.connect()
             #expect(try watcher.call("subscribe", ["events": ["transition", "performance"]]).result != nil)
             return (daemon, try daemon.connect(), watcher)
         }
 
         /// Everything the device received, as the WAV's PCM: the part before the fault, then the rest from `resume`.
-        private func expectReceived(_ device: FaultDevice, before cut: Int, thenFrom resume: Int,
-                                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+        private func expectReceived(
+            _ device: FaultDevice, before cut: Int, thenFrom resume: Int,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let reference = try Fixtures.wavPCM("tone.wav")
             let expected = reference.prefix(cut * Self.bytesPerFrame) + reference.dropFirst(resume * Self.bytesPerFrame)
             let received = try device.received()
-            #expect(received.count == expected.count, "received \(received.count) bytes, expected \(expected.count)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                received.count == expected.count, "received \(received.count) bytes, expected \(expected.count)",
+                sourceLocation: sourceLocation)
             // Where they part says what went wrong: a repeated or a lost piece, and where.
             let parted = zip(received, expected).enumerated().first { $0.element.0 != $0.element.1 }.map { $0.offset / Self.bytesPerFrame }
-            #expect(received == expected, "the samples differ from frame \(parted.map(String.init) ?? "(none: one is a prefix)")",
-                    sourceLocation: sourceLocation)
+            #expect(
+                received == expected, "the samples differ from frame \(parted.map(String.init) ?? "(none: one is a prefix)")",
+                sourceLocation: sourceLocation)
         }
 
         @Test func underrunIsRecoveredWithoutLosingSamples() throws {
@@ -73,8 +78,9 @@ extension DaemonTests {
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
             #expect(lost.contains { $0.transitionTo == "paused" && $0.actionName == "deviceLost" })
-            #expect(lost.contains { $0.actionName == "deviceLost" && $0.actionAlias == "audioSessionInterrupted" },
-                    "the former name goes along for one release")
+            #expect(
+                lost.contains { $0.actionName == "deviceLost" && $0.actionAlias == "audioSessionInterrupted" },
+                "the former name goes along for one release")
             #expect(lost.contains { $0.performanceEvent == "device_lost" && ($0["reason"] as? String)?.contains("lost") == true })
             let interrupted = try #require(client.call("status").result)
             #expect((interrupted["interruption"] as? String)?.contains("No such device") == true, "\(interrupted)")
@@ -103,14 +109,20 @@ extension DaemonTests {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
             let path = dir.path("missing/out.raw")
-            let daemon = try DaemonProcess(arguments: ["--device", "file:'\(path)',raw", "--pace",
-                                                       "--reopen-interval-ms", "150"])
+            let daemon = try DaemonProcess(arguments: [
+                "--device", "file:'\(path)',raw", "--pace",
+                "--reopen-interval-ms", "150",
+            ])
             let watcher = try daemon.connect()
             #expect(try watcher.call("subscribe", ["events": ["transition", "performance"]]).result != nil)
             let client = try daemon.connect()
             #expect(try client.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")
-            let lost = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_lost" },
-                                                          { $0.transitionTo == "paused" }])
+            let lost = try readEvents(
+                watcher,
+                untilAll: [
+                    { $0.performanceEvent == "device_lost" },
+                    { $0.transitionTo == "paused" },
+                ])
             let reason = try #require(lost.first { $0.performanceEvent == "device_lost" }?["reason"] as? String)
             // The load's own play is the only one: the player following it to `playing` does not
             // ask the engine again (which revived the device and announced the loss twice).
@@ -126,15 +138,23 @@ extension DaemonTests {
             #expect(status.name == "paused" && (status["interruption"] as? String)?.contains(path) == true, "\(status)")
             // Asking to play again is answered: the same loss, announced once more.
             _ = try client.call("play")
-            let again = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_lost" },
-                                                           { $0.transitionTo == "paused" }])
+            let again = try readEvents(
+                watcher,
+                untilAll: [
+                    { $0.performanceEvent == "device_lost" },
+                    { $0.transitionTo == "paused" },
+                ])
             #expect(again.filter { $0.performanceEvent == "device_lost" }.count == 1)
             #expect(!again.contains { $0.performanceEvent == "device_restored" }, "\(again)")
             // The directory appears: the device comes back and plays to the end.
             try FileManager.default.createDirectory(atPath: dir.path("missing"), withIntermediateDirectories: true)
             _ = try client.call("play")
-            let rest = try readEvents(watcher, untilAll: [{ $0.performanceEvent == "device_restored" },
-                                                          { $0.transitionTo == "ended" }])
+            let rest = try readEvents(
+                watcher,
+                untilAll: [
+                    { $0.performanceEvent == "device_restored" },
+                    { $0.transitionTo == "ended" },
+                ])
             #expect(rest.contains { $0.performanceEvent == "device_restored" })
         }
 
@@ -220,8 +240,9 @@ extension DaemonTests {
             let lost = try readEvents(watcher, untilAll: [{ $0.transitionTo == "paused" }, { $0.performanceEvent == "device_lost" }])
             #expect(lost.contains { $0.actionName == "deviceLost" })
             let waiting = try #require(client.call("status").result)
-            #expect(waiting.name == "paused" && waiting["interruption"] != nil && waiting["position"] as? Double == 0,
-                    "\(waiting)")
+            #expect(
+                waiting.name == "paused" && waiting["interruption"] != nil && waiting["position"] as? Double == 0,
+                "\(waiting)")
             usleep(400_000)
             #expect(try client.call("status").stateName == "paused", "still waiting")
             try device.setControl([])
@@ -253,15 +274,19 @@ extension DaemonTests {
 }
 
 /// Reads event notifications until one matches `stop` (included), within `timeout` seconds.
-func readEvents(_ watcher: LineClient, timeout: Double = 15,
-                until stop: @escaping ([String: Any]) -> Bool) throws -> [[String: Any]] {
+func readEvents(
+    _ watcher: LineClient, timeout: Double = 15,
+    until stop: @escaping ([String: Any]) -> Bool
+) throws -> [[String: Any]] {
     try readEvents(watcher, timeout: timeout, untilAll: [stop])
 }
 
 /// Reads event notifications until each condition matched one of them. Transitions and
 /// performance events travel on separate streams, so their relative order is not fixed.
-func readEvents(_ watcher: LineClient, timeout: Double = 15,
-                untilAll conditions: [([String: Any]) -> Bool]) throws -> [[String: Any]] {
+func readEvents(
+    _ watcher: LineClient, timeout: Double = 15,
+    untilAll conditions: [([String: Any]) -> Bool]
+) throws -> [[String: Any]] {
     let deadline = Date().addingTimeInterval(timeout)
     var events: [[String: Any]] = []
     var pending = Array(conditions.indices)

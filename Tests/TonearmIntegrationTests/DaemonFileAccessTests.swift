@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -24,8 +25,12 @@ extension DaemonTests {
                         print(reply.rstrip())
                         if reply.startswith('OK') or reply.startswith('ACK') or not reply: break
                 """
-            let result = try runTool("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups",
-                                                          "/usr/bin/python3", "-c", script, socket] + commands, timeout: 20)
+            let result = try runTool(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups",
+                    "/usr/bin/python3", "-c", script, socket,
+                ] + commands, timeout: 20)
             return result.output
         }
 
@@ -34,8 +39,10 @@ extension DaemonTests {
         /// A directory anyone may enter holding `secret.txt` (`text`, mode 0600: only root may read
         /// it), made by `prepare`, and a daemon whose MPD socket uid 65534 may use read-only. Nil
         /// (the test recorded as skipped) when not root: a peer of another uid needs root.
-        private func peerRig(secret text: String, _ prepare: (TemporaryDirectory, String) throws -> Void,
-                             _ body: (TemporaryDirectory, DaemonProcess) throws -> Void) throws {
+        private func peerRig(
+            secret text: String, _ prepare: (TemporaryDirectory, String) throws -> Void,
+            _ body: (TemporaryDirectory, DaemonProcess) throws -> Void
+        ) throws {
             guard geteuid() == 0 else {
                 Issue.record("skipped: a peer of another uid needs root")
                 return
@@ -57,11 +64,14 @@ extension DaemonTests {
         }
 
         @Test func aPeerCannotReadThroughAPlaylistWhatItCouldNotReadItself() throws {
-            try peerRig(secret: "/SECRET-LINE-ONE.flac\n/SECRET-LINE-TWO.flac\n", { dir, secret in
-                #expect(symlink(secret, dir.path("x.m3u")) == 0)
-                try "/music/anyone.flac\n".write(toFile: dir.path("open.m3u"), atomically: false, encoding: .utf8)
-                #expect(chmod(dir.path("open.m3u"), 0o644) == 0)
-            }) { dir, daemon in
+            try peerRig(
+                secret: "/SECRET-LINE-ONE.flac\n/SECRET-LINE-TWO.flac\n",
+                { dir, secret in
+                    #expect(symlink(secret, dir.path("x.m3u")) == 0)
+                    try "/music/anyone.flac\n".write(toFile: dir.path("open.m3u"), atomically: false, encoding: .utf8)
+                    #expect(chmod(dir.path("open.m3u"), 0o644) == 0)
+                }
+            ) { dir, daemon in
                 let refused = try mpd(as: 65534, daemon.mpdSocketPath, ["listplaylist \"\(dir.path("x.m3u"))\""])
                 #expect(refused.contains("ACK"), "\(refused)")
                 #expect(!refused.contains("SECRET"), "the secret's lines never come back: \(refused)")
@@ -77,17 +87,20 @@ extension DaemonTests {
         /// directory whose `cover.jpg` links to a file only root may read is refused, without a
         /// byte of it; a cover anyone may read is sent.
         @Test func aPeerCannotReadThroughACoverLinkWhatItCouldNotReadItself() throws {
-            try peerRig(secret: "SECRET-BYTES\n", { dir, secret in
-                for album in ["linked", "open"] {
-                    try FileManager.default.createDirectory(atPath: dir.path(album), withIntermediateDirectories: true)
-                    #expect(chmod(dir.path(album), 0o755) == 0)
-                    try FileManager.default.copyItem(atPath: Fixtures.path("tone.flac"), toPath: dir.path("\(album)/a.flac"))
-                    #expect(chmod(dir.path("\(album)/a.flac"), 0o644) == 0)
+            try peerRig(
+                secret: "SECRET-BYTES\n",
+                { dir, secret in
+                    for album in ["linked", "open"] {
+                        try FileManager.default.createDirectory(atPath: dir.path(album), withIntermediateDirectories: true)
+                        #expect(chmod(dir.path(album), 0o755) == 0)
+                        try FileManager.default.copyItem(atPath: Fixtures.path("tone.flac"), toPath: dir.path("\(album)/a.flac"))
+                        #expect(chmod(dir.path("\(album)/a.flac"), 0o644) == 0)
+                    }
+                    #expect(symlink(secret, dir.path("linked/cover.jpg")) == 0)
+                    try "OPEN-COVER\n".write(toFile: dir.path("open/cover.jpg"), atomically: false, encoding: .utf8)
+                    #expect(chmod(dir.path("open/cover.jpg"), 0o644) == 0)
                 }
-                #expect(symlink(secret, dir.path("linked/cover.jpg")) == 0)
-                try "OPEN-COVER\n".write(toFile: dir.path("open/cover.jpg"), atomically: false, encoding: .utf8)
-                #expect(chmod(dir.path("open/cover.jpg"), 0o644) == 0)
-            }) { dir, daemon in
+            ) { dir, daemon in
                 let refused = try mpd(as: 65534, daemon.mpdSocketPath, ["albumart \"\(dir.path("linked/a.flac"))\" 0"])
                 #expect(refused.contains("ACK [4@0]"), "\(refused)")
                 #expect(!refused.contains("SECRET"), "the secret never comes back: \(refused)")
@@ -102,7 +115,8 @@ extension DaemonTests {
         @Test func aFileSwappedForALinkAfterItWasQueuedIsRefused() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let music = dir.path("music"), outside = dir.path("outside")
+            let music = dir.path("music")
+            let outside = dir.path("outside")
             try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
             let song = music + "/song.wav"
@@ -129,7 +143,8 @@ extension DaemonTests {
         @Test func aFlippingLinkNeverReadsOutsideTheRoots() throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let music = dir.path("music"), outside = dir.path("outside")
+            let music = dir.path("music")
+            let outside = dir.path("outside")
             try FileManager.default.createDirectory(atPath: music, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
             try "inside.flac\n".write(toFile: music + "/inside.m3u", atomically: false, encoding: .utf8)
@@ -156,7 +171,8 @@ extension DaemonTests {
             flipper.start()
             defer { stop.value = true }
             let mpd = try daemon.connectMPD()
-            var leaked = 0, listed = 0
+            var leaked = 0
+            var listed = 0
             let deadline = Date().addingTimeInterval(20)
             for _ in 0..<(Sanitizer.active == nil ? 1_000 : 200) where Date() < deadline {
                 let reply = try mpd.command("listplaylist link")

@@ -82,8 +82,9 @@ extension DaemonTests {
             #expect(capture.settled() == (try Fixtures.wavPCM("tone.wav")), "the parts join sample for sample")
             #expect(capture.opens == 1, "the device stayed open across the joins")
             let status = try #require(client.call("status").result)
-            #expect(status["current"] as? Int == ids.last && abs((status["position"] as? Double ?? 0) - 41291.0 / 44100) < 0.001,
-                    "\(status)")
+            #expect(
+                status["current"] as? Int == ids.last && abs((status["position"] as? Double ?? 0) - 41291.0 / 44100) < 0.001,
+                "\(status)")
         }
 
         @Test func cutFLACsJoinIntoTheUncutSignal() throws {

@@ -25,13 +25,16 @@ extension DaemonTests {
             let before = try #require(client.call("status").result)
             let (position, buffer) = (before["position"] as? Double ?? 0, before["buffer"] as? Double ?? 0)
             try icecast.setTitle("Tonearm Test - Live Title", mount: "/radio.mp3")
-            let events = try readEvents(watcher, timeout: 20) { $0["type"] as? String == "metadata" && $0["title"] as? String == "Live Title" }
+            let events = try readEvents(watcher, timeout: 20) {
+                $0["type"] as? String == "metadata" && $0["title"] as? String == "Live Title"
+            }
             let heardAt = try client.call("status").result?["position"] as? Double ?? -1
             #expect(events.last?["artist"] as? String == "Tonearm Test")
             // The new title follows everything already buffered: it is heard only after that.
             #expect(heardAt >= position + buffer - 0.3, "updated at \(position) s with \(buffer) s buffered; announced at \(heardAt) s")
             let tags = (try client.call("status").result?["media"] as? [String: Any])?["tags"] as? [String: Any]
-            #expect(tags?["title"] as? String == "Live Title" && tags?["artist"] as? String == "Tonearm Test", "\(String(describing: tags))")
+            #expect(
+                tags?["title"] as? String == "Live Title" && tags?["artist"] as? String == "Tonearm Test", "\(String(describing: tags))")
             #expect(!events.contains { $0.transitionTo == "buffering" }, "a healthy stream never starves: \(events)")
         }
 

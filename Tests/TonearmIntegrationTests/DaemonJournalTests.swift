@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -87,7 +88,8 @@ extension DaemonTests {
                     let reply = try mpd.command("addid \"\(Fixtures.path("tone.wav"))\"")
                     kept.ids.append(try #require(reply.values("Id").first.flatMap { Int($0) }, "\(reply)"))
                 case 1:
-                    let list = ["command_list_begin"] + Array(repeating: "add \"\(Fixtures.path("tone.flac"))\"", count: 5)
+                    let list =
+                        ["command_list_begin"] + Array(repeating: "add \"\(Fixtures.path("tone.flac"))\"", count: 5)
                         + ["command_list_end"]
                     for line in list.dropLast() { try mpd.connection.send(line: line) }
                     #expect(try mpd.command(list.last!).ok)
@@ -117,10 +119,12 @@ extension DaemonTests {
             let state = dir.path("state")
             var (daemon, client) = try start(state)
             for _ in 0..<2 {
-                #expect(try client.call("add", ["urls": Array(repeating: Fixtures.path("tone.wav"), count: 1_000)], timeout: 60).result != nil)
+                #expect(
+                    try client.call("add", ["urls": Array(repeating: Fixtures.path("tone.wav"), count: 1_000)], timeout: 60).result != nil)
             }
             // The snapshot at start; the adds are in the journal.
-            let snapshot = state + "/state.json", journal = state + "/state.journal"
+            let snapshot = state + "/state.json"
+            let journal = state + "/state.journal"
             var before = stat()
             #expect(stat(snapshot, &before) == 0)
             var order = try ids(client)

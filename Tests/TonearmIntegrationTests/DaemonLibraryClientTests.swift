@@ -16,7 +16,8 @@ extension DaemonTests {
                 }
                 return value
             }
-            guard let value, let data = try? JSONSerialization.data(withJSONObject: strip(value), options: [.sortedKeys, .fragmentsAllowed])
+            guard let value,
+                let data = try? JSONSerialization.data(withJSONObject: strip(value), options: [.sortedKeys, .fragmentsAllowed])
             else { return "nothing" }
             return String(decoding: data, as: UTF8.self)
         }
@@ -41,15 +42,19 @@ extension DaemonTests {
                 #expect(Set(mine.keys) == Set(expected.keys))
                 for key in expected.keys.sorted() {
                     // A sorted reply keeps each song's Format (MPD 0.23 leaves it out there; docs/mpd.md).
-                    let sorted = ["mympd_search_window", "mympd_search_window_next", "mympd_find_sorted", "mympd_find_base",
-                                  "mympd_find_not"].contains(key)
+                    let sorted = [
+                        "mympd_search_window", "mympd_search_window_next", "mympd_find_sorted", "mympd_find_base",
+                        "mympd_find_not",
+                    ].contains(key)
                     let a = Self.canonical(mine[key], dropping: sorted ? "format" : nil)
                     let b = Self.canonical(expected[key], dropping: sorted ? "format" : nil)
                     #expect(a == b, "\(key):\n\(a)\nMPD:\n\(b)")
                 }
                 // Not an empty shelf: each view found something.
-                for key in ["malp_albumartists", "malp_albums_by_albumartist", "malp_album_tracks", "malp_search_any",
-                            "mympd_search_window", "mympd_find_sorted", "mympd_count_group"] {
+                for key in [
+                    "malp_albumartists", "malp_albums_by_albumartist", "malp_album_tracks", "malp_search_any",
+                    "mympd_search_window", "mympd_find_sorted", "mympd_count_group",
+                ] {
                     let found = (mine[key] as? [Any])?.count ?? (mine[key] as? [String: Any])?.count ?? 0
                     #expect(found > 0, "\(key) is empty")
                 }

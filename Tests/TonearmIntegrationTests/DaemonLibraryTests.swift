@@ -10,10 +10,18 @@ extension DaemonTests {
         /// own MP3 and Opus decoders say other bits per sample), with Unicode names, nesting, an
         /// untagged file and one that is not media.
         static let songs: [MusicTree.Song] = [
-            .init("Alpha/One/01 First.flac", ["artist": "Alpha", "album": "One", "title": "First", "track": "1",
-                                               "date": "2001", "genre": "Rock"]),
-            .init("Alpha/One/02 Second.flac", ["artist": "Alpha", "album": "One", "title": "Second", "track": "2",
-                                                "date": "2001", "genre": "Rock"]),
+            .init(
+                "Alpha/One/01 First.flac",
+                [
+                    "artist": "Alpha", "album": "One", "title": "First", "track": "1",
+                    "date": "2001", "genre": "Rock",
+                ]),
+            .init(
+                "Alpha/One/02 Second.flac",
+                [
+                    "artist": "Alpha", "album": "One", "title": "Second", "track": "2",
+                    "date": "2001", "genre": "Rock",
+                ]),
             .init("Alpha/Two/01 Third.ogg", from: "tone.ogg", ["artist": "Alpha", "album": "Two", "title": "Third"]),
             .init("Béta/Zwölf/01 Café.flac", ["artist": "Béta", "album": "Zwölf", "title": "Café", "albumartist": "Various"]),
             .init("Béta/Zwölf/02 Naïve.flac", ["artist": "Gamma", "album": "Zwölf", "title": "Naïve", "albumartist": "Various"]),
@@ -58,7 +66,9 @@ extension DaemonTests {
         }
 
         /// The tree served by Debian's MPD and by the daemon, both scanned, one client on each.
-        static func beside(_ songs: [MusicTree.Song] = songs, _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void) throws {
+        static func beside(_ songs: [MusicTree.Song] = songs, _ body: (_ ours: MPDTestClient, _ theirs: MPDTestClient) throws -> Void)
+            throws
+        {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), songs)
@@ -75,17 +85,22 @@ extension DaemonTests {
         @Test func listingsAndCountsAreMPDs() throws {
             try Self.beside { ours, theirs in
 
-                let stats = try ours.command("stats"), peerStats = try theirs.command("stats")
+                let stats = try ours.command("stats")
+                let peerStats = try theirs.command("stats")
                 for key in ["artists", "albums", "songs", "db_playtime"] {
                     #expect(stats[key] == peerStats[key], "stats \(key): \(stats) against \(peerStats)")
                 }
                 #expect((Int(stats["db_update"] ?? "0") ?? 0) > 0)
-                for command in ["lsinfo", "lsinfo Alpha", "lsinfo \"Béta/Zwölf\"", "lsinfo \"Alpha/One/01 First.flac\"",
-                                "listall", "listall Alpha", "listallinfo", "listallinfo \"Béta\""] {
-                    let reply = try ours.command(command), expected = try theirs.command(command)
+                for command in [
+                    "lsinfo", "lsinfo Alpha", "lsinfo \"Béta/Zwölf\"", "lsinfo \"Alpha/One/01 First.flac\"",
+                    "listall", "listall Alpha", "listallinfo", "listallinfo \"Béta\"",
+                ] {
+                    let reply = try ours.command(command)
+                    let expected = try theirs.command(command)
                     #expect(reply.lines == expected.lines, "\(command):\n\(reply)\nMPD:\n\(expected)")
                 }
-                let missing = try ours.command("lsinfo nowhere"), peerMissing = try theirs.command("lsinfo nowhere")
+                let missing = try ours.command("lsinfo nowhere")
+                let peerMissing = try theirs.command("lsinfo nowhere")
                 #expect(missing.ack == peerMissing.ack, "\(missing) against \(peerMissing)")
             }
         }
@@ -112,7 +127,8 @@ extension DaemonTests {
         @Test func searchesAreMPDs() throws {
             try Self.beside { ours, theirs in
                 for command in Self.searches {
-                    let reply = try ours.command(command), expected = try theirs.command(command)
+                    let reply = try ours.command(command)
+                    let expected = try theirs.command(command)
                     // MPD 0.23 leaves a song's Format out of sorted replies; Tonearm keeps it.
                     let lines = command.contains(" sort ") ? reply.lines.filter { !$0.hasPrefix("Format: ") } : reply.lines
                     #expect(lines == expected.lines && reply.end == expected.end, "\(command):\n\(reply)\nMPD:\n\(expected)")
@@ -142,10 +158,13 @@ extension DaemonTests {
                             #expect(try client.command("clear").ok)
                             let reply = try client.command(text)
                             let queue = try client.command("playlistinfo")
-                            return reply.lines.map { $0.hasPrefix("Id: ") ? "Id" : $0 }.filter { !$0.contains(": ") || $0.hasPrefix("file: ") }
+                            return reply.lines.map { $0.hasPrefix("Id: ") ? "Id" : $0 }.filter {
+                                !$0.contains(": ") || $0.hasPrefix("file: ")
+                            }
                                 + [reply.end, "queue:"] + queue.lines.filter { $0.hasPrefix("file: ") || $0.hasPrefix("Title: ") }
                         }
-                        let reply = try answer(ours), expected = try answer(theirs)
+                        let reply = try answer(ours)
+                        let expected = try answer(theirs)
                         #expect(reply == expected, "list \(index) \(begin):\n\(reply)\nMPD:\n\(expected)")
                     }
                 }
@@ -209,7 +228,8 @@ extension DaemonTests {
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), [.init("Many/000.flac", ["artist": "Many", "title": "Song"])])
             for index in 1..<200 {
-                try FileManager.default.copyItem(atPath: tree.root + "/Many/000.flac", toPath: tree.root + String(format: "/Many/%03d.flac", index))
+                try FileManager.default.copyItem(
+                    atPath: tree.root + "/Many/000.flac", toPath: tree.root + String(format: "/Many/%03d.flac", index))
             }
             let daemon = try Self.start(tree.root, directory)
             try withExtendedLifetime(daemon) {
@@ -246,7 +266,8 @@ extension DaemonTests {
                 #expect(try uris(["query": "CAFÉ"]) == ["Béta/Zwölf/01 Café.flac"])
                 #expect(try uris(["query": "alpha one"]) == ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac"])
                 #expect(try uris(["query": "loose"]) == ["loose.wav"], "the path counts too")
-                #expect(try uris(["filter": "(albumartist == 'Various')", "sort": "-title"])
+                #expect(
+                    try uris(["filter": "(albumartist == 'Various')", "sort": "-title"])
                         == ["Béta/Zwölf/02 Naïve.flac", "Béta/Zwölf/01 Café.flac"])
                 #expect(try uris(["filter": "(artist == 'Alpha')", "offset": 1, "limit": 1]) == ["Alpha/One/02 Second.flac"])
                 let bad = try client.call("library.search", ["filter": "(artist = 'x')"])
@@ -278,9 +299,10 @@ extension DaemonTests {
                 #expect((added.result?["items"] as? [[String: Any]])?.count == 1, "\(added)")
                 // A directory of the library: its songs, in the library's order, with their tags.
                 let album = try #require(client.call("add", ["urls": ["Alpha"]]).result?["items"] as? [[String: Any]])
-                #expect(album.compactMap { ($0["url"] as? String)?.split(separator: "/").suffix(3).joined(separator: "/") }
+                #expect(
+                    album.compactMap { ($0["url"] as? String)?.split(separator: "/").suffix(3).joined(separator: "/") }
                         == ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac", "Alpha/Two/01 Third.ogg", "Alpha/Two/02 Fourth.flac"],
-                        "\(album)")
+                    "\(album)")
                 let queued = try #require(client.call("queue").result?["items"] as? [[String: Any]])
                 #expect(queued.suffix(4).compactMap { $0["title"] as? String } == ["First", "Second", "Third", "Fourth"], "\(queued)")
                 let escape = try client.call("add", ["urls": ["../outside.flac"]])

@@ -11,8 +11,10 @@ extension DaemonTests {
         static let within = 2.0 * Sanitizer.timeScale
 
         /// Waits until `lsinfo uri`'s files are `expected`; fails with what it last saw.
-        private func waitForFiles(_ client: MPDTestClient, _ uri: String, _ expected: [String], within seconds: Double = within,
-                                  sourceLocation: SourceLocation = #_sourceLocation) throws {
+        private func waitForFiles(
+            _ client: MPDTestClient, _ uri: String, _ expected: [String], within seconds: Double = within,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let deadline = Date().addingTimeInterval(seconds)
             var files: [String] = []
             while Date() < deadline {
@@ -46,7 +48,8 @@ extension DaemonTests {
                 #expect(news.values("changed") == ["database"], "\(news)")
                 #expect(try client.command("find title Added").values("file") == ["Alpha/One/03 Third.flac"])
 
-                try FileManager.default.moveItem(atPath: tree.root + "/Alpha/One/03 Third.flac", toPath: tree.root + "/Alpha/Two/03 Moved.flac")
+                try FileManager.default.moveItem(
+                    atPath: tree.root + "/Alpha/One/03 Third.flac", toPath: tree.root + "/Alpha/Two/03 Moved.flac")
                 try waitForFiles(client, "Alpha/Two", ["Alpha/Two/01 Third.ogg", "Alpha/Two/03 Moved.flac"])
                 try waitForFiles(client, "Alpha/One", ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac"])
 
@@ -116,8 +119,9 @@ extension DaemonTests {
                 let client = try daemon.connectMPD()
                 try DaemonLibraryTests.waitForScan(client)
                 try tree.add(.init("Alpha/One/03 Third.flac", ["artist": "Alpha", "title": "Third"]))
-                try waitForFiles(client, "Alpha/One", ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac", "Alpha/One/03 Third.flac"],
-                                 within: 3 * Self.within)
+                try waitForFiles(
+                    client, "Alpha/One", ["Alpha/One/01 First.flac", "Alpha/One/02 Second.flac", "Alpha/One/03 Third.flac"],
+                    within: 3 * Self.within)
                 #expect(daemon.log.components(separatedBy: "max_user_watches").count - 1 == 1, "\(daemon.log)")
             }
         }
@@ -134,9 +138,13 @@ extension DaemonTests {
         private static func longLibrary(_ directory: TemporaryDirectory, count: Int) throws -> String {
             let long = String(repeating: "x", count: 160)
             let tree = try MusicTree(at: directory.path("music"), [])
-            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=d=0.02", "-metadata", "title=T\(long)",
-                                                       "-metadata", "artist=A\(long)", "-metadata", "album=B\(long)",
-                                                       tree.root + "/seed.flac"], timeout: 30)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-v", "error", "-y", "-f", "lavfi", "-i", "sine=d=0.02", "-metadata", "title=T\(long)",
+                    "-metadata", "artist=A\(long)", "-metadata", "album=B\(long)",
+                    tree.root + "/seed.flac",
+                ], timeout: 30)
             try #require(made.status == 0, "\(made.output)")
             for index in 0..<count {
                 let folder = tree.root + "/d\(index / 100)"
@@ -159,7 +167,8 @@ extension DaemonTests {
         /// scanned. The songs' loudness is not measured meanwhile: its decoders' memory and CPU
         /// would blur what these tests weigh.
         private static func startOnLongLibrary(_ directory: TemporaryDirectory, count: Int, mpd: String) throws
-            -> (DaemonProcess, MPDTestClient) {
+            -> (DaemonProcess, MPDTestClient)
+        {
             let root = try longLibrary(directory, count: count)
             let config = directory.path("tonearmd.toml")
             try "[library]\nmusic_directory = \"\(root)\"\nmeasure_loudness = false\n[mpd]\n\(mpd)\n"
@@ -194,8 +203,9 @@ extension DaemonTests {
                 // 1 MiB), one part, the database's reads; not the listing. (A sanitizer's own
                 // allocator and shadow memory make RSS say nothing about that.)
                 if Sanitizer.active == nil {
-                    #expect((waiting - before) * 1024 < bytes / 2,
-                            "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
+                    #expect(
+                        (waiting - before) * 1024 < bytes / 2,
+                        "RSS grew by \(waiting - before) KiB while the client did not read (the listing: \(bytes / 1024) KiB)")
                 }
             }
         }
@@ -226,8 +236,9 @@ extension DaemonTests {
                     usleep(125_000)  // at most 16 KiB each 1/8 s
                 }
                 let text = String(decoding: received, as: UTF8.self)
-                #expect(received.suffix(ending.count) == ending,
-                        "the reply was cut after \(received.count) bytes: \(daemon.log.suffix(400))")
+                #expect(
+                    received.suffix(ending.count) == ending,
+                    "the reply was cut after \(received.count) bytes: \(daemon.log.suffix(400))")
                 #expect(text.components(separatedBy: "\nfile: ").count - 1 == count)
                 #expect(received.count > 3 << 19, "the listing is \(received.count) bytes")
                 // Once it has it all (and only then: the reply above is whole), it is silent.

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -36,7 +37,8 @@ extension DaemonTests {
                     }
                     worst = max(worst, Date().timeIntervalSince(started))
                 }
-                #expect(try driver.call("load", ["url": Fixtures.path(cycles % 2 == 0 ? "tone.wav" : "tone.mp3"), "play": true]).result != nil)
+                #expect(
+                    try driver.call("load", ["url": Fixtures.path(cycles % 2 == 0 ? "tone.wav" : "tone.mp3"), "play": true]).result != nil)
                 #expect(try driver.call("stop").result != nil)
                 cycles += 1
             }
@@ -82,7 +84,8 @@ extension DaemonTests {
             #expect(after.threadNames.filter { $0 == "tonearm-output" }.count == 1, "\(after.threadNames)")
             // A runtime may open a descriptor or two once, late (seen once under ASan); a leak grows
             // with the cycles, so the second thousand must add nothing at all.
-            let descriptors = "\(context)\nbefore: \(before.descriptorTargets)\nmiddle: \(middle.descriptorTargets)\nafter: \(after.descriptorTargets)"
+            let descriptors =
+                "\(context)\nbefore: \(before.descriptorTargets)\nmiddle: \(middle.descriptorTargets)\nafter: \(after.descriptorTargets)"
             #expect(middle.fileDescriptors <= before.fileDescriptors + 2, "\(descriptors)")
             #expect(after.fileDescriptors <= max(before.fileDescriptors, middle.fileDescriptors), "\(descriptors)")
             // libdispatch starts and ends its worker threads ("…qos…") as it likes, within its own

@@ -13,8 +13,12 @@ extension DaemonTests {
         /// A stereo file made by FFmpeg from a lavfi source (16-bit where the codec has a choice).
         static func make(_ path: String, _ source: String, seconds: Int, metadata: [String] = []) throws {
             let samples = path.hasSuffix(".mp3") ? [] : ["-sample_fmt", "s16"]
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
-                                                       "-ar", "\(rate)", "-ac", "2"] + samples + metadata + [path], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
+                    "-ar", "\(rate)", "-ac", "2",
+                ] + samples + metadata + [path], timeout: 60)
             try #require(made.status == 0, "\(made.output)")
         }
 
@@ -193,9 +197,11 @@ extension DaemonTests {
         @Test func theLibrarysSongsAreMeasuredOnce() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), [
-                .init("A/one.flac", ["title": "One"]), .init("A/two.wav", from: "tone.wav"), .init("B/three.ogg", from: "tone.ogg"),
-            ])
+            let tree = try MusicTree(
+                at: directory.path("music"),
+                [
+                    .init("A/one.flac", ["title": "One"]), .init("A/two.wav", from: "tone.wav"), .init("B/three.ogg", from: "tone.ogg"),
+                ])
             let config = directory.path("tonearmd.toml")
             try "[library]\nmusic_directory = \"\(tree.root)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             let arguments = ["--device", "null", "--config", config, "--state-directory", directory.path("state"), "--log-level", "debug"]
@@ -256,7 +262,8 @@ extension DaemonTests {
             // MP3 decodes to float: the device was opened for 32-bit float.
             try #require(pcm.count >= 40 * Self.rate * 8, "\(pcm.count) bytes captured")
             // Each second's level, in dB against the stream's own (FFmpeg's decode of it).
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", stream, "-f", "f32le", stream + ".raw"], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", stream, "-f", "f32le", stream + ".raw"], timeout: 60)
             try #require(made.status == 0, "\(made.output)")
             let source = try Data(contentsOf: URL(fileURLWithPath: stream + ".raw"))
             let reference = Self.decibels(source, seconds: 10..<20)

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TonearmProtocol
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -48,8 +49,10 @@ extension DaemonTests {
             defer { music.remove() }
             let script = "#!/bin/sh\nexec cat >> '\(music.path("out.raw"))'\n"
             try script.write(toFile: music.path("capture.sh"), atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "file:'|sh \(music.path("capture.sh"))',raw",
-                                                       "--pace", "--speed", "8", "--config", try config(music)])
+            let daemon = try DaemonProcess(arguments: [
+                "--device", "file:'|sh \(music.path("capture.sh"))',raw",
+                "--pace", "--speed", "8", "--config", try config(music),
+            ])
             let json = try daemon.connect()
             let socket = daemon.mpdSocketPath
             let parts = try cutWAVs(into: music)
@@ -120,7 +123,8 @@ extension DaemonTests {
             _ = try run("single", "on")
             _ = try run("consume", "on")
             let options = try #require(json.call("options").result)
-            #expect(options["repeat"] as? Bool == true && options["random"] as? Bool == true
+            #expect(
+                options["repeat"] as? Bool == true && options["random"] as? Bool == true
                     && options["single"] as? Bool == true && options["consume"] as? Bool == true, "\(options)")
             #expect(try run("status").contains("repeat: on    random: on    single: on    consume: on"))
             _ = try run("repeat", "off")

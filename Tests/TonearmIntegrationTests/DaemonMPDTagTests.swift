@@ -47,13 +47,16 @@ extension DaemonTests {
             let music = try TemporaryDirectory()
             defer { music.remove() }
             let name = "tagged.\(format)"
-            var arguments = ["-nostdin", "-hide_banner", "-loglevel", "error", "-i", Fixtures.path("tone.flac"),
-                             "-map_metadata", "-1"]
-            let metadata = switch format {
-            case "mp3": Self.id3Frames
-            case "m4a": Self.mp4Atoms
-            default: Self.vorbisComments
-            }
+            var arguments = [
+                "-nostdin", "-hide_banner", "-loglevel", "error", "-i", Fixtures.path("tone.flac"),
+                "-map_metadata", "-1",
+            ]
+            let metadata =
+                switch format {
+                case "mp3": Self.id3Frames
+                case "m4a": Self.mp4Atoms
+                default: Self.vorbisComments
+                }
             for (key, value) in metadata { arguments += ["-metadata", "\(key)=\(value)"] }
             switch format {
             case "ogg": arguments += ["-c:a", "libvorbis"]

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TonearmProtocol
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -14,7 +15,8 @@ extension DaemonTests {
         /// A daemon whose music directory is a fresh temporary directory holding `files` (fixture
         /// names, or name → fixture).
         static func daemon(music: [String: String], config: String = "", arguments: [String] = [])
-            throws -> (DaemonProcess, TemporaryDirectory) {
+            throws -> (DaemonProcess, TemporaryDirectory)
+        {
             let music = try makeMusicDirectory(music)
             let configPath = music.path(".tonearmd.toml")
             try ("[mpd]\nmusic_directory = \"\(music.url.path)\"\n" + config).write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -26,8 +28,9 @@ extension DaemonTests {
             let music = try TemporaryDirectory()
             for (name, fixture) in files {
                 let path = music.path(name)
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                        withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true)
                 try FileManager.default.copyItem(atPath: Fixtures.path(fixture), toPath: path)
             }
             return music
@@ -50,7 +53,8 @@ extension DaemonTests {
             #expect(try mpd.command("deleteid 99").end == "ACK [50@0] {deleteid} No such song")
             #expect(try mpd.command("next").end == "ACK [55@0] {next} Not playing")
             #expect(try mpd.command("seekcur 5").end == "ACK [55@0] {seekcur} Not playing")
-            #expect(try mpd.command("single maybe").end
+            #expect(
+                try mpd.command("single maybe").end
                     == "ACK [2@0] {single} Unrecognized single mode, expected 0, 1, or oneshot")
             #expect(try mpd.command(#"lsinfo "unterminated"#).end == #"ACK [5@0] {} Missing closing '"'"#)
             #expect(try mpd.command("lsinfo 'x'").end == "ACK [5@0] {} Invalid unquoted character")
@@ -91,8 +95,10 @@ extension DaemonTests {
             let (daemon, music) = try Self.daemon(music: [:])
             defer { music.remove() }
             let bystander = try daemon.connectMPD()
-            for garbage in [Data([0x00, 0xFF, 0xFE, 0x0A]), Data("\n".utf8), Data(" ping\n".utf8),
-                            Data(repeating: UInt8(ascii: "a"), count: 9000) + Data("\n".utf8), Data("foo-bar\n".utf8)] {
+            for garbage in [
+                Data([0x00, 0xFF, 0xFE, 0x0A]), Data("\n".utf8), Data(" ping\n".utf8),
+                Data(repeating: UInt8(ascii: "a"), count: 9000) + Data("\n".utf8), Data("foo-bar\n".utf8),
+            ] {
                 let client = try daemon.connectMPD()
                 try client.connection.send(raw: garbage)
                 #expect(client.isClosed(), "closed after \(garbage.prefix(12).map { $0 })")
@@ -146,8 +152,10 @@ extension DaemonTests {
         }
 
         @Test func theQueueIsOneForBothProtocols() throws {
-            let (daemon, music) = try Self.daemon(music: ["a.flac": "tone.flac", "b/c.flac": "gapless-1.flac",
-                                                         "b/d.flac": "gapless-2.flac"])
+            let (daemon, music) = try Self.daemon(music: [
+                "a.flac": "tone.flac", "b/c.flac": "gapless-1.flac",
+                "b/d.flac": "gapless-2.flac",
+            ])
             defer { music.remove() }
             let json = try daemon.connect()
             let mpd = try daemon.connectMPD()
@@ -157,7 +165,8 @@ extension DaemonTests {
             let queue = try #require(json.call("queue").result)
             let items = try #require(queue["items"] as? [[String: Any]])
             #expect(items.compactMap { $0["id"] as? Int }.first == firstID)
-            #expect(items.compactMap { ($0["url"] as? String).map { ($0 as NSString).lastPathComponent } } == ["a.flac", "c.flac", "d.flac"])
+            #expect(
+                items.compactMap { ($0["url"] as? String).map { ($0 as NSString).lastPathComponent } } == ["a.flac", "c.flac", "d.flac"])
 
             let info = try mpd.command("playlistinfo")
             #expect(info.values("file") == ["a.flac", "b/c.flac", "b/d.flac"])
@@ -225,8 +234,10 @@ extension DaemonTests {
         /// when nothing follows it (the queue's end, or `single`), as MPD does; `playlist`
         /// answers MPD's "POS:file: URI" lines.
         @Test func consumeRemovesTheLastSongAndPlaylistAnswersAsMPD() throws {
-            let (daemon, music) = try Self.daemon(music: ["a.flac": "gapless-1.flac", "b.flac": "gapless-2.flac",
-                                                         "c.flac": "gapless-3.flac"])
+            let (daemon, music) = try Self.daemon(music: [
+                "a.flac": "gapless-1.flac", "b.flac": "gapless-2.flac",
+                "c.flac": "gapless-3.flac",
+            ])
             defer { music.remove() }
             let mpd = try daemon.connectMPD()
             for name in ["a.flac", "b.flac", "c.flac"] { #expect(try mpd.command("add \(name)").ok) }
@@ -244,8 +255,10 @@ extension DaemonTests {
         }
 
         @Test func theMusicDirectoryIsListedAndItsPlaylistsLoad() throws {
-            let (daemon, music) = try Self.daemon(music: ["a.flac": "tone.flac", "sub/b.flac": "gapless-1.flac",
-                                                         "sub/deeper/c.mp3": "tone.mp3", "notes.txt": "gapless.m3u"])
+            let (daemon, music) = try Self.daemon(music: [
+                "a.flac": "tone.flac", "sub/b.flac": "gapless-1.flac",
+                "sub/deeper/c.mp3": "tone.mp3", "notes.txt": "gapless.m3u",
+            ])
             defer { music.remove() }
             try "a.flac\nsub/b.flac\n".write(toFile: music.path("mix.m3u"), atomically: true, encoding: .utf8)
             let mpd = try daemon.connectMPD()
@@ -255,15 +268,20 @@ extension DaemonTests {
             #expect(root.values("playlist") == ["mix"], "\(root)")
             #expect(root["Title"] == "Test Tone" && root["Last-Modified"]?.hasSuffix("Z") == true, "\(root)")
             let all = try mpd.command("listall")
-            #expect(all.lines == ["file: a.flac", "directory: sub", "file: sub/b.flac", "directory: sub/deeper",
-                                  "file: sub/deeper/c.mp3"], "\(all)")
+            #expect(
+                all.lines == [
+                    "file: a.flac", "directory: sub", "file: sub/b.flac", "directory: sub/deeper",
+                    "file: sub/deeper/c.mp3",
+                ], "\(all)")
             #expect(try mpd.command("listallinfo sub").values("file") == ["sub/b.flac", "sub/deeper/c.mp3"])
             #expect(try mpd.command("lsinfo nowhere").end == "ACK [50@0] {lsinfo} No such directory")
             #expect(try mpd.command("lsinfo ../..").end.hasPrefix("ACK [2@0] {lsinfo}"))
-            #expect(try mpd.command("lsinfo /etc").end == "ACK [50@0] {lsinfo} No such directory",
-                    "only the music directory is listed")
-            #expect(try mpd.command("lsinfo " + music.path("sub")).values("file") == ["sub/b.flac"],
-                    "an absolute path inside it is")
+            #expect(
+                try mpd.command("lsinfo /etc").end == "ACK [50@0] {lsinfo} No such directory",
+                "only the music directory is listed")
+            #expect(
+                try mpd.command("lsinfo " + music.path("sub")).values("file") == ["sub/b.flac"],
+                "an absolute path inside it is")
             #expect(try mpd.command("listplaylists").values("playlist") == ["mix"])
             #expect(try mpd.command("listplaylist mix").values("file") == ["a.flac", "sub/b.flac"])
             #expect(try mpd.command("load mix").ok)
@@ -278,12 +296,14 @@ extension DaemonTests {
 
         @Test func thePasswordComesFirstAndTCPNeedsOneBeyondLoopback() throws {
             let port = try freeTCPPort()
-            let (daemon, music) = try Self.daemon(music: ["a.flac": "tone.flac"],
-                                                  config: "bind = \"127.0.0.1:\(port)\"\npassword = \"s3cret\"\n")
+            let (daemon, music) = try Self.daemon(
+                music: ["a.flac": "tone.flac"],
+                config: "bind = \"127.0.0.1:\(port)\"\npassword = \"s3cret\"\n")
             defer { music.remove() }
             let mpd = try daemon.connectMPD()
             #expect(try mpd.command("status").end == #"ACK [4@0] {status} you don't have permission for "status""#)
-            #expect(try mpd.command("commands").values("command")
+            #expect(
+                try mpd.command("commands").values("command")
                     == ["binarylimit", "close", "commands", "notcommands", "password", "ping", "tagtypes"])
             #expect(try mpd.command("password wrong").end == "ACK [3@0] {password} incorrect password")
             #expect(try mpd.command("password s3cret").ok)
@@ -334,7 +354,6 @@ extension DaemonTests {
         }
     }
 }
-
 
 /// Runs Debian's mpc against `host` (a socket path, or password@address) and `port`, bounded in time.
 func mpc(_ arguments: [String], host: String, port: Int? = nil, timeout: Double = 20) throws -> (status: Int32?, output: String) {

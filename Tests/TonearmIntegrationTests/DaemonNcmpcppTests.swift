@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -83,10 +84,12 @@ extension DaemonTests {
         @Test func theMediaLibraryAndTheSearchEngineShowTheLibrary() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), [
-                .init("Alpha/One/01 First.flac", ["artist": "Alpha", "album": "One", "title": "First", "date": "2001"]),
-                .init("Béta/Zwölf/01 Café.flac", ["artist": "Béta", "album": "Zwölf", "title": "Café", "date": "2005"]),
-            ])
+            let tree = try MusicTree(
+                at: directory.path("music"),
+                [
+                    .init("Alpha/One/01 First.flac", ["artist": "Alpha", "album": "One", "title": "First", "date": "2001"]),
+                    .init("Béta/Zwölf/01 Café.flac", ["artist": "Béta", "album": "Zwölf", "title": "Café", "date": "2005"]),
+                ])
             let config = directory.path("tonearmd.toml")
             try "[library]\nmusic_directory = \"\(tree.root)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", config])
@@ -95,8 +98,9 @@ extension DaemonTests {
                 try FileManager.default.createDirectory(atPath: directory.path("home"), withIntermediateDirectories: true)
                 try "mpd_host = \"\(daemon.mpdSocketPath)\"\nncmpcpp_directory = \"\(directory.path("home"))\"\n"
                     .write(toFile: directory.path("ncmpcpp.cfg"), atomically: true, encoding: .utf8)
-                let pane = try Pane(socket: directory.path("tmux.sock"),
-                                    command: "HOME='\(directory.path("home"))' TERM=xterm /usr/bin/ncmpcpp -c '\(directory.path("ncmpcpp.cfg"))'")
+                let pane = try Pane(
+                    socket: directory.path("tmux.sock"),
+                    command: "HOME='\(directory.path("home"))' TERM=xterm /usr/bin/ncmpcpp -c '\(directory.path("ncmpcpp.cfg"))'")
                 defer { pane.stop() }
                 #expect(pane.waitFor("Playlist"), "ncmpcpp started: \(pane.screen)")
 

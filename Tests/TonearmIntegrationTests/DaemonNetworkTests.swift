@@ -51,8 +51,9 @@ extension DaemonTests {
             let sample = Int((1.75 * 44100).rounded())
             let reference = try Fixtures.wavPCM("tone.wav")
             #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == reference.subdata(in: sample * 4..<reference.count))
-            #expect(server.requests.contains { $0.path == "/tone.wav" && $0.range != nil && $0.range != "bytes=0-" },
-                    "the seek asked the server for a range: \(server.requests)")
+            #expect(
+                server.requests.contains { $0.path == "/tone.wav" && $0.range != nil && $0.range != "bytes=0-" },
+                "the seek asked the server for a range: \(server.requests)")
         }
 
         /// Each bad answer fails the load with a clear kind and reason; the daemon keeps serving.
@@ -206,9 +207,12 @@ extension DaemonTests.DaemonNetworkTests {
         // A block after every second of audio: "First Song" from 1 s on (read while the stream is
         // probed, so it is the title the stream starts with), "Second Song" from 5 s on and
         // "Third Song" from 7 s on, read 2 s (the decoder's lead) before they are heard.
-        server.route("/icy", .liveICY(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg",
-                                      bytesPerSecond: Self.mp3BytesPerSecond, metaint: Self.mp3BytesPerSecond,
-                                      titles: [0: "Tonearm - First Song", 4: "Tonearm - Second Song", 6: "Tonearm - Third Song"]))
+        server.route(
+            "/icy",
+            .liveICY(
+                path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg",
+                bytesPerSecond: Self.mp3BytesPerSecond, metaint: Self.mp3BytesPerSecond,
+                titles: [0: "Tonearm - First Song", 4: "Tonearm - Second Song", 6: "Tonearm - Third Song"]))
         let (daemon, client) = try start(dir, extra: ["--pace"])
         let watcher = try daemon.connect()
         #expect(try watcher.call("subscribe", ["events": ["item"]]).result != nil)
@@ -218,15 +222,17 @@ extension DaemonTests.DaemonNetworkTests {
             let position = try client.call("status").result?["position"] as? Double ?? -1
             let event = try #require(events.last)
             #expect(event["artist"] as? String == "Tonearm", "\(event)")
-            #expect(position > second - 0.15 && position < second + (second == 0 ? 1.5 : 0.45),
-                    "'\(title)' starts at \(second) s of the stream and was announced at \(position) s")
+            #expect(
+                position > second - 0.15 && position < second + (second == 0 ? 1.5 : 0.45),
+                "'\(title)' starts at \(second) s of the stream and was announced at \(position) s")
             let tags = (try client.call("status").result?["media"] as? [String: Any])?["tags"] as? [String: Any]
             #expect(tags?["title"] as? String == title && tags?["artist"] as? String == "Tonearm", "\(String(describing: tags))")
         }
         // MPD clients see the stream and its title too.
         let mpd = try daemon.connectMPD()
         let song = try mpd.command("currentsong")
-        #expect(song.values("file") == [server.url("/icy")] && song.values("Title") == ["Third Song"]
+        #expect(
+            song.values("file") == [server.url("/icy")] && song.values("Title") == ["Third Song"]
                 && song.values("Artist") == ["Tonearm"], "\(song)")
         #expect(try mpd.command("urlhandlers").values("handler") == ["file://", "http://", "https://"])
     }
@@ -257,8 +263,12 @@ extension DaemonTests.DaemonNetworkTests {
     /// 30 s of WAV (5 MiB), made with ffmpeg in `dir`.
     private func longWAV(_ dir: TemporaryDirectory) throws -> String {
         let long = dir.path("long.wav")
-        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=30",
-                                                   "-ac", "2", "-ar", "44100", long], timeout: 30)
+        let made = try runTool(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=30",
+                "-ac", "2", "-ar", "44100", long,
+            ], timeout: 30)
         #expect(made.status == 0, "\(made.output)")
         return long
     }
@@ -298,15 +308,24 @@ extension DaemonTests.DaemonNetworkTests {
         defer { dir.remove() }
         let server = try TestHTTPServer()
         defer { server.stop() }
-        let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
-                                                   "-hls_time", "1", "-hls_playlist_type", "vod", dir.path("index.m3u8")], timeout: 60)
+        let made = try runTool(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
+                "-hls_time", "1", "-hls_playlist_type", "vod", dir.path("index.m3u8"),
+            ], timeout: 60)
         #expect(made.status == 0, "\(made.output)")
         for name in try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
         where name.hasSuffix(".ts") || name.hasSuffix(".m3u8") {
-            server.route("/" + name, .file(path: dir.path(name), contentType: name.hasSuffix(".ts") ? "video/mp2t" : "application/vnd.apple.mpegurl"))
+            server.route(
+                "/" + name, .file(path: dir.path(name), contentType: name.hasSuffix(".ts") ? "video/mp2t" : "application/vnd.apple.mpegurl")
+            )
         }
-        server.route("/master.m3u8", .text(body: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=128000\nindex.m3u8\n",
-                                           contentType: "application/vnd.apple.mpegurl"))
+        server.route(
+            "/master.m3u8",
+            .text(
+                body: "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=128000\nindex.m3u8\n",
+                contentType: "application/vnd.apple.mpegurl"))
         let (daemon, client) = try start(dir)
         defer { withExtendedLifetime(daemon) {} }
         let load = try client.call("load", ["url": server.url("/master.m3u8"), "play": true], timeout: 15)
@@ -351,8 +370,11 @@ extension DaemonTests.DaemonNetworkTests {
             let keys = (0..<240).map { "K\(block)x\($0)='v'" }.joined(separator: ";")
             titles[block] = "Tonearm - Song \(block)';" + keys + ";Z='"
         }
-        server.route("/icy", .liveICY(path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg",
-                                      bytesPerSecond: Self.mp3BytesPerSecond, metaint: Self.mp3BytesPerSecond / 32, titles: titles))
+        server.route(
+            "/icy",
+            .liveICY(
+                path: Fixtures.path("tone.mp3"), contentType: "audio/mpeg",
+                bytesPerSecond: Self.mp3BytesPerSecond, metaint: Self.mp3BytesPerSecond / 32, titles: titles))
         let (daemon, client) = try start(dir, extra: ["--pace"])
         #expect(try client.call("load", ["url": server.url("/icy"), "play": true], timeout: 15).stateName == "playing")
         let pid = daemon.process.processIdentifier
@@ -367,8 +389,9 @@ extension DaemonTests.DaemonNetworkTests {
         let late = try cpu(over: 4)
         // Flat and small: about 0.12 s of CPU per 4 s here in a debug build (the build before
         // this fix: 1.6 s early, 3.1 s late, and the audio stalled).
-        #expect(late < 0.5 * Sanitizer.timeScale && late < early * 2 + 0.1 * Sanitizer.timeScale,
-                "CPU over 4 s: \(early) s early, \(late) s after 14 s of new keys")
+        #expect(
+            late < 0.5 * Sanitizer.timeScale && late < early * 2 + 0.1 * Sanitizer.timeScale,
+            "CPU over 4 s: \(early) s early, \(late) s after 14 s of new keys")
         #expect(try client.call("status").stateName == "playing")
     }
 
@@ -379,8 +402,12 @@ extension DaemonTests.DaemonNetworkTests {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let second = dir.path("second.mp3")
-        let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", Fixtures.path("mono48k.wav"),
-                                                   "-c:a", "libmp3lame", "-b:a", "128k", second])
+        let made = try runTool(
+            "/usr/bin/ffmpeg",
+            [
+                "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", Fixtures.path("mono48k.wav"),
+                "-c:a", "libmp3lame", "-b:a", "128k", second,
+            ])
         #expect(made.status == 0, "\(made.output)")
         let joined = dir.path("joined.mp3")
         try (try Data(contentsOf: Fixtures.url("tone.mp3")) + (try Data(contentsOf: URL(fileURLWithPath: second))))

@@ -46,8 +46,9 @@ extension DaemonTests {
         func pauseAndResumeMidTrackWithPacing(fades: Bool) throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
-            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "3"]
-                                           + (fades ? [] : ["--no-pause-fade"]))
+            let daemon = try DaemonProcess(
+                arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--speed", "3"]
+                    + (fades ? [] : ["--no-pause-fade"]))
             let client = try daemon.connect()
             #expect(try client.call("load", ["url": Fixtures.path("tone.flac"), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }
@@ -66,8 +67,9 @@ extension DaemonTests {
             let source = try Fixtures.wavPCM("tone.wav")
             #expect(capture.count == source.count, "nothing lost or repeated across the pause")
             if fades {
-                let check = PauseFadeCheck(capture: samples(capture), source: samples(source),
-                                           pauseFrame: Int((first * 44_100).rounded()), rate: 44_100, channels: 2)
+                let check = PauseFadeCheck(
+                    capture: samples(capture), source: samples(source),
+                    pauseFrame: Int((first * 44_100).rounded()), rate: 44_100, channels: 2)
                 #expect(check.holds, "\(check)")
             } else {
                 #expect(capture == source, "sample for sample across the pause")
@@ -85,8 +87,10 @@ extension DaemonTests {
             // 16-bit on the device, whatever the decoder makes, so the captures compare as samples.
             let s16 = dir.path("s16.toml")
             try "[output]\nformat = \"s16\"\n".write(toFile: s16, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", dir.fileDevice("out.raw"), "--pace", "--buffer-ms", "500",
-                                                       "--config", s16])
+            let daemon = try DaemonProcess(arguments: [
+                "--device", dir.fileDevice("out.raw"), "--pace", "--buffer-ms", "500",
+                "--config", s16,
+            ])
             let client = try daemon.connect()
             #expect(try client.call("load", ["url": Fixtures.path(fixture), "play": true]).stateName == "playing")
             _ = try waitForStatus(client) { ($0["position"] as? Double ?? 0) > 1.0 }
@@ -97,8 +101,9 @@ extension DaemonTests {
             let stands = try #require(try waitForHeldPosition(client)["position"] as? Double)
             // The pause can stand no earlier than the status read, and no later than 25 ms after
             // the reply (the round trips are the test's, not the pause's).
-            #expect(stands >= before && stands - before <= 0.025 + answered,
-                    "asked at \(before) s, stands at \(stands) s, \(answered * 1000) ms of round trips")
+            #expect(
+                stands >= before && stands - before <= 0.025 + answered,
+                "asked at \(before) s, stands at \(stands) s, \(answered * 1000) ms of round trips")
             #expect(try client.call("play").stateName == "playing")
             _ = try waitForStatus(client) { $0.name == "ended" }
             let capture = try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw")))
@@ -109,8 +114,9 @@ extension DaemonTests {
             _ = try waitForStatus(alone) { $0.name == "ended" }
             let source = try Data(contentsOf: URL(fileURLWithPath: reference))
             #expect(capture.count == source.count, "nothing lost or repeated across the pause")
-            let check = PauseFadeCheck(capture: samples(capture), source: samples(source),
-                                       pauseFrame: Int((stands * 44_100).rounded()), rate: 44_100, channels: 2)
+            let check = PauseFadeCheck(
+                capture: samples(capture), source: samples(source),
+                pauseFrame: Int((stands * 44_100).rounded()), rate: 44_100, channels: 2)
             #expect(check.holds, "\(check)")
         }
 
@@ -130,8 +136,9 @@ extension DaemonTests {
             #expect(try client.call("play").stateName == "playing")
             _ = try waitForStatus(client) { $0.name == "ended" }
             let reference = try Fixtures.wavPCM("tone.wav")
-            #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == reference.subdata(in: sample * 4..<reference.count),
-                    "the first sample played is sample \(sample)")
+            #expect(
+                try Data(contentsOf: URL(fileURLWithPath: dir.path("out.raw"))) == reference.subdata(in: sample * 4..<reference.count),
+                "the first sample played is sample \(sample)")
         }
 
         @Test func relativeSeekWhilePlayingAndStop() throws {
@@ -148,8 +155,10 @@ extension DaemonTests {
             #expect(status?.name == "idle" && status?["media"] is NSNull)
         }
 
-        @Test(arguments: [("empty.wav", "unsupported_format"), ("notmedia.mp3", "unsupported_format"),
-                          ("headeronly.wav", "unsupported_format"), ("missing.ogg", "file_not_found")])
+        @Test(arguments: [
+            ("empty.wav", "unsupported_format"), ("notmedia.mp3", "unsupported_format"),
+            ("headeronly.wav", "unsupported_format"), ("missing.ogg", "file_not_found"),
+        ])
         func brokenFilesFailClearlyAndTheDaemonKeepsServing(_ fixture: String, _ kind: String) throws {
             let (daemon, client) = try startDaemon(["--device", "null"])
             let load = try client.call("load", ["url": Fixtures.path(fixture)])

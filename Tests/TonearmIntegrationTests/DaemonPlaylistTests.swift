@@ -9,7 +9,9 @@ extension DaemonTests {
         /// A reply's lines without `Last-Modified` (the two servers write their files a moment
         /// apart) and queue ids (MPD's first is 1, Tonearm's 0; see docs/mpd.md).
         private static func comparable(_ reply: MPDTestClient.Reply) -> [String] {
-            reply.lines.filter { !$0.hasPrefix("Last-Modified: ") && !$0.hasPrefix("Id: ") } + [reply.end.replacingOccurrences(of: "ACK [", with: "ACK[")]
+            reply.lines.filter { !$0.hasPrefix("Last-Modified: ") && !$0.hasPrefix("Id: ") } + [
+                reply.end.replacingOccurrences(of: "ACK [", with: "ACK[")
+            ]
         }
 
         /// Every editing command, its refusals included, answered and leaving the lists as MPD's.
@@ -29,9 +31,11 @@ extension DaemonTests {
                     "listplaylists", "rm tape", "rm tape", "listplaylists", "listplaylist nope", "load nope",
                 ]
                 for command in script {
-                    let reply = try ours.command(command), expected = try theirs.command(command)
+                    let reply = try ours.command(command)
+                    let expected = try theirs.command(command)
                     // MPD lists its playlists in the directory's order, Tonearm by name.
-                    let (mine, peers) = command == "listplaylists"
+                    let (mine, peers) =
+                        command == "listplaylists"
                         ? (Self.comparable(reply).sorted(), Self.comparable(expected).sorted())
                         : (Self.comparable(reply), Self.comparable(expected))
                     #expect(mine == peers, "\(command):\n\(reply)\nMPD:\n\(expected)")
@@ -50,7 +54,10 @@ extension DaemonTests {
                 _ = try client.call("add", ["urls": ["Alpha/One/01 First.flac", "loose.wav", Fixtures.path("tone.flac")]])
                 let saved = try #require(client.call("playlist.save", ["name": "evening"]).result)
                 #expect(saved["entries"] as? Int == 3)
-                #expect(try mpd.command("listplaylist evening").values("file") == ["Alpha/One/01 First.flac", "loose.wav", Fixtures.path("tone.flac")])
+                #expect(
+                    try mpd.command("listplaylist evening").values("file") == [
+                        "Alpha/One/01 First.flac", "loose.wav", Fixtures.path("tone.flac"),
+                    ])
                 let exists = try client.call("playlist.save", ["name": "evening"])
                 #expect(exists.errorData?["kind"] as? String == "exists", "\(exists)")
                 _ = try client.call("remove", ["ids": [2]])

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -15,8 +16,10 @@ extension DaemonTests {
         /// Checks one message off the socket: a response with exactly one of result/error and a known
         /// code, or an event notification. Returns the response's id (nil for a notification).
         @discardableResult
-        private func checkWellFormed(_ message: [String: Any], _ context: @autoclosure () -> String,
-                                     sourceLocation: SourceLocation = #_sourceLocation) -> Any? {
+        private func checkWellFormed(
+            _ message: [String: Any], _ context: @autoclosure () -> String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) -> Any? {
             #expect(message["jsonrpc"] as? String == "2.0", "\(context()): \(message)", sourceLocation: sourceLocation)
             if message["method"] as? String == "event", message["id"] == nil { return nil }
             let hasResult = message["result"] != nil
@@ -33,7 +36,8 @@ extension DaemonTests {
         /// Sends a ping with a unique id and reads up to its answer, checking everything before it.
         /// Returns the messages that came before the ping's answer.
         @discardableResult
-        private func sync(_ client: LineClient, _ tag: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [[String: Any]] {
+        private func sync(_ client: LineClient, _ tag: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [[String: Any]]
+        {
             let id = "sync-\(tag)"
             try client.send(line: #"{"jsonrpc":"2.0","id":"\#(id)","method":"ping"}"#)
             var before: [[String: Any]] = []
@@ -147,11 +151,13 @@ extension DaemonTests {
             for (index, (line, code)) in cases.enumerated() {
                 try client.send(line: line)
                 let replies = answers(try sync(client, "case-\(index)"))
-                #expect(replies.count == 1 && replies.first?.errorCode == code,
-                        "\(line.prefix(100)) → expected \(code), got \(replies.map { $0.errorCode ?? 0 })")
+                #expect(
+                    replies.count == 1 && replies.first?.errorCode == code,
+                    "\(line.prefix(100)) → expected \(code), got \(replies.map { $0.errorCode ?? 0 })")
             }
             // A 1 MiB line, then thousands of tiny ones (and blank lines, which are skipped).
-            try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""# + String(repeating: "x", count: 1 << 20) + #""}}"#)
+            try client.send(
+                line: #"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""# + String(repeating: "x", count: 1 << 20) + #""}}"#)
             #expect(answers(try sync(client, "huge")).map { $0.errorCode } == [-32600])
             try client.send(raw: Data(String(repeating: "{}\n\n", count: 5000).utf8))
             let tiny = answers(try sync(client, "tiny"))
@@ -175,73 +181,85 @@ extension DaemonTests {
             let counts = Guarded<(mpd: Int, rpc: Int, events: Int)>((0, 0, 0))
             let seconds = 6.0
             let until = Date().addingTimeInterval(seconds)
-            let socket = daemon.socketPath, mpdSocket = daemon.mpdSocketPath
+            let socket = daemon.socketPath
+            let mpdSocket = daemon.mpdSocketPath
             var threads: [Thread] = []
             for worker in 0..<3 {
-                threads.append(Thread {
-                    var random = SeededRandom(seed: seed &* 1000 &+ UInt64(worker))
-                    do {
-                        let client = try MPDTestClient(path: mpdSocket)
-                        while Date() < until {
-                            let line = Self.mpdCommand(&random, files)
-                            let reply = try client.command(line)
-                            if let elapsed = reply["elapsed"].flatMap(Double.init) {
-                                let duration = reply["duration"].flatMap(Double.init) ?? .infinity
-                                if elapsed < 0 || elapsed > duration + 0.001 { failures.update { $0.append("mpd elapsed \(elapsed) of \(duration)") } }
+                threads.append(
+                    Thread {
+                        var random = SeededRandom(seed: seed &* 1000 &+ UInt64(worker))
+                        do {
+                            let client = try MPDTestClient(path: mpdSocket)
+                            while Date() < until {
+                                let line = Self.mpdCommand(&random, files)
+                                let reply = try client.command(line)
+                                if let elapsed = reply["elapsed"].flatMap(Double.init) {
+                                    let duration = reply["duration"].flatMap(Double.init) ?? .infinity
+                                    if elapsed < 0 || elapsed > duration + 0.001 {
+                                        failures.update { $0.append("mpd elapsed \(elapsed) of \(duration)") }
+                                    }
+                                }
+                                counts.update { $0.mpd += 1 }
                             }
-                            counts.update { $0.mpd += 1 }
+                        } catch {
+                            failures.update { $0.append("mpd worker \(worker): \(error)") }
                         }
-                    } catch {
-                        failures.update { $0.append("mpd worker \(worker): \(error)") }
-                    }
-                })
-                threads.append(Thread {
-                    var random = SeededRandom(seed: seed &* 2000 &+ UInt64(worker))
-                    do {
-                        let client = try LineClient(path: socket)
-                        var id = 0
-                        while Date() < until {
-                            let (method, params, notification) = Self.rpcRequest(&random, files)
-                            var request: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
-                            if !notification {
-                                id += 1
-                                request["id"] = id
+                    })
+                threads.append(
+                    Thread {
+                        var random = SeededRandom(seed: seed &* 2000 &+ UInt64(worker))
+                        do {
+                            let client = try LineClient(path: socket)
+                            var id = 0
+                            while Date() < until {
+                                let (method, params, notification) = Self.rpcRequest(&random, files)
+                                var request: [String: Any] = ["jsonrpc": "2.0", "method": method, "params": params]
+                                if !notification {
+                                    id += 1
+                                    request["id"] = id
+                                }
+                                try client.send(raw: try JSONSerialization.data(withJSONObject: request) + Data("\n".utf8))
+                                guard !notification else { continue }
+                                let answer = try client.readJSON(timeout: 15)
+                                let hasResult = answer["result"] != nil
+                                let error = answer["error"] as? [String: Any]
+                                if answer["id"] as? Int != id || hasResult == (error != nil)
+                                    || (error.map { !Self.knownCodes.contains($0["code"] as? Int ?? 0) } ?? false)
+                                {
+                                    failures.update { $0.append("rpc \(method) id \(id): \(answer)") }
+                                }
+                                if method == "status", let result = answer["result"] as? [String: Any],
+                                    let position = result["position"] as? Double
+                                {
+                                    let duration = result["duration"] as? Double ?? .infinity
+                                    if position < 0 || position > duration + 0.001 {
+                                        failures.update { $0.append("rpc position \(position) of \(duration)") }
+                                    }
+                                }
+                                counts.update { $0.rpc += 1 }
                             }
-                            try client.send(raw: try JSONSerialization.data(withJSONObject: request) + Data("\n".utf8))
-                            guard !notification else { continue }
-                            let answer = try client.readJSON(timeout: 15)
-                            let hasResult = answer["result"] != nil, error = answer["error"] as? [String: Any]
-                            if answer["id"] as? Int != id || hasResult == (error != nil)
-                                || (error.map { !Self.knownCodes.contains($0["code"] as? Int ?? 0) } ?? false) {
-                                failures.update { $0.append("rpc \(method) id \(id): \(answer)") }
-                            }
-                            if method == "status", let result = answer["result"] as? [String: Any], let position = result["position"] as? Double {
-                                let duration = result["duration"] as? Double ?? .infinity
-                                if position < 0 || position > duration + 0.001 { failures.update { $0.append("rpc position \(position) of \(duration)") } }
-                            }
-                            counts.update { $0.rpc += 1 }
+                        } catch {
+                            failures.update { $0.append("rpc worker \(worker): \(error)") }
                         }
-                    } catch {
-                        failures.update { $0.append("rpc worker \(worker): \(error)") }
-                    }
-                })
+                    })
             }
-            threads.append(Thread {
-                do {
-                    let subscriber = try LineClient(path: socket)
-                    _ = try subscriber.call("subscribe", ["events": ["queue"]])
-                    var last = -1
-                    while Date() < until {
-                        guard let event = try? subscriber.readJSON(timeout: 0.5) else { continue }
-                        guard let version = (event["params"] as? [String: Any])?["version"] as? Int else { continue }
-                        if version < last { failures.update { $0.append("queue event \(version) after \(last)") } }
-                        last = version
-                        counts.update { $0.events += 1 }
+            threads.append(
+                Thread {
+                    do {
+                        let subscriber = try LineClient(path: socket)
+                        _ = try subscriber.call("subscribe", ["events": ["queue"]])
+                        var last = -1
+                        while Date() < until {
+                            guard let event = try? subscriber.readJSON(timeout: 0.5) else { continue }
+                            guard let version = (event["params"] as? [String: Any])?["version"] as? Int else { continue }
+                            if version < last { failures.update { $0.append("queue event \(version) after \(last)") } }
+                            last = version
+                            counts.update { $0.events += 1 }
+                        }
+                    } catch {
+                        failures.update { $0.append("subscriber: \(error)") }
                     }
-                } catch {
-                    failures.update { $0.append("subscriber: \(error)") }
-                }
-            })
+                })
             for thread in threads { thread.start() }
             let deadline = Date().addingTimeInterval(seconds + 40 * Sanitizer.timeScale)
             while threads.contains(where: { !$0.isFinished }) && Date() < deadline { usleep(50_000) }
@@ -335,7 +353,8 @@ extension DaemonTests {
                         setsockopt(client.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                         try client.send(raw: Data(#"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":""#.utf8))
                     case 3:  // a slow load asked, then gone before the answer
-                        try client.send(line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.flac"))"}}"#)
+                        try client.send(
+                            line: #"{"jsonrpc":"2.0","id":1,"method":"load","params":{"url":"\#(Fixtures.path("tone.flac"))"}}"#)
                     default:  // subscribed, then gone
                         _ = try client.call("subscribe")
                     }

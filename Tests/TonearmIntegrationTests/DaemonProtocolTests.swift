@@ -67,7 +67,8 @@ extension DaemonTests {
         @Test func subscribersGetTransitionsPerformanceAndPosition() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--speed", "4"])
             let watcher = try daemon.connect()
-            let subscribed = try watcher.call("subscribe", ["events": ["transition", "performance", "position"], "position_interval": 0.1])
+            let subscribed = try watcher.call(
+                "subscribe", ["events": ["transition", "performance", "position"], "position_interval": 0.1])
             #expect((subscribed.result?["subscribed"] as? [String]) == ["performance", "position", "transition"])
             let control = try daemon.connect()
             #expect(try control.call("load", ["url": Fixtures.path("tone.wav"), "play": true]).stateName == "playing")

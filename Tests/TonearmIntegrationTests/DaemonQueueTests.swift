@@ -110,7 +110,9 @@ extension DaemonTests {
             #expect(options.result?["repeat"] as? Bool == true)
             #expect(try client.call("play", ["id": items[0]]).stateName == "playing")
             // Around the loop: item 2, then item 1 again.
-            let looped = try readEvents(watcher, timeout: 20) { $0["type"] as? String == "item" && $0["reason"] as? String == "advance" && $0["id"] as? Int == items[0] }
+            let looped = try readEvents(watcher, timeout: 20) {
+                $0["type"] as? String == "item" && $0["reason"] as? String == "advance" && $0["id"] as? Int == items[0]
+            }
             #expect(!looped.contains { $0.transitionTo == "ended" })
             _ = try client.call("options", ["repeat": false, "consume": true])
             let ended = try readEvents(watcher, timeout: 20) { $0.transitionTo == "ended" }

@@ -38,7 +38,8 @@ extension DaemonTests {
             for trial in 0..<40 {
                 _ = try seeker.call("play")
                 let request = try JSONSerialization.data(withJSONObject: [
-                    "jsonrpc": "2.0", "id": 1, "method": "seek", "params": ["position": Double(trial % 20) / 10]])
+                    "jsonrpc": "2.0", "id": 1, "method": "seek", "params": ["position": Double(trial % 20) / 10],
+                ])
                 try seeker.send(raw: request + Data("\n".utf8))
                 usleep(UInt32(trial % 3) * 1000)
                 _ = try pauser.call("pause")
@@ -76,7 +77,8 @@ extension DaemonTests {
             for trial in 0..<30 {
                 #expect(try seeker.call("load", ["url": Fixtures.path("tone.flac"), "play": true]).stateName == "playing")
                 let request = try JSONSerialization.data(withJSONObject: [
-                    "jsonrpc": "2.0", "id": 1, "method": "seek", "params": ["position": 2.5]])
+                    "jsonrpc": "2.0", "id": 1, "method": "seek", "params": ["position": 2.5],
+                ])
                 try seeker.send(raw: request + Data("\n".utf8))
                 usleep(UInt32(trial % 3) * 300)
                 _ = trial % 2 == 0 ? try other.call("stop") : try other.call("load", ["url": Fixtures.path("tone.wav")])

@@ -20,11 +20,16 @@ extension DaemonTests {
         /// A 16-bit stereo sine of `seconds`, and its PCM.
         private func sine(_ capture: Capture, seconds: Int) throws -> (path: String, pcm: [Int16]) {
             let path = capture.dir.path("sine.wav")
-            let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
-                                                       "sine=f=440:sample_rate=\(Self.rate)", "-t", "\(seconds)", "-ac", "2",
-                                                       "-c:a", "pcm_s16le", path], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i",
+                    "sine=f=440:sample_rate=\(Self.rate)", "-t", "\(seconds)", "-ac", "2",
+                    "-c:a", "pcm_s16le", path,
+                ], timeout: 60)
             try #require(made.status == 0, "\(made.output)")
-            let raw = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
+            let raw = try runTool(
+                "/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", path, "-f", "s16le", path + ".raw"], timeout: 60)
             try #require(raw.status == 0, "\(raw.output)")
             return (path, Self.samples(try Data(contentsOf: URL(fileURLWithPath: path + ".raw"))))
         }
@@ -64,7 +69,8 @@ extension DaemonTests {
             let fadeFrames = Self.rate
             try #require(before.count / 2 >= firstDiffering + fadeFrames, "the whole fade was written")
             func errors(_ start: Int) -> (worst: Double, total: Double) {
-                var worst = 0.0, total = 0.0
+                var worst = 0.0
+                var total = 0.0
                 for frame in start..<start + fadeFrames {
                     let level = 1 - Double(frame - start + 1) / Double(fadeFrames)
                     let error = abs(Double(before[frame * 2]) - (Double(source.pcm[frame * 2]) * level).rounded())
@@ -77,13 +83,17 @@ extension DaemonTests {
             let best = try #require(fits.min { $0.error.total < $1.error.total })
             let (fadeStart, worst) = (best.start, best.error.worst)
             // Off by one frame, the summed error is about 1800 LSB; in place, it is a few rounding steps.
-            #expect(worst <= 1 && best.error.total < Double(fadeFrames) / 100,
-                    "the fade is linear within 1 LSB (worst \(worst), summed \(best.error.total))")
+            #expect(
+                worst <= 1 && best.error.total < Double(fadeFrames) / 100,
+                "the fade is linear within 1 LSB (worst \(worst), summed \(best.error.total))")
             let tail = before.dropFirst((fadeStart + fadeFrames) * 2)
-            #expect(tail.allSatisfy { $0 == 0 },
-                    "silent after the fade (ended at \(fadeStart + fadeFrames), first differing \(firstDiffering)): \(tail.filter { $0 != 0 }.count) samples are not, the first at \(tail.firstIndex { $0 != 0 }.map { $0 / 2 } ?? 0)")
-            #expect(heard >= fadeStart + fadeFrames && heard - (fadeStart + fadeFrames) < Self.rate,
-                    "paused once the silence was heard: at \(heard), the fade ended at \(fadeStart + fadeFrames)")
+            #expect(
+                tail.allSatisfy { $0 == 0 },
+                "silent after the fade (ended at \(fadeStart + fadeFrames), first differing \(firstDiffering)): \(tail.filter { $0 != 0 }.count) samples are not, the first at \(tail.firstIndex { $0 != 0 }.map { $0 / 2 } ?? 0)"
+            )
+            #expect(
+                heard >= fadeStart + fadeFrames && heard - (fadeStart + fadeFrames) < Self.rate,
+                "paused once the silence was heard: at \(heard), the fade ended at \(fadeStart + fadeFrames)")
 
             // Play again: at full level, from the sample heard last.
             #expect(try client.call("play").stateName == "playing")
@@ -100,7 +110,8 @@ extension DaemonTests {
                 let expected = (Double(source.pcm[(heard + frame) * 2]) * level).rounded()
                 rampWorst = max(rampWorst, abs(Double(resumed[frame * 2]) - expected))
             }
-            #expect(rampWorst <= 1, "fades in from the sample heard last (worst \(rampWorst)); starts \(resumed.prefix(8)), heard at \(heard)")
+            #expect(
+                rampWorst <= 1, "fades in from the sample heard last (worst \(rampWorst)); starts \(resumed.prefix(8)), heard at \(heard)")
             let fromHeard = Array(resumed[ramp * 2..<Self.rate]) == Array(source.pcm[(heard + ramp) * 2..<heard * 2 + Self.rate])
             #expect(fromHeard, "full level, from the sample heard last; starts \(resumed.prefix(8)), heard at \(heard)")
         }
@@ -164,9 +175,11 @@ extension DaemonTests {
         @Test func badRequestsGetAClearError() throws {
             let daemon = try DaemonProcess(arguments: ["--device", "null"])
             let client = try daemon.connect()
-            let bad: [[String: Any]] = [[:], ["after_s": -1], ["after_s": 10, "at_end_of": "item"], ["at_end_of": "album"],
-                                        ["at_end_of": "item", "fade_s": 3], ["after_s": 60, "fade_s": 601],
-                                        ["cancel": true, "fade_s": 1], ["after_s": "soon"], ["until": 3], ["after_s": 700_000]]
+            let bad: [[String: Any]] = [
+                [:], ["after_s": -1], ["after_s": 10, "at_end_of": "item"], ["at_end_of": "album"],
+                ["at_end_of": "item", "fade_s": 3], ["after_s": 60, "fade_s": 601],
+                ["cancel": true, "fade_s": 1], ["after_s": "soon"], ["until": 3], ["after_s": 700_000],
+            ]
             for params in bad {
                 let answer = try client.call("sleep", params)
                 #expect(answer.errorCode == -32602 && answer.errorMessage?.isEmpty == false, "\(params): \(answer)")

@@ -28,8 +28,12 @@ extension DaemonTests {
             var all: [(Int16, Int16)] = []
             for part in 1...3 {
                 let out = dir.path("ref-\(part).raw")
-                let made = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", Fixtures.path("gapless-\(part).flac"),
-                                                           "-ar", "48000", "-ac", "2", "-f", "s16le", out])
+                let made = try runTool(
+                    "/usr/bin/ffmpeg",
+                    [
+                        "-nostdin", "-v", "error", "-y", "-i", Fixtures.path("gapless-\(part).flac"),
+                        "-ar", "48000", "-ac", "2", "-f", "s16le", out,
+                    ])
                 #expect(made.status == 0, "\(made.output)")
                 all += stereoFrames(readWholeFile(out))
             }
@@ -42,11 +46,15 @@ extension DaemonTests {
         private func match(_ captured: [(Int16, Int16)], _ expected: [(Int16, Int16)]) -> (start: Int, worst: Double, drift: Int)? {
             func level(_ frame: (Int16, Int16)) -> Int { max(abs(Int(frame.0)), abs(Int(frame.1))) }
             guard let firstHeard = captured.firstIndex(where: { level($0) > 200 }),
-                  let firstExpected = expected.firstIndex(where: { level($0) > 200 }) else { return nil }
+                let firstExpected = expected.firstIndex(where: { level($0) > 200 })
+            else { return nil }
             func correlation(_ at: Int, _ from: Int, _ count: Int) -> Double {
-                var dot = 0.0, a = 0.0, b = 0.0
+                var dot = 0.0
+                var a = 0.0
+                var b = 0.0
                 for index in 0..<count {
-                    let x = Double(captured[at + index].0), y = Double(expected[from + index].0)
+                    let x = Double(captured[at + index].0)
+                    let y = Double(expected[from + index].0)
                     dot += x * y
                     a += x * x
                     b += y * y
@@ -60,16 +68,23 @@ extension DaemonTests {
             var best = -2.0
             for lag in -100...100 where offset + lag >= 0 && offset + lag + block <= captured.count {
                 let value = correlation(offset + lag, 0, block)
-                if value > best { best = value; start = offset + lag }
+                if value > best {
+                    best = value
+                    start = offset + lag
+                }
             }
             var worst = 1.0
             var shift = 0
             var from = 0
             while from + block <= expected.count {
-                var blockBest = -2.0, blockShift = shift
+                var blockBest = -2.0
+                var blockShift = shift
                 for lag in -3...3 where start + shift + lag + from >= 0 && start + shift + lag + from + block <= captured.count {
                     let value = correlation(start + shift + lag + from, from, block)
-                    if value > blockBest { blockBest = value; blockShift = shift + lag }
+                    if value > blockBest {
+                        blockBest = value
+                        blockShift = shift + lag
+                    }
                 }
                 shift = blockShift
                 worst = min(worst, blockBest)
@@ -80,14 +95,18 @@ extension DaemonTests {
 
         @Test func aQueueReachesEveryRoomInOrderWithoutAGapAndPauseIsSilence() throws {
             let rig = try SnapcastRig()
-            defer { rig.stop(); rig.directory.remove() }
+            defer {
+                rig.stop()
+                rig.directory.remove()
+            }
             let rooms = [try rig.startClient("kitchen.raw"), try rig.startClient("hall.raw")]
             let (daemon, client) = try startDaemon(rig)
             defer { withExtendedLifetime(daemon) {} }
             let added = try client.call("add", ["urls": (1...3).map { Fixtures.path("gapless-\($0).flac") }, "play": true], timeout: 15)
             #expect(added.stateName == "playing", "\(added)")
             let media = try #require(try client.call("status").result?["media"] as? [String: Any])
-            #expect((media["output_format"] as? [String: Any])?["sample_rate"] as? Int == 48000, "converted to the source's format: \(media)")
+            #expect(
+                (media["output_format"] as? [String: Any])?["sample_rate"] as? Int == 48000, "converted to the source's format: \(media)")
             _ = try waitForStatus(client, timeout: 20) { $0.name == "ended" }
             sleep(2)  // snapserver's buffer (1 s) and the clients' latency play out
             let expected = try expectedQueueAudio(rig.directory)
@@ -152,7 +171,8 @@ extension DaemonTests {
                     pitch = [440, 500, 1000].first { abs(hertz - Double($0)) <= Double($0) * 0.04 } ?? -1
                 }
                 if var run = runs.last, run.pitch == pitch,
-                   pitch <= 0 || Double(max(peak, run.peak)) <= 1.25 * Double(min(peak, run.peak)) {
+                    pitch <= 0 || Double(max(peak, run.peak)) <= 1.25 * Double(min(peak, run.peak))
+                {
                     run.seconds += 0.1
                     run.peaks.append(peak)
                     runs[runs.count - 1] = run
@@ -166,7 +186,8 @@ extension DaemonTests {
             var joined: [Heard] = []
             for run in runs.drop(while: { $0.pitch == 0 }) where run.pitch == 0 || run.seconds > 0.15 {
                 if var last = joined.last, last.pitch == run.pitch,
-                   run.pitch == 0 || Double(max(run.peak, last.peak)) <= 1.25 * Double(min(run.peak, last.peak)) {
+                    run.pitch == 0 || Double(max(run.peak, last.peak)) <= 1.25 * Double(min(run.peak, last.peak))
+                {
                     last.seconds += run.seconds
                     last.peaks += run.peaks
                     joined[joined.count - 1] = last
@@ -182,7 +203,10 @@ extension DaemonTests {
         /// gains scale the samples as they do on ALSA.
         @Test func whatTonearmIsAskedIsWhatTheRoomHears() throws {
             let rig = try SnapcastRig()
-            defer { rig.stop(); rig.directory.remove() }
+            defer {
+                rig.stop()
+                rig.directory.remove()
+            }
             let room = try rig.startClient("room.raw")
             let (daemon, client) = try startDaemon(rig)
             defer { withExtendedLifetime(daemon) {} }
@@ -229,7 +253,10 @@ extension DaemonTests {
         /// file does: the room hears it.
         @Test func aRadioStreamPlaysIntoTheRooms() throws {
             let rig = try SnapcastRig()
-            defer { rig.stop(); rig.directory.remove() }
+            defer {
+                rig.stop()
+                rig.directory.remove()
+            }
             let room = try rig.startClient("room.raw")
             let server = try TestHTTPServer()
             defer { server.stop() }
@@ -249,7 +276,10 @@ extension DaemonTests {
         /// what snapserver shows.
         @Test func snapserversControlDrivesTonearmThroughItsMPDPlugin() throws {
             let rig = try SnapcastRig(sourceQuery: SnapcastRig.metaMPDQuery, start: false)
-            defer { rig.stop(); rig.directory.remove() }
+            defer {
+                rig.stop()
+                rig.directory.remove()
+            }
             let (daemon, client) = try startDaemon(rig)
             let urls = ["tone.flac", "mono48k.wav", "tone.flac"].map { Fixtures.path($0) }
             #expect(try client.call("add", ["urls": urls]).result != nil)
@@ -267,7 +297,9 @@ extension DaemonTests {
                 while true {
                     let properties = try stream()
                     if predicate(properties) { return properties }
-                    if Date() > deadline { throw LineClient.Failure(description: "snapserver never showed \(what): \(properties)\n\(rig.log)") }
+                    if Date() > deadline {
+                        throw LineClient.Failure(description: "snapserver never showed \(what): \(properties)\n\(rig.log)")
+                    }
                     usleep(100_000)
                 }
             }
@@ -304,26 +336,34 @@ extension DaemonTests {
 
         @Test func aSnapserverThatGoesAwayIsALostDeviceAndPlaybackResumesIntoItsReturn() throws {
             let rig = try SnapcastRig()
-            defer { rig.stop(); rig.directory.remove() }
+            defer {
+                rig.stop()
+                rig.directory.remove()
+            }
             let (daemon, client) = try startDaemon(rig)
             let watcher = try daemon.connect()
             #expect(try watcher.call("subscribe", ["events": ["transition", "performance"]]).result != nil)
             // A long queue: the tone over and over.
-            let added = try client.call("add", ["urls": Array(repeating: Fixtures.path("tone.flac"), count: 10), "play": true], timeout: 15)
+            let added = try client.call(
+                "add", ["urls": Array(repeating: Fixtures.path("tone.flac"), count: 10), "play": true], timeout: 15)
             #expect(added.stateName == "playing", "\(added)")
             sleep(1)
             rig.killServer()
-            let lost = try readEvents(watcher, timeout: 15, untilAll: [
-                { $0.performanceEvent == "device_lost" }, { $0.transitionTo == "paused" },
-            ])
+            let lost = try readEvents(
+                watcher, timeout: 15,
+                untilAll: [
+                    { $0.performanceEvent == "device_lost" }, { $0.transitionTo == "paused" },
+                ])
             #expect(lost.contains { $0.actionName == "deviceLost" }, "\(lost)")
             let status = try client.call("status").result ?? [:]
             #expect(status["interruption"] is String, "status says why it is paused: \(status)")
             try rig.startServer()
             let room = try rig.startClient("room.raw")
-            let back = try readEvents(watcher, timeout: 15, untilAll: [
-                { $0.performanceEvent == "device_restored" }, { $0.transitionTo == "playing" },
-            ])
+            let back = try readEvents(
+                watcher, timeout: 15,
+                untilAll: [
+                    { $0.performanceEvent == "device_restored" }, { $0.transitionTo == "playing" },
+                ])
             #expect(back.contains { $0.actionName == "deviceRestored" }, "\(back)")
             sleep(3)
             #expect(stereoFrames(readWholeFile(room)).contains { abs(Int($0.0)) > 1000 }, "the room hears it again")

@@ -43,7 +43,8 @@ extension DaemonTests {
                 let status = try #require(a.call("status").result)
                 let error = (status["state"] as? [String: Any])?["error"] as? [String: Any]
                 let goodWon = status.name == "ready" && (status["media"] as? [String: Any])?["url"] as? String == good
-                let missingWon = status.name == "failed" && (error?["message"] as? String)?.contains("nothing.flac") == true
+                let missingWon =
+                    status.name == "failed" && (error?["message"] as? String)?.contains("nothing.flac") == true
                     && status["media"] is NSNull
                 #expect(goodWon || missingWon, "trial \(trial): \(status)")
                 let goodAnswer = first == good ? answerA : answerB

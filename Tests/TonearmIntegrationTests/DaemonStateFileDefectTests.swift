@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -11,8 +12,9 @@ extension DaemonTests {
     @Suite("Daemon's state file under hostile conditions", .serialized, .realDaemon(minutes: 5))
     struct DaemonStateFileDefectTests {
         private func start(_ stateDirectory: String, _ extra: [String] = [], user: Int? = nil) throws -> (DaemonProcess, LineClient) {
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"] + extra,
-                                           environment: ["STATE_DIRECTORY": stateDirectory], user: user)
+            let daemon = try DaemonProcess(
+                arguments: ["--device", "null", "--pace"] + extra,
+                environment: ["STATE_DIRECTORY": stateDirectory], user: user)
             return (daemon, try daemon.connect())
         }
 
@@ -28,15 +30,19 @@ extension DaemonTests {
         }
 
         /// A state file the daemon would write, with `position` and one queued item.
-        private func stateJSON(position: String, url: String = "file://" + Fixtures.path("tone.wav"),
-                               playback: String = "paused") -> String {
+        private func stateJSON(
+            position: String, url: String = "file://" + Fixtures.path("tone.wav"),
+            playback: String = "paused"
+        ) -> String {
             #"{"format":1,"playback":"\#(playback)","position":\#(position),"volume":50,"replayGainMode":"off","replayGainPreampDB":0,"queue":{"items":[{"id":0,"url":"\#(url)"}],"currentID":0,"nextID":1,"version":1,"options":{"repeat":false,"single":false,"consume":false,"random":false},"shuffleOrder":[],"rng":{"state":0}}}"#
         }
 
         /// A state directory whose saved current item, playing, is on `server` answering with
         /// endless headers, and a config that resumes it playing with `timeoutMilliseconds`.
-        private func slowStationSaved(_ dir: TemporaryDirectory, _ server: TestHTTPServer, timeoutMilliseconds: Int,
-                                      position: String = "0") throws -> (state: String, config: String) {
+        private func slowStationSaved(
+            _ dir: TemporaryDirectory, _ server: TestHTTPServer, timeoutMilliseconds: Int,
+            position: String = "0"
+        ) throws -> (state: String, config: String) {
             server.route("/headers", .endlessHeaders)
             let state = dir.path("state")
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
@@ -72,8 +78,9 @@ extension DaemonTests {
             let (daemon, client) = try start(state)
             let kept = keptAside(state)
             #expect(kept.count == 1, "\(kept)")
-            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: kept.first ?? "")) == "/dev/zero",
-                    "the link itself was moved aside")
+            #expect(
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: kept.first ?? "")) == "/dev/zero",
+                "the link itself was moved aside")
             #expect(daemon.log.contains("symbolic link"), "\(daemon.log)")
             try expectStartsEmptyAndSavesAgain(state, daemon, client)
         }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -11,8 +12,9 @@ extension DaemonTests {
     @Suite("Daemon comes back where it was", .serialized, .realDaemon(minutes: 10))
     struct DaemonStateTests {
         private func start(_ stateDirectory: String, _ extra: [String] = []) throws -> (DaemonProcess, LineClient) {
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"] + extra,
-                                           environment: ["STATE_DIRECTORY": stateDirectory])
+            let daemon = try DaemonProcess(
+                arguments: ["--device", "null", "--pace"] + extra,
+                environment: ["STATE_DIRECTORY": stateDirectory])
             return (daemon, try daemon.connect())
         }
 
@@ -118,9 +120,11 @@ extension DaemonTests {
 
         /// A torn, empty, truncated or garbage state file is set aside and the daemon starts
         /// empty, and saves a good state again.
-        @Test(arguments: ["", "garbage", "{\"format\":1,\"queue\":{\"items\":[", String(repeating: "\0", count: 64),
-                          "{\"format\":1,\"playback\":\"paused\",\"position\":-1,\"volume\":50,\"replayGainMode\":\"off\",\"replayGainPreampDB\":0,\"queue\":{\"items\":[],\"nextID\":0,\"version\":0,\"options\":{\"repeat\":false,\"single\":false,\"consume\":false,\"random\":false},\"shuffleOrder\":[],\"rng\":{\"state\":0}}}",
-                          "{\"format\":1,\"playback\":\"paused\",\"position\":0,\"volume\":50,\"replayGainMode\":\"off\",\"replayGainPreampDB\":0,\"queue\":{\"items\":[],\"currentID\":7,\"nextID\":0,\"version\":0,\"options\":{\"repeat\":false,\"single\":false,\"consume\":false,\"random\":false},\"shuffleOrder\":[],\"rng\":{\"state\":0}}}"])
+        @Test(arguments: [
+            "", "garbage", "{\"format\":1,\"queue\":{\"items\":[", String(repeating: "\0", count: 64),
+            "{\"format\":1,\"playback\":\"paused\",\"position\":-1,\"volume\":50,\"replayGainMode\":\"off\",\"replayGainPreampDB\":0,\"queue\":{\"items\":[],\"nextID\":0,\"version\":0,\"options\":{\"repeat\":false,\"single\":false,\"consume\":false,\"random\":false},\"shuffleOrder\":[],\"rng\":{\"state\":0}}}",
+            "{\"format\":1,\"playback\":\"paused\",\"position\":0,\"volume\":50,\"replayGainMode\":\"off\",\"replayGainPreampDB\":0,\"queue\":{\"items\":[],\"currentID\":7,\"nextID\":0,\"version\":0,\"options\":{\"repeat\":false,\"single\":false,\"consume\":false,\"random\":false},\"shuffleOrder\":[],\"rng\":{\"state\":0}}}",
+        ])
         func aBadStateFileIsSetAside(content: String) throws {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
@@ -170,8 +174,12 @@ extension DaemonTests {
             var files: [String] = []
             for n in 0..<3 {
                 let file = dir.path("tone\(n).wav")
-                let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=\(440 + 110 * n):d=4:sample_rate=48000",
-                                                           "-ac", "2", file], timeout: 60)
+                let made = try runTool(
+                    "/usr/bin/ffmpeg",
+                    [
+                        "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=\(440 + 110 * n):d=4:sample_rate=48000",
+                        "-ac", "2", file,
+                    ], timeout: 60)
                 try #require(made.status == 0, "ffmpeg: \(made.output)")
                 files.append(file)
             }
@@ -184,15 +192,18 @@ extension DaemonTests {
                 let first = try ids(client)[0]
                 #expect(try client.call("play", ["id": first]).stateName == "playing")
                 _ = try client.call("seek", ["position": 3.3])
-                let joined = try waitForStatus(client, timeout: 10) { ($0["current"] as? Int) == first + 1 && ($0["position"] as? Double ?? 0) >= 0.5 }
+                let joined = try waitForStatus(client, timeout: 10) {
+                    ($0["current"] as? Int) == first + 1 && ($0["position"] as? Double ?? 0) >= 0.5
+                }
                 let heard = try #require(joined["position"] as? Double)
                 kill(daemon.process.processIdentifier, SIGKILL)
                 daemon.process.waitUntilExit()
 
                 (daemon, client) = try start(state, ["--config", configPath])
                 let queue = try #require(client.call("queue").result?["items"] as? [[String: Any]])
-                #expect(queue.allSatisfy { ($0["duration"] as? Double).map { abs($0 - 4) < 0.01 } == true },
-                        "round \(round): durations kept: \(queue)")
+                #expect(
+                    queue.allSatisfy { ($0["duration"] as? Double).map { abs($0 - 4) < 0.01 } == true },
+                    "round \(round): durations kept: \(queue)")
                 let after = try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
                 #expect(after["current"] as? Int == first + 1, "round \(round): \(after)")
                 let restored = after["position"] as? Double ?? -1
@@ -221,7 +232,9 @@ extension DaemonTests {
                 // A request left unanswered names its round, its call and what the daemon logged.
                 do {
                     // What was saved playing or paused is resumed while the daemon already serves.
-                    let status = expected == nil ? try #require(client.call("status").result, "round \(round): \(daemon.log)")
+                    let status =
+                        expected == nil
+                        ? try #require(client.call("status").result, "round \(round): \(daemon.log)")
                         : try waitForStatus(client) { !["idle", "loading", "seeking"].contains($0.name ?? "") }
                     let queueIDs = try ids(client)
                     #expect(Set(queueIDs).count == queueIDs.count, "round \(round): ids repeat")
@@ -229,7 +242,8 @@ extension DaemonTests {
                     if let expected, status["current"] as? Int == expected.current, let restored = status["position"] as? Double {
                         positionsChecked += 1
                         #expect(restored >= expected.position - interval - 0.25, "round \(round): \(restored) < \(expected.position)")
-                        #expect(restored <= expected.position + 0.25 || expected.playing, "round \(round): \(restored) > \(expected.position)")
+                        #expect(
+                            restored <= expected.position + 0.25 || expected.playing, "round \(round): \(restored) > \(expected.position)")
                     }
                     expected = nil
 
@@ -248,7 +262,9 @@ extension DaemonTests {
                             _ = try client.call(Bool.random(using: &random) ? "pause" : "play")
                         case 5:
                             let queue = try ids(client)
-                            if queue.count > 4, let id = queue.randomElement(using: &random) { _ = try client.call("remove", ["ids": [id]]) }
+                            if queue.count > 4, let id = queue.randomElement(using: &random) {
+                                _ = try client.call("remove", ["ids": [id]])
+                            }
                         default:
                             let queue = try ids(client)
                             if let id = queue.randomElement(using: &random) {
@@ -261,7 +277,8 @@ extension DaemonTests {
                         usleep(UInt32.random(in: 50_000...400_000, using: &random))
                         let now = try #require(client.call("status").result)
                         if let current = now["current"] as? Int, let position = now["position"] as? Double,
-                           ["playing", "paused", "ready"].contains(now.name ?? "") {
+                            ["playing", "paused", "ready"].contains(now.name ?? "")
+                        {
                             expected = (current, position, now.name == "playing")
                         }
                         usleep(UInt32.random(in: 0...300_000, using: &random))
@@ -271,7 +288,8 @@ extension DaemonTests {
                         let added = try client.call("add", ["urls": urls])
                         for item in added.result?["items"] as? [[String: Any]] ?? [] { everAdded.insert(item["id"] as? Int ?? -1) }
                         let request = try JSONSerialization.data(withJSONObject: [
-                            "jsonrpc": "2.0", "id": 99, "method": "add", "params": ["urls": urls]])
+                            "jsonrpc": "2.0", "id": 99, "method": "add", "params": ["urls": urls],
+                        ])
                         try client.send(raw: request + Data("\n".utf8))
                         // Those three may be saved or not; their ids are the next three.
                         let next = (everAdded.max() ?? -1) + 1

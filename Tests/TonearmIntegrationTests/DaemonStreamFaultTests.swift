@@ -53,17 +53,21 @@ extension DaemonTests {
             let status = try rig.client.call("status").result ?? [:]
             #expect((status["buffer"] as? Double ?? 0) > 0.3, "status shows the buffer's fill: \(status)")
             rig.proxy.set(.throttle(bytesPerSecond: DaemonNetworkTests.mp3BytesPerSecond / 4))
-            let starved = try readEvents(rig.watcher, timeout: 20, untilAll: [
-                { $0.transitionTo == "buffering" }, { $0.performanceEvent == "buffering_started" },
-            ])
+            let starved = try readEvents(
+                rig.watcher, timeout: 20,
+                untilAll: [
+                    { $0.transitionTo == "buffering" }, { $0.performanceEvent == "buffering_started" },
+                ])
             #expect(!starved.contains { $0.performanceEvent == "reconnecting" }, "a slow network is not a dropped one: \(starved)")
             // Still slow: a trickle is not enough to play on; the prebuffer must fill again.
             usleep(1_500_000)
             #expect(try rig.client.call("status").result?.name == "buffering")
             rig.proxy.set(.pass)
-            let back = try readEvents(rig.watcher, timeout: 20, untilAll: [
-                { $0.transitionTo == "playing" }, { $0.performanceEvent == "buffering_ended" },
-            ])
+            let back = try readEvents(
+                rig.watcher, timeout: 20,
+                untilAll: [
+                    { $0.transitionTo == "playing" }, { $0.performanceEvent == "buffering_ended" },
+                ])
             let ended = try #require(back.first { $0.performanceEvent == "buffering_ended" })
             #expect((ended["duration"] as? Double ?? 0) > 1.5, "\(ended)")
             #expect(rig.proxy.acceptedCount == 1, "the same connection went on")
@@ -74,9 +78,11 @@ extension DaemonTests {
             defer { rig.stop() }
             try playRadio(rig)
             rig.proxy.set(.stall)
-            let events = try readEvents(rig.watcher, timeout: 20, untilAll: [
-                { $0.transitionTo == "buffering" }, { $0.performanceEvent == "reconnecting" },
-            ])
+            let events = try readEvents(
+                rig.watcher, timeout: 20,
+                untilAll: [
+                    { $0.transitionTo == "buffering" }, { $0.performanceEvent == "reconnecting" },
+                ])
             let attempt = try #require(events.first { $0.performanceEvent == "reconnecting" })
             #expect(attempt["attempt"] as? Int == 1 && attempt["delay"] as? Double == 0.5, "\(attempt)")
             rig.proxy.set(.pass)
@@ -113,8 +119,9 @@ extension DaemonTests {
             usleep(useconds_t(500_000 * Sanitizer.timeScale))
             rig.proxy.refuse(false)
             let back = try readEvents(rig.watcher, timeout: 20) { $0.transitionTo == "playing" }
-            #expect(back.filter { $0.performanceEvent == "reconnecting" }.compactMap { $0["delay"] as? Double } == [4],
-                    "the fourth try, 4 s later, got through: \(back)")
+            #expect(
+                back.filter { $0.performanceEvent == "reconnecting" }.compactMap { $0["delay"] as? Double } == [4],
+                "the fourth try, 4 s later, got through: \(back)")
         }
 
         @Test func aConnectionNeverRegainedFailsTheItemAndTheQueueMovesOn() throws {
@@ -198,9 +205,11 @@ extension DaemonTests {
             #expect(try rig.client.call("pause").stateName == "paused")
             usleep(3_000_000)
             #expect(try rig.client.call("play").stateName == "playing")
-            _ = try readEvents(rig.watcher, timeout: 20, untilAll: [
-                { $0.transitionTo == "buffering" }, { $0.transitionTo == "playing" },
-            ])
+            _ = try readEvents(
+                rig.watcher, timeout: 20,
+                untilAll: [
+                    { $0.transitionTo == "buffering" }, { $0.transitionTo == "playing" },
+                ])
             #expect(rig.server.requests.count == 2, "a long pause joins the stream again, live: \(rig.server.requests)")
             let status = try rig.client.call("status").result ?? [:]
             #expect((status["position"] as? Double ?? 99) < 2, "the live stream is heard from where it is now: \(status)")

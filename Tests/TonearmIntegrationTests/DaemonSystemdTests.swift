@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -16,8 +17,9 @@ extension DaemonTests {
             let dir = try TemporaryDirectory()
             defer { dir.remove() }
             let notify = try NotifyListener(path: dir.path("notify"))
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace"],
-                                           environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "300000"])
+            let daemon = try DaemonProcess(
+                arguments: ["--device", "null", "--pace"],
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "300000"])
             let ready = try notify.wait(for: "READY=1")
             #expect(ready.last?.contains("STATUS=idle") == true, "\(ready)")
             #expect(try daemon.connect().call("ping")["result"] as? String == "pong", "READY=1 came once the socket accepts")
@@ -72,8 +74,11 @@ extension DaemonTests {
             // settings (LeakSanitizer's suppressions) must go through too.
             let passed = ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"]
                 .filter { ProcessInfo.processInfo.environment[$0] != nil }.flatMap { ["-E", $0] }
-            activator.arguments = ["-l", socketPath, "-l", mpdPath, "--fdname=control:mpd", "-E", "NOTIFY_SOCKET=\(notify.path)",
-                                   "-E", "STATE_DIRECTORY=\(dir.path("state"))"] + passed
+            activator.arguments =
+                [
+                    "-l", socketPath, "-l", mpdPath, "--fdname=control:mpd", "-E", "NOTIFY_SOCKET=\(notify.path)",
+                    "-E", "STATE_DIRECTORY=\(dir.path("state"))",
+                ] + passed
                 + [DaemonProcess.binary(), "--device", "null", "--http", "off"]
             let log = dir.path("daemon.log")
             _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -98,8 +103,9 @@ extension DaemonTests {
             #expect(Sanitizer.reports(in: finalLog).isEmpty, "\(finalLog)")
             for path in [socketPath, mpdPath] {
                 var info = stat()
-                #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
-                        "a socket the daemon did not create is left in place: \(path)")
+                #expect(
+                    lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK,
+                    "a socket the daemon did not create is left in place: \(path)")
             }
         }
     }

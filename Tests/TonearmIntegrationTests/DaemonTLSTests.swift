@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -20,25 +21,34 @@ extension DaemonTests {
 
             init() throws {
                 directory = try TemporaryDirectory()
-                try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-                             "-days", "2", "-subj", "/CN=Tonearm Test CA"])
+                try openssl([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+                    "-days", "2", "-subj", "/CN=Tonearm Test CA",
+                ])
                 try sign("good", subjectAltName: "IP:127.0.0.1")
                 try sign("other", subjectAltName: "DNS:not-this-host.invalid")
-                try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "self.key", "-out", "self.pem",
-                             "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+                try openssl([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "self.key", "-out", "self.pem",
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                ])
             }
 
             private func sign(_ name: String, subjectAltName: String) throws {
-                try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
-                             "-subj", "/CN=\(name)"])
+                try openssl([
+                    "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr",
+                    "-subj", "/CN=\(name)",
+                ])
                 try "subjectAltName=\(subjectAltName)\n".write(toFile: directory.path("\(name).ext"), atomically: true, encoding: .utf8)
-                try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                             "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext"])
+                try openssl([
+                    "x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                    "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext",
+                ])
             }
 
             private func openssl(_ arguments: [String]) throws {
-                let result = try runTool("/usr/bin/env", ["sh", "-c", "cd '\(directory.url.path)' && openssl \"$@\"", "openssl"] + arguments,
-                                         timeout: 60)
+                let result = try runTool(
+                    "/usr/bin/env", ["sh", "-c", "cd '\(directory.url.path)' && openssl \"$@\"", "openssl"] + arguments,
+                    timeout: 60)
                 guard result.status == 0 else { throw LineClient.Failure(description: "openssl \(arguments): \(result.output)") }
             }
 
@@ -53,8 +63,10 @@ extension DaemonTests {
             init(_ certificates: Certificates, _ name: String, serving directory: String = Fixtures.directory.path) throws {
                 let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("Scripts/tls_server.py").path
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                process.arguments = [script, certificates.directory.path("\(name).pem"), certificates.directory.path("\(name).key"),
-                                     directory]
+                process.arguments = [
+                    script, certificates.directory.path("\(name).pem"), certificates.directory.path("\(name).key"),
+                    directory,
+                ]
                 let output = Pipe()
                 process.standardOutput = output
                 try process.run()
@@ -150,8 +162,12 @@ extension DaemonTests {
             defer { dir.remove() }
             let served = dir.path("served")
             try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
-            let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
-                                                       "-hls_time", "1", "-hls_playlist_type", "vod", served + "/index.m3u8"], timeout: 60)
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-v", "error", "-y", "-i", Fixtures.path("tone.wav"), "-c:a", "aac", "-f", "hls",
+                    "-hls_time", "1", "-hls_playlist_type", "vod", served + "/index.m3u8",
+                ], timeout: 60)
             #expect(made.status == 0, "\(made.output)")
             let selfSigned = try TLSServer(certificates, "self", serving: served)
             let good = try TLSServer(certificates, "good", serving: served)
@@ -161,8 +177,9 @@ extension DaemonTests {
             try redirected.joined(separator: "\n").write(toFile: served + "/mixed.m3u8", atomically: true, encoding: .utf8)
             let (daemon, client) = try daemon(dir, input: "ca_file = \"\(certificates.ca)\"")
             defer { withExtendedLifetime(daemon) {} }
-            #expect(try client.call("load", ["url": good.url("/index.m3u8")], timeout: 15).stateName == "ready",
-                    "the verified server's own segments play")
+            #expect(
+                try client.call("load", ["url": good.url("/index.m3u8")], timeout: 15).stateName == "ready",
+                "the verified server's own segments play")
             let load = try client.call("load", ["url": good.url("/mixed.m3u8"), "play": true], timeout: 15)
             if load.stateName == "playing" {
                 _ = try waitForStatus(client, timeout: 20) { ["ended", "failed", "idle"].contains($0.name ?? "") }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -26,8 +27,9 @@ extension DaemonTests {
 
         @Test func systemdAnalyzeRatesTheServiceOKAndVerifiesBothUnits() throws {
             let security = try run("/usr/bin/systemd-analyze", ["security", "--offline=true", Self.service])
-            let line = try #require(security.output.split(separator: "\n").first { $0.contains("Overall exposure level") },
-                                    "\(security.output)")
+            let line = try #require(
+                security.output.split(separator: "\n").first { $0.contains("Overall exposure level") },
+                "\(security.output)")
             let score = try #require(line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) })
             #expect(score <= 2.0, "\(line)")
 
@@ -38,8 +40,12 @@ extension DaemonTests {
                 .replacingOccurrences(of: "/usr/local/bin/tonearmd", with: DaemonProcess.binary())
             try text.write(toFile: dir.path("tonearmd.service"), atomically: true, encoding: .utf8)
             try FileManager.default.copyItem(atPath: Self.socketUnit, toPath: dir.path("tonearmd.socket"))
-            let verify = try run("/usr/bin/systemd-analyze", ["verify", "--man=no", dir.path("tonearmd.service"),
-                                                              dir.path("tonearmd.socket")])
+            let verify = try run(
+                "/usr/bin/systemd-analyze",
+                [
+                    "verify", "--man=no", dir.path("tonearmd.service"),
+                    dir.path("tonearmd.socket"),
+                ])
             #expect(verify.status == 0 && verify.output.isEmpty, "\(verify.output)")
         }
 
@@ -51,7 +57,10 @@ extension DaemonTests {
             #expect(!groups.isEmpty && !groups.contains { $0.hasPrefix("~") }, "an allow list: \(groups)")
             var expanded = Set<String>()
             while let group = groups.popLast() {
-                guard group.hasPrefix("@") else { allowed.insert(group); continue }
+                guard group.hasPrefix("@") else {
+                    allowed.insert(group)
+                    continue
+                }
                 guard expanded.insert(group).inserted else { continue }
                 let listing = try run("/usr/bin/systemd-analyze", ["syscall-filter", group]).output
                 for entry in listing.split(separator: "\n").dropFirst() {
@@ -74,16 +83,20 @@ extension DaemonTests {
             let trace = dir.path("strace.out")
             let daemon = Process()
             daemon.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
-            daemon.arguments = ["-f", "-qq", "-o", trace, DaemonProcess.binary()] + arguments
-                + ["--device", "null", "--pace", "--speed", "4", "--state-directory", dir.path("state"),
-                   // The shipped config's web remote, on a port of its own (others run beside this test).
-                   "--http", "127.0.0.1:\(try freeTCPPort())"]
+            daemon.arguments =
+                ["-f", "-qq", "-o", trace, DaemonProcess.binary()] + arguments
+                + [
+                    "--device", "null", "--pace", "--speed", "4", "--state-directory", dir.path("state"),
+                    // The shipped config's web remote, on a port of its own (others run beside this test).
+                    "--http", "127.0.0.1:\(try freeTCPPort())",
+                ]
             daemon.standardOutput = FileHandle.nullDevice
             daemon.standardError = FileHandle.nullDevice
             try daemon.run()
             defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-            let connected = try #require(LineClient.waitingForSocket(dir.path("control.sock"), timeout: 20),
-                                         "the daemon did not start under strace")
+            let connected = try #require(
+                LineClient.waitingForSocket(dir.path("control.sock"), timeout: 20),
+                "the daemon did not start under strace")
             _ = try connected.call("add", ["urls": [Fixtures.path("tone.flac"), Fixtures.path("tone.mp3")], "play": true])
             _ = try connected.call("seek", ["position": 2.5])
             _ = try connected.call("volume", ["level": 50])
@@ -93,8 +106,10 @@ extension DaemonTests {
             _ = try connected.call("subscribe", ["events": ["transition", "queue"]])
             _ = try connected.call("stop")
             // strace runs the daemon as its child: SIGTERM goes to the daemon itself.
-            let daemonPID = try String(contentsOfFile: "/proc/\(daemon.processIdentifier)/task/\(daemon.processIdentifier)/children",
-                                       encoding: .utf8).split(separator: " ").first.flatMap { Int32($0) }
+            let daemonPID = try String(
+                contentsOfFile: "/proc/\(daemon.processIdentifier)/task/\(daemon.processIdentifier)/children",
+                encoding: .utf8
+            ).split(separator: " ").first.flatMap { Int32($0) }
             kill(try #require(daemonPID), SIGTERM)
             daemon.waitUntilExit()
 

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DaemonTests {
@@ -15,21 +16,32 @@ extension DaemonTests {
         /// through the longest test (about 33 s under a sanitizer) without ending.
         static func tree(_ directory: TemporaryDirectory) throws -> String {
             let music = directory.path("music")
-            let songs = [("Alpha/One/01 First.flac", "Alpha", "One", "First", "1"),
-                         ("Alpha/One/02 Second.flac", "Alpha", "One", "Second", "2"),
-                         ("Beta/Two/01 Third.flac", "Beta", "Two", "Third", "1")]
+            let songs = [
+                ("Alpha/One/01 First.flac", "Alpha", "One", "First", "1"),
+                ("Alpha/One/02 Second.flac", "Alpha", "One", "Second", "2"),
+                ("Beta/Two/01 Third.flac", "Beta", "Two", "Third", "1"),
+            ]
             for (path, artist, album, title, track) in songs {
                 let target = music + "/" + path
-                try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
-                                                        withIntermediateDirectories: true)
-                let made = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=120:sample_rate=44100",
-                                                           "-ac", "2", "-metadata", "artist=\(artist)", "-metadata", "album=\(album)",
-                                                           "-metadata", "title=\(title)", "-metadata", "track=\(track)", "-c:a", "flac", target],
-                                       timeout: 60)
+                try FileManager.default.createDirectory(
+                    atPath: (target as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true)
+                let made = try runTool(
+                    "/usr/bin/ffmpeg",
+                    [
+                        "-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=120:sample_rate=44100",
+                        "-ac", "2", "-metadata", "artist=\(artist)", "-metadata", "album=\(album)",
+                        "-metadata", "title=\(title)", "-metadata", "track=\(track)", "-c:a", "flac", target,
+                    ],
+                    timeout: 60)
                 try #require(made.status == 0, "ffmpeg: \(made.output)")
             }
-            let cover = try runTool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=64x64", "-frames:v", "1",
-                                                        music + "/Alpha/One/cover.jpg"], timeout: 60)
+            let cover = try runTool(
+                "/usr/bin/ffmpeg",
+                [
+                    "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=64x64", "-frames:v", "1",
+                    music + "/Alpha/One/cover.jpg",
+                ], timeout: 60)
             try #require(cover.status == 0, "ffmpeg: \(cover.output)")
             return music
         }
@@ -68,8 +80,9 @@ extension DaemonTests {
             // (Chromium and chromedriver too) if it overruns.
             var environment = ProcessInfo.processInfo.environment
             environment["TIME_SCALE"] = String(Sanitizer.timeScale)
-            let result = try runTool("/usr/bin/timeout", ["-k", "5", "140", "/usr/bin/python3", script] + arguments + [artifacts],
-                                     environment: environment, timeout: 150)
+            let result = try runTool(
+                "/usr/bin/timeout", ["-k", "5", "140", "/usr/bin/python3", script] + arguments + [artifacts],
+                environment: environment, timeout: 150)
             print(result.output)
             #expect(result.status == 0, "\(result.output)")
         }
@@ -80,15 +93,18 @@ extension DaemonTests {
             let (daemon, port) = try Self.start(directory, music: try Self.tree(directory))
             try withExtendedLifetime(daemon) {
                 let tonearmctl = (DaemonProcess.binary() as NSString).deletingLastPathComponent + "/tonearmctl"
-                try Self.browserScript(["open", "http://127.0.0.1:\(port)/", daemon.socketPath,
-                                        (daemon.socketPath as NSString).deletingLastPathComponent + "/mpd.sock", tonearmctl])
+                try Self.browserScript([
+                    "open", "http://127.0.0.1:\(port)/", daemon.socketPath,
+                    (daemon.socketPath as NSString).deletingLastPathComponent + "/mpd.sock", tonearmctl,
+                ])
             }
         }
 
         @Test func aPasswordIsAskedOnceAndKept() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let (daemon, port) = try Self.start(directory, music: try Self.tree(directory), http: "password = \"opensesame\"\nread_password = \"lookonly\"\n")
+            let (daemon, port) = try Self.start(
+                directory, music: try Self.tree(directory), http: "password = \"opensesame\"\nread_password = \"lookonly\"\n")
             try withExtendedLifetime(daemon) {
                 try Self.browserScript(["password", "http://127.0.0.1:\(port)/", "opensesame"])
                 // Without the token: no WebSocket, no covers; the page itself and its session say so.
@@ -98,16 +114,19 @@ extension DaemonTests {
                 let session = try #require(try WebClient(port: port).request("GET", "/session"))
                 #expect(session.text == "{\"password\":true,\"authorized\":false,\"read_only\":false}", "\(session.text)")
                 // With it: both.
-                let login = try #require(try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"opensesame\"}".utf8)))
+                let login = try #require(
+                    try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"opensesame\"}".utf8)))
                 #expect(login.status == 204)
                 let cookie = try #require(login.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
                 #expect(try WebClient(port: port).upgrade(headers: ["Cookie": cookie])?.status == 101)
                 #expect(try WebClient(port: port).request("GET", "/art?uri=Alpha/One", headers: ["Cookie": cookie])?.status == 200)
                 #expect(daemon.log.contains("web remote: wrong password"), "the wrong password is logged")
                 // The read password's token reads and is refused control, as read_gids on the socket.
-                let readLogin = try #require(try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"lookonly\"}".utf8)))
+                let readLogin = try #require(
+                    try WebClient(port: port).request("POST", "/login", body: Array("{\"password\":\"lookonly\"}".utf8)))
                 let readCookie = try #require(readLogin.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
-                #expect(try WebClient(port: port).request("GET", "/session", headers: ["Cookie": readCookie])?.text
+                #expect(
+                    try WebClient(port: port).request("GET", "/session", headers: ["Cookie": readCookie])?.text
                         == "{\"password\":true,\"authorized\":true,\"read_only\":true}")
                 let reader = try WebClient(port: port)
                 #expect(try reader.upgrade(headers: ["Cookie": readCookie])?.status == 101)
@@ -115,8 +134,9 @@ extension DaemonTests {
                 #expect(try reader.message()?["result"] != nil)
                 #expect(reader.sendText("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"volume\",\"params\":{\"level\":3}}"))
                 let refused = try #require(try reader.message())
-                #expect(((refused["error"] as? [String: Any])?["message"] as? String)?.contains("needs control access") == true,
-                        "\(refused)")
+                #expect(
+                    ((refused["error"] as? [String: Any])?["message"] as? String)?.contains("needs control access") == true,
+                    "\(refused)")
             }
         }
 
@@ -149,7 +169,8 @@ extension DaemonTests {
                 #expect(page.status == 200 && page.headers["content-encoding"] == "gzip" && page.body.starts(with: [0x1F, 0x8B]))
                 let plain = try #require(try WebClient(port: port).request("GET", "/index.html"))
                 #expect(plain.text.contains("<title>Tonearm</title>") && plain.headers["etag"] == page.headers["etag"])
-                #expect(try WebClient(port: port).request("GET", "/", headers: ["If-None-Match": page.headers["etag"] ?? ""])?.status == 304)
+                #expect(
+                    try WebClient(port: port).request("GET", "/", headers: ["If-None-Match": page.headers["etag"] ?? ""])?.status == 304)
                 #expect(try WebClient(port: port).request("GET", "/nothing")?.status == 404)
                 #expect(try WebClient(port: port).request("DELETE", "/")?.status == 405)
 
@@ -161,8 +182,9 @@ extension DaemonTests {
                 #expect(try WebClient(port: port).request("GET", "/", headers: rebound)?.status == 403)
                 #expect(try WebClient(port: port).request("GET", "/art?uri=Alpha/One", headers: rebound)?.status == 403)
                 #expect(try WebClient(port: port).request("GET", "/", headers: ["Host": "localhost:\(port)"])?.status == 200)
-                #expect(try WebClient(port: port).upgrade(headers: ["Origin": "http://127.0.0.1"])?.status == 101,
-                        "the page's own origin (Host is 127.0.0.1)")
+                #expect(
+                    try WebClient(port: port).upgrade(headers: ["Origin": "http://127.0.0.1"])?.status == 101,
+                    "the page's own origin (Host is 127.0.0.1)")
             }
         }
 
@@ -218,7 +240,9 @@ extension DaemonTests {
                 for member in crowdOfOne { _ = member.send("GET /session HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") }
                 let answers = try crowdOfOne.map { try $0.response() }
                 #expect(answers.filter { $0?.status == 200 }.count <= 32)
-                #expect(answers.contains { $0?.status == 503 && $0?.text.contains("from one address") == true }, "\(answers.map { $0?.status })")
+                #expect(
+                    answers.contains { $0?.status == 503 && $0?.text.contains("from one address") == true }, "\(answers.map { $0?.status })"
+                )
                 crowdOfOne.removeAll()
                 // Their places come back as the daemon sees them close.
                 let freed = Date().addingTimeInterval(5 * Sanitizer.timeScale)

@@ -1,20 +1,22 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 @testable import TonearmLibrary
 
 @Suite("Cover files are found beside the songs")
 struct CoverFilesTests {
     /// Which file of a directory is its cover, for each mix of names.
-    @Test(arguments: [
-        (["01.flac"], nil),
-        (["01.flac", "cover.txt", "covers.jpg"], nil),
-        (["front.png", "Folder.JPG", "01.flac"], "Folder.JPG"),
-        (["front.png", "01.flac"], "front.png"),
-        (["folder.jpg", "cover.webp"], "cover.webp"),
-        (["Cover.png", "cover.jpg"], "Cover.png"),
-        (["cover.jpeg", "cover.bmp", "cover.gif", "cover.tiff"], "cover.bmp"),
-    ] as [([String], String?)])
+    @Test(
+        arguments: [
+            (["01.flac"], nil),
+            (["01.flac", "cover.txt", "covers.jpg"], nil),
+            (["front.png", "Folder.JPG", "01.flac"], "Folder.JPG"),
+            (["front.png", "01.flac"], "front.png"),
+            (["folder.jpg", "cover.webp"], "cover.webp"),
+            (["Cover.png", "cover.jpg"], "Cover.png"),
+            (["cover.jpeg", "cover.bmp", "cover.gif", "cover.tiff"], "cover.bmp"),
+        ] as [([String], String?)])
     func theCoverIs(_ files: [String], _ expected: String?) throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

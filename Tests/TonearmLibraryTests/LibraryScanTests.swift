@@ -1,10 +1,11 @@
 import Foundation
 import Logging
 import Testing
-import TonearmSync
 import TonearmEngine
 import TonearmMedia
+import TonearmSync
 import TonearmTestSupport
+
 @testable import TonearmLibrary
 
 /// Scans of a real tree of tagged files, read by the engine's tag reader, into a real database.
@@ -32,8 +33,10 @@ struct LibraryScanTests {
         }
 
         static func open(_ directory: TemporaryDirectory) throws -> Library {
-            try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
-                        databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { MediaTags.read($0) }
+            try Library(
+                configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+                databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
+            ) { MediaTags.read($0) }
         }
 
         /// Runs a scan and waits for its news.
@@ -83,16 +86,20 @@ struct LibraryScanTests {
 
         // The walk: a directory's songs, then each subdirectory and what it holds.
         var walked: [String] = []
-        #expect(try setup.library.walk("", withTags: false) { entries in
-            for entry in entries {
-                switch entry {
-                case .directory(let uri, _): walked.append("dir " + uri)
-                case .song(let song): walked.append(song.uri)
+        #expect(
+            try setup.library.walk("", withTags: false) { entries in
+                for entry in entries {
+                    switch entry {
+                    case .directory(let uri, _): walked.append("dir " + uri)
+                    case .song(let song): walked.append(song.uri)
+                    }
                 }
-            }
-        })
-        #expect(walked == ["loose.ogg", "untagged.wav", "dir Alpha", "dir Alpha/One", "Alpha/One/01 First.flac",
-                           "Alpha/One/02 Second.flac", "dir Beta", "dir Beta/Zwei", "Beta/Zwei/01 Café.mp3"], "\(walked)")
+            })
+        #expect(
+            walked == [
+                "loose.ogg", "untagged.wav", "dir Alpha", "dir Alpha/One", "Alpha/One/01 First.flac",
+                "Alpha/One/02 Second.flac", "dir Beta", "dir Beta/Zwei", "Beta/Zwei/01 Café.mp3",
+            ], "\(walked)")
         #expect(try setup.library.list("nowhere") == nil)
     }
 
@@ -105,9 +112,11 @@ struct LibraryScanTests {
         let library = setup.library
         #expect(try library.distinct(.artist, filter: .everything, groups: []) == [[""], ["Alpha"], ["Béta"]])
         #expect(try library.distinct(.albumArtist, filter: .everything, groups: []) == [[""], ["Alpha"], ["Béta"]])
-        #expect(try library.distinct(.album, filter: .everything, groups: [.artist])
+        #expect(
+            try library.distinct(.album, filter: .everything, groups: [.artist])
                 == [["", ""], ["Alpha", "One"], ["Béta", "Zwei"]])
-        #expect(try library.distinct(.title, filter: .value(.tag(.artist), .equals, "Alpha", foldCase: false), groups: [])
+        #expect(
+            try library.distinct(.title, filter: .value(.tag(.artist), .equals, "Alpha", foldCase: false), groups: [])
                 == [["First"], ["Second"]])
         #expect(try library.distinct(.genre, filter: .value(.tag(.title), .equals, "Nothing", foldCase: false), groups: []).isEmpty)
         let byGenre = try library.count(.everything, groupedBy: .genre)
@@ -149,11 +158,17 @@ struct LibraryScanTests {
         defer { setup.directory.remove() }
         _ = try await setup.scan()
         try FileManager.default.moveItem(atPath: setup.tree.root, toPath: setup.directory.path("away"))
-        guard case .offline = try await setup.scan() else { Issue.record("not offline"); return }
+        guard case .offline = try await setup.scan() else {
+            Issue.record("not offline")
+            return
+        }
         #expect(try setup.library.stats().songs == 5)
         #expect(setup.library.offline != nil)
         try FileManager.default.createDirectory(atPath: setup.tree.root, withIntermediateDirectories: true)
-        guard case .offline = try await setup.scan() else { Issue.record("not offline"); return }
+        guard case .offline = try await setup.scan() else {
+            Issue.record("not offline")
+            return
+        }
         #expect(try setup.library.stats().songs == 5)
         try FileManager.default.removeItem(atPath: setup.tree.root)
         try FileManager.default.moveItem(atPath: setup.directory.path("away"), toPath: setup.tree.root)
@@ -172,9 +187,11 @@ struct LibraryScanTests {
         defer { try? FileManager.default.removeItem(atPath: share) }
         let far: [MusicTree.Song] = [.init("Gamma/01 Far.flac", ["title": "Far"]), .init("Gamma/02 Away.flac", ["title": "Away"])]
         _ = try MusicTree(at: share, far)
-        var shareInfo = stat(), rootInfo = stat()
-        try #require(stat(share, &shareInfo) == 0 && stat(setup.tree.root, &rootInfo) == 0 && shareInfo.st_dev != rootInfo.st_dev,
-                     "/dev/shm is not another file system here")
+        var shareInfo = stat()
+        var rootInfo = stat()
+        try #require(
+            stat(share, &shareInfo) == 0 && stat(setup.tree.root, &rootInfo) == 0 && shareInfo.st_dev != rootInfo.st_dev,
+            "/dev/shm is not another file system here")
         try FileManager.default.createSymbolicLink(atPath: setup.tree.root + "/NAS", withDestinationPath: share)
         let first = try #require(outcome(try await setup.scan()))
         #expect(first.added == 7 && first.removed == 0, "\(first)")
@@ -231,10 +248,11 @@ struct LibraryScanTests {
         defer { setup.directory.remove() }
         _ = try await setup.scan()
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
-        let scanThread = try #require(tasks.first { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) == "tonearm-scan"
-        })
+        let scanThread = try #require(
+            tasks.first { task in
+                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == "tonearm-scan"
+            })
         let stat = try String(contentsOfFile: "/proc/self/task/\(scanThread)/stat", encoding: .utf8)
         // After the command's closing parenthesis come fields 3, 4, …: the policy is field 41.
         let fields = stat[stat.range(of: ") ", options: .backwards)!.upperBound...].split(separator: " ")
@@ -265,8 +283,10 @@ struct LibraryScanTests {
         _ = try MusicTree(at: directory.path("music"), [.init("song.flac", ["title": "A"])])
         // The first scan holds the scan thread in the tag reader until the gate opens.
         let gate = DispatchSemaphore(value: 0)
-        let library = try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
-                                  databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { url in
+        let library = try Library(
+            configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+            databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
+        ) { url in
             gate.wait()
             gate.signal()
             return MediaTags.read(url)
@@ -300,13 +320,17 @@ struct LibraryScanTests {
         _ = try MusicTree(at: directory.path("music"), [.init("good.wav", from: "tone.wav")])
         var name = Array((directory.path("music") + "/bad").utf8)
         name += [0xE9] + Array(".wav".utf8) + [0]  // "badé.wav" in Latin-1
-        let fd = name.withUnsafeBufferPointer { $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: name.count) { open($0, O_CREAT | O_WRONLY, 0o644) } }
+        let fd = name.withUnsafeBufferPointer {
+            $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: name.count) { open($0, O_CREAT | O_WRONLY, 0o644) }
+        }
         try #require(fd >= 0)
         close(fd)
         let lines = Locked<[String]>([])
-        let library = try Library(configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
-                                  databasePath: directory.path("library.sqlite"),
-                                  logger: Logger(label: "test") { _ in CollectingLogHandler(lines: lines) }) { MediaTags.read($0) }
+        let library = try Library(
+            configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
+            databasePath: directory.path("library.sqlite"),
+            logger: Logger(label: "test") { _ in CollectingLogHandler(lines: lines) }
+        ) { MediaTags.read($0) }
         defer { library.shutdown() }
         var news = library.subscribe().makeAsyncIterator()
         let job = try library.update()
@@ -356,8 +380,10 @@ struct CollectingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
-             line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String,
+        line: UInt
+    ) {
         let fields = (metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         lines.withLock { $0.append("\(message) \(fields)") }
     }

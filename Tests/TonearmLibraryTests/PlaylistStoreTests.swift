@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TonearmTestSupport
+
 @testable import TonearmLibrary
 
 /// The stored playlists' directory, on a real file system.
@@ -13,8 +14,9 @@ struct PlaylistStoreTests {
         #expect(store.list().isEmpty, "no directory yet: no playlists")
 
         try store.create("mix", entries: ["a/one.flac", "http://127.0.0.1:9/s.mp3", "/abs/two.ogg"])
-        #expect(try String(contentsOfFile: dir.path("playlists/mix.m3u"), encoding: .utf8)
-            == "a/one.flac\nhttp://127.0.0.1:9/s.mp3\n/abs/two.ogg\n")
+        #expect(
+            try String(contentsOfFile: dir.path("playlists/mix.m3u"), encoding: .utf8)
+                == "a/one.flac\nhttp://127.0.0.1:9/s.mp3\n/abs/two.ogg\n")
         #expect(throws: PlaylistStore.Failure.exists) { try store.create("mix", entries: []) }
         for bad in ["", "a/b", "line\nbreak", "cr\rx", String(repeating: "x", count: 252)] {
             #expect(throws: PlaylistStore.Failure.badName, "\(bad.debugDescription)") { try store.create(bad, entries: []) }

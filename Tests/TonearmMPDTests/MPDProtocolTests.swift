@@ -8,6 +8,7 @@ import TonearmLibrary
 import TonearmMedia
 import TonearmPlayer
 import TonearmTestSupport
+
 @testable import TonearmMPD
 
 /// MPD's line syntax and argument rules, as MPD 0.23 applies them (src/util/Tokenizer.cxx,
@@ -110,8 +111,9 @@ struct MPDProtocolTests {
 
     private static let environment: MPDEnvironment = {
         let player = Player(engine: PlayerEngine(configuration: OutputConfiguration(device: "null")), logger: Logger(label: "test"))
-        return MPDEnvironment(player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), longReplies: LongReplies(),
-                              password: nil, outputName: "null")
+        return MPDEnvironment(
+            player: player, library: MPDLibrary(root: nil, sources: SourcePolicy()), longReplies: LongReplies(),
+            password: nil, outputName: "null")
     }()
 
     @Test func rangesParseAsInMPD() throws {
@@ -120,9 +122,11 @@ struct MPDProtocolTests {
         #expect(try call("3:").range(0) == 3..<Int(Int32.max))
         #expect(try call("-1").range(0) == 0..<Int(Int32.max))
         #expect(try call("2:2").range(0).isEmpty)
-        for (text, message) in [("x", "Integer or range expected: x"), (":5", "Integer or range expected: :5"),
-                                ("-2", "Number is negative: -2"), ("3:1", "Malformed range: 3:1"),
-                                ("1:x", "Integer or range expected: 1:x")] {
+        for (text, message) in [
+            ("x", "Integer or range expected: x"), (":5", "Integer or range expected: :5"),
+            ("-2", "Number is negative: -2"), ("3:1", "Malformed range: 3:1"),
+            ("1:x", "Integer or range expected: 1:x"),
+        ] {
             #expect(throws: MPDError.argument(message)) { try call(text).range(0) }
         }
         #expect(try call("2:").clippedRange(0, count: 2).isEmpty)
@@ -157,8 +161,10 @@ struct MPDProtocolTests {
         _ = try MusicTree(at: music, [.init("a.flac", ["title": "A"])])
         _ = try MusicTree(at: directory.path("elsewhere"), [.init("x.flac", ["title": "X"])])
         try FileManager.default.createSymbolicLink(atPath: music + "/link", withDestinationPath: directory.path("elsewhere"))
-        let database = try Library(configuration: LibraryConfiguration(musicDirectory: music),
-                                   databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")) { MediaTags.read($0) }
+        let database = try Library(
+            configuration: LibraryConfiguration(musicDirectory: music),
+            databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
+        ) { MediaTags.read($0) }
         defer { database.shutdown() }
         var news = database.subscribe().makeAsyncIterator()
         let job = try database.update()
@@ -183,14 +189,21 @@ struct MPDProtocolTests {
     }
 
     @Test func argumentCountsAreCheckedWithMPDsMessages() {
-        let ping = MPDCommands.table["ping"]!, add = MPDCommands.table["add"]!
-        #expect(ping.check(MPDRequest(name: "ping", arguments: ["x"]), permission: .control)
+        let ping = MPDCommands.table["ping"]!
+        let add = MPDCommands.table["add"]!
+        #expect(
+            ping.check(MPDRequest(name: "ping", arguments: ["x"]), permission: .control)
                 == .argument("wrong number of arguments for \"ping\""))
         #expect(add.check(MPDRequest(name: "add", arguments: []), permission: .control) == .argument("too few arguments for \"add\""))
-        #expect(add.check(MPDRequest(name: "add", arguments: ["a", "b", "c"]), permission: .control)
+        #expect(
+            add.check(MPDRequest(name: "add", arguments: ["a", "b", "c"]), permission: .control)
                 == .argument("too many arguments for \"add\""))
-        #expect(add.check(MPDRequest(name: "add", arguments: ["a"]), permission: .read)
+        #expect(
+            add.check(MPDRequest(name: "add", arguments: ["a"]), permission: .read)
                 == MPDError(.permission, "you don't have permission for \"add\""))
-        #expect(MPDCommands.names(allowed: true, for: .none) == ["binarylimit", "close", "commands", "notcommands", "password", "ping", "tagtypes"])
+        #expect(
+            MPDCommands.names(allowed: true, for: .none) == [
+                "binarylimit", "close", "commands", "notcommands", "password", "ping", "tagtypes",
+            ])
     }
 }

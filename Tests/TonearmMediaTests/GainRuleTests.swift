@@ -14,11 +14,12 @@ struct GainRuleTests {
 
     /// mode, item, what is known → dB (with a +1 dB preamp) and source.
     static func expected(_ mode: ReplayGainMode, _ item: Item, _ known: Known) -> AppliedGain {
-        let measured: AppliedGain = switch known {
-        case .measured: AppliedGain(decibels: 11, source: .measured)
-        case .silent, .unmeasurable: AppliedGain(decibels: 1, source: .measured)
-        case .pending: AppliedGain(decibels: 1, source: .pending)
-        }
+        let measured: AppliedGain =
+            switch known {
+            case .measured: AppliedGain(decibels: 11, source: .measured)
+            case .silent, .unmeasurable: AppliedGain(decibels: 1, source: .measured)
+            case .pending: AppliedGain(decibels: 1, source: .pending)
+            }
         switch (mode, item) {
         case (.off, _): return AppliedGain(decibels: 0, source: .none)
         case (.track, .tagged), (.auto, .tagged): return AppliedGain(decibels: -3, source: .tags)
@@ -33,12 +34,13 @@ struct GainRuleTests {
         let settings = ReplayGainSettings(mode: mode, preampDB: 1)
         for item in Item.allCases {
             for known in Known.allCases {
-                let measurement: LoudnessMeasurement? = switch known {
-                case .measured: .measured(Self.quiet)
-                case .silent: .silent
-                case .unmeasurable: .unmeasurable
-                case .pending: nil
-                }
+                let measurement: LoudnessMeasurement? =
+                    switch known {
+                    case .measured: .measured(Self.quiet)
+                    case .silent: .silent
+                    case .unmeasurable: .unmeasurable
+                    case .pending: nil
+                    }
                 let gain = settings.gain(tags: item == .tagged ? Self.tags : nil, loudness: measurement, prefersAlbum: false)
                 let want = Self.expected(mode, item, known)
                 #expect(gain.source == want.source, "\(mode) \(item) \(known)")
@@ -61,9 +63,11 @@ struct GainRuleTests {
     @Test func aProvisionalGainLowersButNeverRaises() {
         let settings = ReplayGainSettings(mode: .auto, preampDB: 1)
         let loud = Loudness(integrated: -10, range: 4, truePeak: -1)
-        #expect(settings.gain(tags: nil, loudness: .measured(loud), prefersAlbum: false, provisional: true)
+        #expect(
+            settings.gain(tags: nil, loudness: .measured(loud), prefersAlbum: false, provisional: true)
                 == AppliedGain(decibels: -7, source: .provisional))
-        #expect(settings.gain(tags: nil, loudness: .measured(Self.quiet), prefersAlbum: false, provisional: true)
+        #expect(
+            settings.gain(tags: nil, loudness: .measured(Self.quiet), prefersAlbum: false, provisional: true)
                 == AppliedGain(decibels: 1, source: .provisional))
         #expect(settings.gain(tags: Self.tags, loudness: .measured(loud), prefersAlbum: false, provisional: true).source == .tags)
     }

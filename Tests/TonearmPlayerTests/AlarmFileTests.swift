@@ -3,6 +3,7 @@ import Logging
 import Testing
 import TonearmSync
 import TonearmTestSupport
+
 @testable import TonearmPlayer
 
 /// `alarms.json` as the daemon finds it: a good file is kept; one with a value the clock would
@@ -23,7 +24,11 @@ struct AlarmFileTests {
 
     @Test func aGoodFileIsKept() async throws {
         let (clock, timer, directory) = try await clock(on: Self.good)
-        defer { clock.shutdown(); timer.finish(); directory.remove() }
+        defer {
+            clock.shutdown()
+            timer.finish()
+            directory.remove()
+        }
         #expect(clock.alarms.map(\.id) == [2])
         #expect(timer.moment(of: .alarm) == Date(timeIntervalSince1970: 1_800_000_000))
         #expect(try await clock.add(time: "07:00", days: [], url: nil, volume: nil, fadeIn: 1).id == 3)
@@ -43,7 +48,11 @@ struct AlarmFileTests {
         let text = Self.good.replacingOccurrences(of: edit.0, with: edit.1)
         #expect(text != Self.good)
         let (clock, timer, directory) = try await clock(on: text)
-        defer { clock.shutdown(); timer.finish(); directory.remove() }
+        defer {
+            clock.shutdown()
+            timer.finish()
+            directory.remove()
+        }
         #expect(clock.alarms.isEmpty && timer.moment(of: .alarm) == nil)
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path(""))
         #expect(names.contains { $0.hasPrefix("alarms.json.bad-") } && !names.contains("alarms.json"), "\(names)")

@@ -3,6 +3,7 @@ import Testing
 import TonearmCore
 import TonearmEngine
 import TonearmMedia
+
 @testable import TonearmPlayer
 
 /// The adapter's table: every engine event, about the current item and about another one, with
@@ -16,9 +17,10 @@ struct EngineEventAdapterTests {
     static let failure = EngineFailure(.deviceLost, "audio device 'x' lost: No such device")
     static let fileFailure = EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: /x.mp3")
     static let networkFailure = EngineFailure(.network, "http://radio/x: the connection was lost and not regained")
-    static let info = MediaInfo(url: "/a.wav", duration: 1, codec: "pcm_s16le", container: "wav", sampleRate: 44100,
-                                channels: 2, bitsPerSample: nil, title: nil, artist: nil, album: nil,
-                                outputFormat: PCMFormat(sampleType: .s16, sampleRate: 44100, channels: 2))
+    static let info = MediaInfo(
+        url: "/a.wav", duration: 1, codec: "pcm_s16le", container: "wav", sampleRate: 44100,
+        channels: 2, bitsPerSample: nil, title: nil, artist: nil, album: nil,
+        outputFormat: PCMFormat(sampleType: .s16, sampleRate: 44100, channels: 2))
 
     /// The context every row starts from: item 7 current, 8 named next, seek 5 expected, intent 4.
     static let context = AdapterContext(currentItem: current, pendingNext: next, expectedSeekToken: 5, intent: 4)
@@ -55,15 +57,23 @@ struct EngineEventAdapterTests {
             Row(name: "timeControlChanged playing", event: .timeControlChanged(itemID: current, .playing), actions: []),
             Row(name: "timeControlChanged paused", event: .timeControlChanged(itemID: current, .paused), actions: []),
             // A measurement on the way is kept by the player; the state is not the machine's concern.
-            Row(name: "loudnessMeasured", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"),
-                                                                  .measured(Loudness(integrated: -20, range: 3, truePeak: -1))),
+            Row(
+                name: "loudnessMeasured",
+                event: .loudnessMeasured(
+                    itemID: current, url: URL(fileURLWithPath: "/a.wav"),
+                    .measured(Loudness(integrated: -20, range: 3, truePeak: -1))),
                 actions: []),
-            Row(name: "loudnessMeasured, given up", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"), nil),
+            Row(
+                name: "loudnessMeasured, given up", event: .loudnessMeasured(itemID: current, url: URL(fileURLWithPath: "/a.wav"), nil),
                 actions: []),
             // Letting the device sleep changes nothing the machine knows: the next play opens it.
             Row(name: "deviceReleased", event: .deviceReleased(itemID: current), actions: []),
-            Row(name: "outputHookRan", event: .outputHookRan(itemID: current, OutputHookRun(
-                moment: .onClose, command: ["relay", "off"], outcome: .exited(1), seconds: 0.01)), actions: []),
+            Row(
+                name: "outputHookRan",
+                event: .outputHookRan(
+                    itemID: current,
+                    OutputHookRun(
+                        moment: .onClose, command: ["relay", "off"], outcome: .exited(1), seconds: 0.01)), actions: []),
             Row(name: "ready current", event: .ready(itemID: current), actions: [.didBecomeReady]),
             Row(name: "ready of a replaced item", event: .ready(itemID: other), actions: []),
             Row(name: "started: the item named next", event: .started(itemID: next), actions: [.didAdvance], after: advanced),
@@ -72,17 +82,22 @@ struct EngineEventAdapterTests {
             Row(name: "didPlayToEnd current", event: .didPlayToEnd(itemID: current), actions: [.didReachEnd]),
             Row(name: "didPlayToEnd other", event: .didPlayToEnd(itemID: other), actions: []),
             Row(name: "failed current", event: .failed(itemID: current, f), actions: [.didFail(PlaybackError(f))]),
-            Row(name: "failed current file in a queue that skips", event: .failed(itemID: current, fileFailure), skipsFailures: true,
+            Row(
+                name: "failed current file in a queue that skips", event: .failed(itemID: current, fileFailure), skipsFailures: true,
                 actions: []),
-            Row(name: "failed device in a queue that skips", event: .failed(itemID: current, f), skipsFailures: true,
+            Row(
+                name: "failed device in a queue that skips", event: .failed(itemID: current, f), skipsFailures: true,
                 actions: [.didFail(PlaybackError(f))]),
-            Row(name: "stream lost for good, loaded alone", event: .failed(itemID: current, networkFailure),
+            Row(
+                name: "stream lost for good, loaded alone", event: .failed(itemID: current, networkFailure),
                 actions: [.didFail(PlaybackError(networkFailure))]),
-            Row(name: "stream lost for good in a queue that skips", event: .failed(itemID: current, networkFailure),
+            Row(
+                name: "stream lost for good in a queue that skips", event: .failed(itemID: current, networkFailure),
                 skipsFailures: true, actions: []),
             Row(name: "failed next (the player skips it)", event: .failed(itemID: next, f), actions: []),
             Row(name: "failed other", event: .failed(itemID: other, f), actions: []),
-            Row(name: "seek landed: the latest", event: .seekCompleted(itemID: current, token: 5, position: 1),
+            Row(
+                name: "seek landed: the latest", event: .seekCompleted(itemID: current, token: 5, position: 1),
                 actions: [.didFinishSeeking], after: seekDone),
             Row(name: "seek landed: an earlier one", event: .seekCompleted(itemID: current, token: 4, position: 1), actions: []),
             Row(name: "seek landed: the engine's own", event: .seekCompleted(itemID: current, token: Int.min, position: 1), actions: []),
@@ -95,10 +110,12 @@ struct EngineEventAdapterTests {
             Row(name: "deviceLost", event: .deviceLost(itemID: current, f, intent: 4), actions: [.deviceLost]),
             Row(name: "deviceLost before the latest command", event: .deviceLost(itemID: current, f, intent: 3), actions: []),
             Row(name: "deviceLost other", event: .deviceLost(itemID: other, f, intent: 4), actions: []),
-            Row(name: "deviceRestored, resumes", event: .deviceRestored(itemID: current, resumes: true, intent: 4),
+            Row(
+                name: "deviceRestored, resumes", event: .deviceRestored(itemID: current, resumes: true, intent: 4),
                 actions: [.deviceRestored]),
             Row(name: "deviceRestored, stays paused", event: .deviceRestored(itemID: current, resumes: false, intent: 4), actions: []),
-            Row(name: "deviceRestored, resumes, before a pause", event: .deviceRestored(itemID: current, resumes: true, intent: 3),
+            Row(
+                name: "deviceRestored, resumes, before a pause", event: .deviceRestored(itemID: current, resumes: true, intent: 3),
                 actions: []),
             Row(name: "deviceRestored other", event: .deviceRestored(itemID: other, resumes: true, intent: 4), actions: []),
         ]
@@ -157,8 +174,10 @@ struct EngineEventAdapterTests {
     @Test func aStaleEchoCannotMoveTheMachine() {
         let machine = PlaybackStateMachine(initialState: .paused)
         var context = AdapterContext(currentItem: 1, intent: 10)
-        for event: EngineEvent in [.bufferingStarted(itemID: 1, intent: 9), .bufferingEnded(itemID: 1, intent: 9),
-                                   .deviceRestored(itemID: 1, resumes: true, intent: 9)] {
+        for event: EngineEvent in [
+            .bufferingStarted(itemID: 1, intent: 9), .bufferingEnded(itemID: 1, intent: 9),
+            .deviceRestored(itemID: 1, resumes: true, intent: 9),
+        ] {
             for action in EngineEventAdapter.actions(for: event, context: &context) { machine.send(action) }
         }
         #expect(machine.currentState == .paused)

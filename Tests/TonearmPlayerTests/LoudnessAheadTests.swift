@@ -4,6 +4,7 @@ import Testing
 import TonearmEngine
 import TonearmMedia
 import TonearmTestSupport
+
 @testable import TonearmPlayer
 
 /// What the player has measured ahead, and the level of an item started before its
@@ -15,13 +16,23 @@ struct LoudnessAheadTests {
     /// A 16-bit stereo 44.1 kHz WAV: a 1 kHz sine whose peak is `dBFS` (a sine at −6 dBFS
     /// measures about −6 LUFS: 12 LU above the −18 target).
     private func writeSine(_ path: String, dBFS: Double, seconds: Double) throws {
-        let rate = 44100, frames = Int(seconds * Double(rate))
+        let rate = 44100
+        let frames = Int(seconds * Double(rate))
         var data = Data()
         func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
         func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + frames * 4)
-        data.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16); u16(1); u16(2); u32(rate); u32(rate * 4); u16(4); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(frames * 4)
+        data.append(contentsOf: Array("RIFF".utf8))
+        u32(36 + frames * 4)
+        data.append(contentsOf: Array("WAVEfmt ".utf8))
+        u32(16)
+        u16(1)
+        u16(2)
+        u32(rate)
+        u32(rate * 4)
+        u16(4)
+        u16(16)
+        data.append(contentsOf: Array("data".utf8))
+        u32(frames * 4)
         let amplitude = pow(10, dBFS / 20) * 32767
         var samples = [Int16](repeating: 0, count: frames * 2)
         for frame in 0..<frames {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TonearmPlayer
 
 /// `OpenCause`: how each reason to open an item opens it. One row per case; `name` names each

@@ -6,6 +6,7 @@ import TonearmEngine
 import TonearmMedia
 import TonearmSync
 import TonearmTestSupport
+
 @testable import TonearmPlayer
 
 /// The adapter and coordinator with the real engine on real files.
@@ -70,7 +71,8 @@ struct PlayerAdapterTests {
         _ = try await player.load(Fixtures.url("tone.wav"), play: true)
         #expect(await eventually { player.state == .ended })
         try player.play()
-        #expect(await eventually { player.state == .ended && player.engine.currentTime > 2.9 }, "\(player.state) \(player.engine.currentTime)")
+        #expect(
+            await eventually { player.state == .ended && player.engine.currentTime > 2.9 }, "\(player.state) \(player.engine.currentTime)")
     }
 
     @Test func rejectedCommandsNameStateAndAction() async throws {
@@ -82,7 +84,10 @@ struct PlayerAdapterTests {
     @Test func brokenFileFailsAndRetryIsRefusedWhenNotRecoverable() async throws {
         let player = makePlayer()
         await #expect(throws: PlayerError.self) { _ = try await player.load(Fixtures.url("notmedia.mp3")) }
-        guard case .failed(let error) = player.state else { Issue.record("expected failed, got \(player.state)"); return }
+        guard case .failed(let error) = player.state else {
+            Issue.record("expected failed, got \(player.state)")
+            return
+        }
         #expect(error.kind == .unsupportedFormat && !error.isRecoverable)
         await #expect(throws: PlayerError.rejected(state: .failed(error), action: .retry)) { _ = try await player.retry() }
         // The player keeps working after a failure.
@@ -96,7 +101,10 @@ struct PlayerAdapterTests {
         let path = dir.path("later.wav")
         let player = makePlayer()
         await #expect(throws: PlayerError.self) { _ = try await player.load(URL(fileURLWithPath: path)) }
-        guard case .failed(let error) = player.state else { Issue.record("expected failed"); return }
+        guard case .failed(let error) = player.state else {
+            Issue.record("expected failed")
+            return
+        }
         #expect(error.kind == .fileNotFound && error.isRecoverable)
         try FileManager.default.copyItem(atPath: Fixtures.path("tone.wav"), toPath: path)
         let retried = try await player.retry()

@@ -4,6 +4,7 @@ import TonearmCore
 import TonearmEngine
 import TonearmMedia
 import TonearmTestSupport
+
 @testable import TonearmPlayer
 
 /// `StateJournal.replay`: the changes after the snapshot, in order; a torn last line dropped;
@@ -29,8 +30,9 @@ struct StateJournalTests {
     }
 
     @Test func changesAfterTheSnapshotAreAppliedInOrder() throws {
-        let (journal, dir) = try journal(line(1, add) + line(2, add) + line(3, #"{"volume":{"level":40}}"#)
-                                         + line(4, #"{"replayGain":{"mode":"album","preampDB":-2.5}}"#))
+        let (journal, dir) = try journal(
+            line(1, add) + line(2, add) + line(3, #"{"volume":{"level":40}}"#)
+                + line(4, #"{"replayGain":{"mode":"album","preampDB":-2.5}}"#))
         defer { dir.remove() }
         var state = emptyState()
         try state.apply(.queue(edit: .add(entries: [QueueEdit.Entry(url: Self.url, title: nil)], at: nil)))
@@ -125,13 +127,15 @@ struct SavedDurationTests {
         #expect(String(decoding: data, as: UTF8.self).contains(#""durations":{"#), "an object keyed by id")
         #expect(try JSONDecoder().decode(SavedPlayerState.self, from: data).durations == [0: 10.5, 7: 3])
         state.durations = nil
-        #expect(try JSONDecoder().decode(SavedPlayerState.self, from: JSONEncoder().encode(state)).durations == nil,
-                "a file without them still reads")
+        #expect(
+            try JSONDecoder().decode(SavedPlayerState.self, from: JSONEncoder().encode(state)).durations == nil,
+            "a file without them still reads")
     }
 
     @Test func keptDurationsStandUntilTheTagsAreRead() {
         let reader = TagReader()
-        let a = URL(fileURLWithPath: "/music/a.flac"), b = URL(fileURLWithPath: "/music/b.flac")
+        let a = URL(fileURLWithPath: "/music/a.flac")
+        let b = URL(fileURLWithPath: "/music/b.flac")
         reader.keep(durations: [a: 3])
         #expect(reader.duration(for: a) == 3 && reader.duration(for: b) == nil)
         #expect(reader.durations(for: [a, b, a]) == [3, nil, 3])

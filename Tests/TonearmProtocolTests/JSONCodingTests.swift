@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+
 @testable import TonearmProtocol
 
 @Suite("JSON reader and writer", .timeLimit(.minutes(1)))
@@ -24,18 +25,22 @@ struct JSONCodingTests {
     }
 
     @Test func writesSortedKeysAndIntegralNumbersAsIntegers() {
-        #expect(JSONValue.object(["b": 1, "a": 2.5, "c": .number(1e20), "d": .number(.nan)]).text == #"{"a":2.5,"b":1,"c":1e+20,"d":null}"#)
+        #expect(
+            JSONValue.object(["b": 1, "a": 2.5, "c": .number(1e20), "d": .number(.nan)]).text == #"{"a":2.5,"b":1,"c":1e+20,"d":null}"#)
     }
 
     @Test func writesIntegersDigitByDigit() {
-        let numbers: [Double] = [0, -0.0, 7, -7, 10, 100, 1234567890, -987654321, 8.9e15, -8.9e15, 9e15, 0.1, -2.5]
-        #expect(JSONValue.array(numbers.map(JSONValue.number)).text
+        let numbers: [Double] = [0, -0.0, 7, -7, 10, 100, 1_234_567_890, -987_654_321, 8.9e15, -8.9e15, 9e15, 0.1, -2.5]
+        #expect(
+            JSONValue.array(numbers.map(JSONValue.number)).text
                 == "[0,0,7,-7,10,100,1234567890,-987654321,8900000000000000,-8900000000000000,9000000000000000.0,0.1,-2.5]")
         #expect(JSONValue.object(["z": ["y": [1, "two", nil, true]], "a": "b"]).text == #"{"a":"b","z":{"y":[1,"two",null,true]}}"#)
     }
 
-    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"abc", "\"\\x\"", "\"\\ud800\"",
-                      "{\"a\":1} x", "[1 2]", "\"a\u{01}b\"", "{1:2}", "NaN", "+1"])
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "\"abc", "\"\\x\"", "\"\\ud800\"",
+        "{\"a\":1} x", "[1 2]", "\"a\u{01}b\"", "{1:2}", "NaN", "+1",
+    ])
     func refusesInvalidJSON(_ text: String) {
         #expect(throws: (any Error).self, "\(text.debugDescription)") { try parse(text) }
     }

@@ -4,6 +4,7 @@ import Testing
 import TonearmEngine
 import TonearmFrontEnd
 import TonearmMedia
+
 @testable import TonearmPlayer
 @testable import TonearmProtocol
 @testable import TonearmRPC
@@ -19,9 +20,10 @@ struct EncodedOnceTests {
             JSONCoding.serialize(ProtocolEncoding.status(status), into: &bytes)
             return bytes
         }
-        var status = PlayerStatus(state: .paused, position: 12.5, buffered: 0, duration: 60, media: nil,
-                                  output: OutputConfiguration(device: "null"), interruption: nil, current: 3, next: 4,
-                                  queueVersion: 9, volume: 80, replayGain: ReplayGainSettings())
+        var status = PlayerStatus(
+            state: .paused, position: 12.5, buffered: 0, duration: 60, media: nil,
+            output: OutputConfiguration(device: "null"), interruption: nil, current: 3, next: 4,
+            queueVersion: 9, volume: 80, replayGain: ReplayGainSettings())
         let first = encoding.bytes(for: status, encode: encode)
         #expect(JSONValue.encoded(first).text == ProtocolEncoding.status(status).text)
         // The same status again: the stored bytes, no new encoding.

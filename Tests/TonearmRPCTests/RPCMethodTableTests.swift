@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TonearmProtocol
 import TonearmTestSupport
+
 @testable import TonearmRPC
 
 /// The JSON-RPC method table is the one place a method is declared: each is documented in
@@ -9,8 +10,9 @@ import TonearmTestSupport
 @Suite("JSON-RPC method table", .timeLimit(.minutes(1)))
 struct RPCMethodTableTests {
     @Test func everyMethodIsDocumented() throws {
-        let page = try String(contentsOf: Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let page = try String(
+            contentsOf: Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("docs/protocol.md"), encoding: .utf8)
         // The method table's rows: "| `name` | params | answer |", up to the first blank line after it.
         let lines = page.components(separatedBy: "\n")
         let start = try #require(lines.firstIndex { $0.hasPrefix("| `load` |") })
@@ -21,7 +23,10 @@ struct RPCMethodTableTests {
     }
 
     @Test func readOnlyClientsMayCallExactlyTheReadMethods() {
-        #expect(RPCMethods.readNames == ["status", "queue", "loudness", "subscribe", "ping", "version", "library.stats", "library.browse",
-                                         "library.search", "library.list", "library.art", "playlist.list", "alarms.list"])
+        #expect(
+            RPCMethods.readNames == [
+                "status", "queue", "loudness", "subscribe", "ping", "version", "library.stats", "library.browse",
+                "library.search", "library.list", "library.art", "playlist.list", "alarms.list",
+            ])
     }
 }

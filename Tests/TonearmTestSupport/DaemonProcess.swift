@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the real `tonearmd` binary as a child process on its own socket and temporary directory.
@@ -27,15 +28,18 @@ public final class DaemonProcess {
     ///   execs it so that the process stays the daemon's: e.g. a shell that sets a limit first.
     /// - Parameter webRemote: whether the daemon serves its web remote (as its config says);
     ///   by default it does not, or every daemon would ask for the default port at once.
-    public init(arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil,
-                launcher: [String] = [], webRemote: Bool = false) throws {
+    public init(
+        arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil,
+        launcher: [String] = [], webRemote: Bool = false
+    ) throws {
         let arguments = webRemote || arguments.contains("--http") ? arguments : arguments + ["--http", "off"]
         directory = try TemporaryDirectory()
         socketPath = directory.path("tonearm.sock")
         logPath = directory.path("tonearmd.log")
         if let user {
             guard chown(directory.url.path, uid_t(user), gid_t(user)) == 0 else {
-                throw LineClient.Failure(description: "cannot give \(directory.url.path) to uid \(user): \(String(cString: strerror(errno)))")
+                throw LineClient.Failure(
+                    description: "cannot give \(directory.url.path) to uid \(user): \(String(cString: strerror(errno)))")
             }
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.binary(), "--socket", socketPath] + arguments
@@ -95,7 +99,10 @@ public final class DaemonProcess {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         return process.terminationStatus
     }
 
@@ -110,8 +117,10 @@ public final class DaemonProcess {
 }
 
 /// Polls a daemon's `status` until `predicate` holds (tests only).
-public func waitForStatus(_ client: LineClient, timeout: Double = 10,
-                          _ predicate: ([String: Any]) -> Bool) throws -> [String: Any] {
+public func waitForStatus(
+    _ client: LineClient, timeout: Double = 10,
+    _ predicate: ([String: Any]) -> Bool
+) throws -> [String: Any] {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         let status = try client.call("status")

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's real MPD, the peer whose answers Tonearm's MPD side is held to: on a Unix socket of

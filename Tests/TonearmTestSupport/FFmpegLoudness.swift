@@ -19,8 +19,12 @@ public struct FFmpegLoudness: Sendable {
     }
 
     private init(input: [String]) throws {
-        let run = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-nostats", "-hide_banner"] + input.dropLast() + ["-i", input.last!,
-                                                  "-af", "ebur128=peak=true", "-f", "null", "-"], timeout: 60)
+        let run = try runTool(
+            "/usr/bin/ffmpeg",
+            ["-nostdin", "-nostats", "-hide_banner"] + input.dropLast() + [
+                "-i", input.last!,
+                "-af", "ebur128=peak=true", "-f", "null", "-",
+            ], timeout: 60)
         // The summary's lines: "I:         -20.3 LUFS", "LRA:   0.9 LU", "Peak:   -3.1 dBFS".
         func summary(_ key: String) -> Double? {
             let lines = run.output.components(separatedBy: "Summary:").last?.split(separator: "\n") ?? []

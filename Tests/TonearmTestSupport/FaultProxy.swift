@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A TCP proxy on loopback that fails on command, between the daemon and a stream server: it
@@ -128,7 +129,12 @@ public final class FaultProxy: @unchecked Sendable {
     private final class Finished: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
-        func second() -> Bool { lock.withLock { count += 1; return count == 2 } }
+        func second() -> Bool {
+            lock.withLock {
+                count += 1
+                return count == 2
+            }
+        }
     }
 
     private func pump(from: Int32, to: Int32, downstream: Bool) {
@@ -137,7 +143,8 @@ public final class FaultProxy: @unchecked Sendable {
             let current = lock.withLock { mode }
             if downstream, current == .stall {
                 // Read nothing: the server's bytes wait in the kernel, as behind a dead link.
-                var poller = pollfd(fd: to, events: Int16(0x2000) /* POLLRDHUP */, revents: 0)
+                let pollRDHUP = Int16(0x2000)  // POLLRDHUP, which Glibc's module leaves out
+                var poller = pollfd(fd: to, events: pollRDHUP, revents: 0)
                 if poll(&poller, 1, 20) > 0 { return }
                 continue
             }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's real `icecast2`, run by a test on loopback with a config of its own (it refuses to
@@ -23,19 +24,19 @@ public final class IcecastServer {
         chmod(logs, 0o777)
         chmod(dir.url.path, 0o755)
         let config = """
-        <icecast>
-          <limits><clients>20</clients><sources>4</sources><burst-on-connect>1</burst-on-connect>
-            <source-timeout>10</source-timeout></limits>
-          <authentication><source-password>\(Self.password)</source-password>
-            <admin-user>admin</admin-user><admin-password>\(Self.password)</admin-password></authentication>
-          <hostname>127.0.0.1</hostname>
-          <listen-socket><port>\(port)</port><bind-address>127.0.0.1</bind-address></listen-socket>
-          <paths><basedir>/usr/share/icecast2</basedir><logdir>\(logs)</logdir>
-            <webroot>/usr/share/icecast2/web</webroot><adminroot>/usr/share/icecast2/admin</adminroot></paths>
-          <logging><errorlog>error.log</errorlog><accesslog>access.log</accesslog><loglevel>2</loglevel></logging>
-          <security><chroot>0</chroot><changeowner><user>nobody</user><group>nogroup</group></changeowner></security>
-        </icecast>
-        """
+            <icecast>
+              <limits><clients>20</clients><sources>4</sources><burst-on-connect>1</burst-on-connect>
+                <source-timeout>10</source-timeout></limits>
+              <authentication><source-password>\(Self.password)</source-password>
+                <admin-user>admin</admin-user><admin-password>\(Self.password)</admin-password></authentication>
+              <hostname>127.0.0.1</hostname>
+              <listen-socket><port>\(port)</port><bind-address>127.0.0.1</bind-address></listen-socket>
+              <paths><basedir>/usr/share/icecast2</basedir><logdir>\(logs)</logdir>
+                <webroot>/usr/share/icecast2/web</webroot><adminroot>/usr/share/icecast2/admin</adminroot></paths>
+              <logging><errorlog>error.log</errorlog><accesslog>access.log</accesslog><loglevel>2</loglevel></logging>
+              <security><chroot>0</chroot><changeowner><user>nobody</user><group>nogroup</group></changeowner></security>
+            </icecast>
+            """
         let path = dir.path("icecast.xml")
         try config.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o644)
@@ -62,16 +63,22 @@ public final class IcecastServer {
     public func startSource(_ file: String, mount: String, format: String, contentType: String) throws {
         let source = Process()
         source.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        source.arguments = ["-nostdin", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file,
-                            "-c", "copy", "-content_type", contentType, "-f", format,
-                            "icecast://source:\(Self.password)@127.0.0.1:\(port)\(mount)"]
+        source.arguments = [
+            "-nostdin", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file,
+            "-c", "copy", "-content_type", contentType, "-f", format,
+            "icecast://source:\(Self.password)@127.0.0.1:\(port)\(mount)",
+        ]
         source.standardOutput = FileHandle.nullDevice
         source.standardError = FileHandle.nullDevice
         try source.run()
         sources.append(source)
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if let head = try? httpGet(port: port, path: mount, headOnly: true), head.hasPrefix("HTTP/1.0 200") || head.hasPrefix("HTTP/1.1 200") { return }
+            if let head = try? httpGet(port: port, path: mount, headOnly: true),
+                head.hasPrefix("HTTP/1.0 200") || head.hasPrefix("HTTP/1.1 200")
+            {
+                return
+            }
             usleep(100_000)
         }
         throw LineClient.Failure(description: "the mount \(mount) never came up: \(log)")
@@ -80,8 +87,9 @@ public final class IcecastServer {
     /// Sets the mount's title through Icecast's admin interface, as a studio's playout does.
     public func setTitle(_ title: String, mount: String) throws {
         let song = title.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? title
-        let answer = try httpGet(port: port, path: "/admin/metadata?mount=\(mount)&mode=updinfo&song=\(song)",
-                                 authorization: "admin:\(Self.password)")
+        let answer = try httpGet(
+            port: port, path: "/admin/metadata?mount=\(mount)&mode=updinfo&song=\(song)",
+            authorization: "admin:\(Self.password)")
         guard answer.contains("200") else { throw LineClient.Failure(description: "metadata update refused: \(answer)") }
     }
 
@@ -110,7 +118,9 @@ public enum TCPWait {
 
 /// A one-shot HTTP/1.0 GET on loopback; returns the head (or the whole answer, up to 64 KiB).
 public func httpGet(port: Int, path: String, authorization: String? = nil, headOnly: Bool = false) throws -> String {
-    guard let fd = connectLoopback(port: port) else { throw LineClient.Failure(description: "cannot connect to port \(port): errno \(errno)") }
+    guard let fd = connectLoopback(port: port) else {
+        throw LineClient.Failure(description: "cannot connect to port \(port): errno \(errno)")
+    }
     defer { close(fd) }
     var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: tonearm-tests\r\n"
     if let authorization { request += "Authorization: Basic \(Data(authorization.utf8).base64EncodedString())\r\n" }

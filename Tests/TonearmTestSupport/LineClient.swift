@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A plain blocking Unix-socket client that speaks newline-delimited JSON: independent of the

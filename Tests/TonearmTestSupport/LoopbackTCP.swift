@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Binds a TCP socket to 127.0.0.1:`port` (0: a free one); returns the port, or nil (errno says why).

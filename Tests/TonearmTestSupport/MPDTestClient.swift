@@ -83,8 +83,10 @@ extension DaemonProcess {
 }
 
 /// Polls MPD's `status` until `predicate` holds (tests only).
-public func waitForMPDStatus(_ client: MPDTestClient, timeout: Double = 10,
-                             _ predicate: (MPDTestClient.Reply) -> Bool) throws -> MPDTestClient.Reply {
+public func waitForMPDStatus(
+    _ client: MPDTestClient, timeout: Double = 10,
+    _ predicate: (MPDTestClient.Reply) -> Bool
+) throws -> MPDTestClient.Reply {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         let status = try client.command("status")

@@ -27,8 +27,9 @@ public struct MusicTree: Sendable {
 
     public func add(_ song: Song) throws {
         let target = root + "/" + song.path
-        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         // The fixture's own tags (global and the stream's, where Ogg keeps them) are dropped.
         var arguments = ["-v", "error", "-y", "-i", Fixtures.path(song.fixture), "-map_metadata", "-1", "-map_metadata:s:a", "-1"]
         for (key, value) in song.tags.sorted(by: { $0.key < $1.key }) { arguments += ["-metadata", "\(key)=\(value)"] }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Plays systemd's part of sd_notify(3) in tests: a datagram socket at `path` (the daemon's

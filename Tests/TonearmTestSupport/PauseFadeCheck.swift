@@ -35,7 +35,8 @@ public struct PauseFadeCheck: CustomStringConvertible {
         let around = [pauseFrame - ramp - 1, pauseFrame - 1, pauseFrame, pauseFrame + ramp]
             .filter { $0 >= 0 && ($0 + 1) * channels <= min(capture.count, source.count) }
             .map { "frame \($0): \(capture[$0 * channels]) of \(source[$0 * channels])" }
-        description = "pause at frame \(pauseFrame): \(changedOutside) samples changed outside the fades"
+        description =
+            "pause at frame \(pauseFrame): \(changedOutside) samples changed outside the fades"
             + (firstChanged.map { " (first at frame \($0))" } ?? "") + ", worst in them \(worstInFades); \(around)"
     }
 

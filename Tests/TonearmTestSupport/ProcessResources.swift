@@ -64,8 +64,10 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
 
 /// Runs a tool and waits at most `timeout` seconds for it (then kills it by its pid); returns its
 /// exit status (nil when it was killed) and what it wrote to stdout and stderr.
-public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
-                    timeout: Double) throws -> (status: Int32?, output: String) {
+public func runTool(
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil,
+    timeout: Double
+) throws -> (status: Int32?, output: String) {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let outputPath = directory.path("output")

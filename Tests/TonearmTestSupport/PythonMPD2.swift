@@ -21,8 +21,12 @@ private func makePythonWithMPD2() throws -> String {
     }
     let made = try runTool("/usr/bin/python3", ["-m", "venv", "--clear", venv], timeout: 120)
     guard made.status == 0 else { throw LineClient.Failure(description: "python3 -m venv: \(made.output)") }
-    let installed = try runTool(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check",
-                                                    "python-mpd2==3.1.1"], timeout: 240)
+    let installed = try runTool(
+        venv + "/bin/pip",
+        [
+            "install", "--quiet", "--disable-pip-version-check",
+            "python-mpd2==3.1.1",
+        ], timeout: 240)
     guard installed.status == 0 else { throw LineClient.Failure(description: "pip install python-mpd2: \(installed.output)") }
     return python
 }

@@ -30,8 +30,10 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
         test.isSuite || testCase != nil ? self : nil
     }
 
-    public func provideScope(for test: Test, testCase: Test.Case?,
-                             performing function: @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
         guard testCase != nil else {
             // A suite inside one that holds a slot already goes on in that slot.
             guard SlotGate.held == nil else { return try await function() }
@@ -46,7 +48,8 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
             Issue.record("a .realDaemon test runs only in a suite with that trait")
             return
         }
-        let limit = self.limit, location = test.sourceLocation
+        let limit = self.limit
+        let location = test.sourceLocation
         // The group ends only once both children have, so the body does not outlive this call.
         try await withoutActuallyEscaping(function) { body in
             try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -61,7 +64,10 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
                 }
                 // The body's end, or the watchdog's issue first; either way the body is waited for.
                 while let finished = try await group.next() {
-                    if finished { group.cancelAll(); break }
+                    if finished {
+                        group.cancelAll()
+                        break
+                    }
                 }
             }
         }
@@ -138,7 +144,8 @@ final class SlotGate: Sendable {
             granted.append((s.waiting.remove(at: next).grant, slot))
         }
         if !s.waiting.contains(where: { !$0.alone }), s.free.allSatisfy({ $0 }),
-           let next = s.waiting.firstIndex(where: \.alone) {
+            let next = s.waiting.firstIndex(where: \.alone)
+        {
             s.free = Array(repeating: false, count: s.free.count)
             granted.append((s.waiting.remove(at: next).grant, 0))
         }

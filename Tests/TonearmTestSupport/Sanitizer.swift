@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Which sanitizer this test run was built with (`swift test --sanitize=…`), if any. The daemon

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Debian's real `snapserver` (0.26) with a TCP stream source in server mode on a port of its
@@ -99,7 +100,8 @@ public final class SnapcastRig {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         for entry in entries {
             guard let child = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
+                let close = stat.lastIndex(of: ")")
+            else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             if fields.count > 1, pid_t(fields[1]) == pid { killWithChildren(child) }
         }
@@ -112,8 +114,10 @@ public final class SnapcastRig {
         let path = directory.path(name)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/snapclient")
-        process.arguments = ["-h", "127.0.0.1", "-p", String(streamPort), "--hostID", name,
-                             "--player", "file:filename=\(path)", "--logsink", "null"]
+        process.arguments = [
+            "-h", "127.0.0.1", "-p", String(streamPort), "--hostID", name,
+            "--player", "file:filename=\(path)", "--logsink", "null",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

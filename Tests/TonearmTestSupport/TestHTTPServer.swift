@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A small HTTP/1.1 server on loopback for the network-source tests, written on plain sockets
@@ -105,7 +106,10 @@ public final class TestHTTPServer: @unchecked Sendable {
                 connections.insert(fd)
                 return true
             }
-            guard accepted else { close(fd); break }
+            guard accepted else {
+                close(fd)
+                break
+            }
             let thread = Thread { [self] in
                 serve(fd)
                 lock.withLock { _ = connections.remove(fd) }
@@ -138,10 +142,15 @@ public final class TestHTTPServer: @unchecked Sendable {
         case .redirect(let location):
             send(fd, "HTTP/1.1 302 Found\r\nLocation: \(location)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         case .html:
-            let body = "<!DOCTYPE html><html><head><title>Not audio</title></head><body>" + String(repeating: "<p>hello</p>", count: 400) + "</body></html>"
-            send(fd, "HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+            let body =
+                "<!DOCTYPE html><html><head><title>Not audio</title></head><body>" + String(repeating: "<p>hello</p>", count: 400)
+                + "</body></html>"
+            send(
+                fd, "HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         case .text(let body, let contentType):
-            send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+            send(
+                fd,
+                "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         case .endlessHeaders:
             guard send(fd, "HTTP/1.1 200 OK\r\n") else { return }
             var count = 0
@@ -153,7 +162,8 @@ public final class TestHTTPServer: @unchecked Sendable {
             serveFile(fd, filePath, contentType: contentType, range: range, cut: cut)
         case .fileTricklingRanges(let filePath, let contentType):
             if let range, range.hasPrefix("bytes="),
-               let from = Int(range.dropFirst("bytes=".count).prefix { $0 != "-" }), from > 1 << 20 {
+                let from = Int(range.dropFirst("bytes=".count).prefix { $0 != "-" }), from > 1 << 20
+            {
                 guard send(fd, "HTTP/1.1 206 Partial Content\r\n") else { return }
                 var count = 0
                 while send(fd, "X-Filler-\(count): \(String(repeating: "x", count: 60))\r\n") {
@@ -169,7 +179,8 @@ public final class TestHTTPServer: @unchecked Sendable {
             if cutBody == nil && stall == nil { waitForClose(fd) }
         case .fileWithoutRanges(let filePath, let contentType):
             guard let data = FileManager.default.contents(atPath: filePath) else { return }
-            guard send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(data.count)\r\nConnection: close\r\n\r\n") else { return }
+            guard send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(data.count)\r\nConnection: close\r\n\r\n")
+            else { return }
             send(fd, data)
         case .live(let filePath, let contentType, let rate):
             serveLive(fd, filePath, contentType: contentType, bytesPerSecond: rate, cut: cut)
@@ -178,8 +189,10 @@ public final class TestHTTPServer: @unchecked Sendable {
         }
     }
 
-    private func serveFile(_ fd: Int32, _ path: String, contentType: String, range: String?, cut: Int?,
-                           stopAt: Int? = nil) {
+    private func serveFile(
+        _ fd: Int32, _ path: String, contentType: String, range: String?, cut: Int?,
+        stopAt: Int? = nil
+    ) {
         guard let data = FileManager.default.contents(atPath: path) else {
             send(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return
@@ -195,24 +208,36 @@ public final class TestHTTPServer: @unchecked Sendable {
                 if spec.count > 1, let to = Int(spec[1]) { end = min(to, data.count - 1) }
             }
             guard start < data.count else {
-                send(fd, "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(data.count)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                send(
+                    fd,
+                    "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(data.count)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
                 return
             }
             status = "206 Partial Content"
             extra = "Content-Range: bytes \(start)-\(end)/\(data.count)\r\n"
         }
         let length = end - start + 1
-        guard send(fd, "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length)\r\nAccept-Ranges: bytes\r\n\(extra)Connection: close\r\n\r\n") else { return }
+        guard
+            send(
+                fd,
+                "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length)\r\nAccept-Ranges: bytes\r\n\(extra)Connection: close\r\n\r\n"
+            )
+        else { return }
         let stop = min(start + min(length, cut ?? length), max(start, stopAt ?? data.count))
         let body = data.subdata(in: start..<stop)
         send(fd, body)
     }
 
-    private func serveLive(_ fd: Int32, _ path: String, contentType: String, bytesPerSecond: Int, cut: Int?,
-                           icy: (metaint: Int, titles: [Int: String])? = nil) {
+    private func serveLive(
+        _ fd: Int32, _ path: String, contentType: String, bytesPerSecond: Int, cut: Int?,
+        icy: (metaint: Int, titles: [Int: String])? = nil
+    ) {
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return }
         let icyHeader = icy.map { "icy-metaint: \($0.metaint)\r\nicy-name: Tonearm Test Radio\r\n" } ?? ""
-        guard send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\n\(icyHeader)Cache-Control: no-cache\r\nConnection: close\r\n\r\n") else { return }
+        guard
+            send(fd, "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\n\(icyHeader)Cache-Control: no-cache\r\nConnection: close\r\n\r\n")
+        else { return }
         let piece = max(1, bytesPerSecond / 20)
         var offset = 0
         var sent = 0

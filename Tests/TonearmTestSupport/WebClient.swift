@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A plain TCP client for the web remote's tests: HTTP/1.1 requests written by hand (so a test
@@ -109,9 +110,13 @@ public final class WebClient {
 
     /// Asks to upgrade to a WebSocket at `/rpc`; the server's answer.
     public func upgrade(headers: [String: String] = [:]) throws -> Response? {
-        try request("GET", "/rpc", headers: ["Upgrade": "websocket", "Connection": "Upgrade",
-                                            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13"]
-                                            .merging(headers) { $1 })
+        try request(
+            "GET", "/rpc",
+            headers: [
+                "Upgrade": "websocket", "Connection": "Upgrade",
+                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13",
+            ]
+            .merging(headers) { $1 })
     }
 
     /// A masked frame, as a browser sends; `length` may claim more than `payload` holds.

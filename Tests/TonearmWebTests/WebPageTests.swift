@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 import TonearmFrontEnd
+
 @testable import TonearmWeb
 
 @Suite("The web remote's page and access rules", .timeLimit(.minutes(1)))
@@ -87,11 +88,13 @@ struct WebPageTests {
         let access = WebAccess(password: "boss", readPassword: "guest")
         let start = NIODeadline.now()
         guard case .accepted(let control) = access.login("boss", from: "a", now: start),
-              case .accepted(let read) = access.login("guest", from: "b", now: start) else {
+            case .accepted(let read) = access.login("guest", from: "b", now: start)
+        else {
             Issue.record("both passwords are accepted")
             return
         }
-        let controlToken = String(control.split(separator: ";")[0]), readToken = String(read.split(separator: ";")[0])
+        let controlToken = String(control.split(separator: ";")[0])
+        let readToken = String(read.split(separator: ";")[0])
         #expect(controlToken != readToken)
         #expect(access.level(head([("Cookie", controlToken)])) == .control)
         #expect(access.level(head([("Cookie", readToken)])) == .read)
