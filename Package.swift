@@ -129,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "tonearm-bench",
             dependencies: [
-                "CLinux", "TonearmTestSupport",
+                "CLinux", "TonearmRigs",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -154,7 +154,11 @@ let package = Package(
                 "TonearmProtocol", .product(name: "NIOCore", package: "swift-nio"),
             ]),
         // Fixture paths, WAV parsing and waiting helpers shared by the test targets.
-        .target(name: "TonearmTestSupport", dependencies: ["TonearmSync"], path: "Tests/TonearmTestSupport"),
+        .target(name: "TonearmTestSupport", dependencies: ["TonearmSync", "TonearmRigs"], path: "Tests/TonearmTestSupport"),
+        // The real peers and clients the tests and the benchmark both drive: a line client over
+        // Unix or TCP sockets, a WebSocket client, an HTTP server and a fault proxy, Snapcast, the
+        // fixtures and temporary directories, tools run with a deadline.
+        .target(name: "TonearmRigs"),
         .testTarget(
             name: "TonearmEngineTests",
             dependencies: ["TonearmEngine", "TonearmMedia", "TonearmPlayer", "TonearmCore", "TonearmSync", "TonearmTestSupport"]),

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Synchronization
-import TonearmTestSupport
+import TonearmRigs
 
 #if canImport(Glibc)
     import Glibc

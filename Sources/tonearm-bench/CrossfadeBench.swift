@@ -1,5 +1,5 @@
 import Foundation
-import TonearmTestSupport
+import TonearmRigs
 
 extension Runner {
     /// Crossfading (#29): the daemon's CPU while two FLAC items overlap by 15 s (the second

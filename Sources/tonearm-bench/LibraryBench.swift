@@ -1,5 +1,5 @@
 import Foundation
-import TonearmTestSupport
+import TonearmRigs
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import TonearmTestSupport
+import TonearmRigs
 
 extension Runner {
     /// Loudness measurement's budgets (#28): measuring a file (`tonearm-loudness` and

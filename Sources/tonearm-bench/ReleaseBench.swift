@@ -1,5 +1,5 @@
 import Foundation
-import TonearmTestSupport
+import TonearmRigs
 
 extension Runner {
     /// Letting the device sleep (#29): `play` → first audio when the device was released

@@ -1,5 +1,5 @@
 import Foundation
-import TonearmTestSupport
+import TonearmRigs
 
 extension Runner {
     // 10. Snapcast: the 60 s FLAC (44.1 kHz) played at 1× into a real snapserver's TCP source

@@ -6,14 +6,14 @@ import Testing
 #endif
 
 /// Runs the real `tonearmd` binary as a child process on its own socket and temporary directory.
-public final class DaemonProcess {
-    public let process = Process()
-    public let directory: TemporaryDirectory
-    public let socketPath: String
-    public let logPath: String
+package final class DaemonProcess {
+    package let process = Process()
+    package let directory: TemporaryDirectory
+    package let socketPath: String
+    package let logPath: String
 
     /// The built tonearmd: $TONEARMD_PATH, else beside the test bundle, else .build/debug.
-    public static func binary() -> String {
+    package static func binary() -> String {
         if let path = ProcessInfo.processInfo.environment["TONEARMD_PATH"] { return path }
         let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tonearmd").path
         if FileManager.default.isExecutableFile(atPath: besideTests) { return besideTests }
@@ -28,7 +28,7 @@ public final class DaemonProcess {
     ///   execs it so that the process stays the daemon's: e.g. a shell that sets a limit first.
     /// - Parameter webRemote: whether the daemon serves its web remote (as its config says);
     ///   by default it does not, or every daemon would ask for the default port at once.
-    public init(
+    package init(
         arguments: [String] = [], environment: [String: String] = [:], user: Int? = nil,
         launcher: [String] = [], webRemote: Bool = false
     ) throws {
@@ -63,7 +63,7 @@ public final class DaemonProcess {
     }
 
     /// Waits until the socket accepts a connection.
-    public func connect(timeout: Double = 10) throws -> LineClient {
+    package func connect(timeout: Double = 10) throws -> LineClient {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let client = try? LineClient(path: socketPath) { return client }
@@ -74,11 +74,11 @@ public final class DaemonProcess {
         }
     }
 
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Every thread's stack, from gdb when it is installed (for a test that found the daemon
     /// not answering: what each thread waits on tells a deadlock from a slow machine).
-    public var threadStacks: String {
+    package var threadStacks: String {
         let gdb = "/usr/bin/gdb"
         guard process.isRunning, FileManager.default.isExecutableFile(atPath: gdb) else { return "(no gdb: no stacks)" }
         let dump = Process()
@@ -95,7 +95,7 @@ public final class DaemonProcess {
 
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult
-    public func terminate(timeout: Double = 10) -> Int32 {
+    package func terminate(timeout: Double = 10) -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
@@ -117,7 +117,7 @@ public final class DaemonProcess {
 }
 
 /// Polls a daemon's `status` until `predicate` holds (tests only).
-public func waitForStatus(
+package func waitForStatus(
     _ client: LineClient, timeout: Double = 10,
     _ predicate: ([String: Any]) -> Bool
 ) throws -> [String: Any] {
@@ -132,7 +132,7 @@ public func waitForStatus(
 
 /// Once paused, the status whose position has stopped: a pause that fades out takes effect
 /// once its fade is heard (what the device holds later), and the position runs on until then.
-public func waitForHeldPosition(_ client: LineClient, timeout: Double = 10) throws -> [String: Any] {
+package func waitForHeldPosition(_ client: LineClient, timeout: Double = 10) throws -> [String: Any] {
     var last: Double?
     var same = 0
     return try waitForStatus(client, timeout: timeout) { status in
@@ -145,5 +145,5 @@ public func waitForHeldPosition(_ client: LineClient, timeout: Double = 10) thro
 }
 
 extension Dictionary where Key == String, Value == Any {
-    public var name: String? { (self["state"] as? [String: Any])?["state"] as? String }
+    package var name: String? { (self["state"] as? [String: Any])?["state"] as? String }
 }

@@ -8,13 +8,13 @@ import Foundation
 /// its own, a null output, a database of `musicDirectory` built at start (`update` waited for),
 /// stored playlists in a directory of its own.
 /// Its process is stopped by PID in `stop()`.
-public final class DebianMPD {
-    public static let binary = "/usr/bin/mpd"
-    public let socket: String
+package final class DebianMPD {
+    package static let binary = "/usr/bin/mpd"
+    package let socket: String
     private let dir: TemporaryDirectory
     private let server: Process
 
-    public init(musicDirectory: String) throws {
+    package init(musicDirectory: String) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw LineClient.Failure(description: "no \(Self.binary): run scripts/setup-debian.sh --tests")
         }
@@ -58,11 +58,11 @@ public final class DebianMPD {
 
     deinit { stop() }
 
-    public var log: String { (try? String(contentsOfFile: dir.path("mpd.log"), encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: dir.path("mpd.log"), encoding: .utf8)) ?? "" }
 
-    public func connect() throws -> MPDTestClient { try MPDTestClient(path: socket) }
+    package func connect() throws -> MPDTestClient { try MPDTestClient(path: socket) }
 
-    public func stop() {
+    package func stop() {
         if server.isRunning {
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()

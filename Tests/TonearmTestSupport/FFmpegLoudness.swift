@@ -2,19 +2,19 @@ import Foundation
 
 /// What FFmpeg's `ebur128` filter says of a file (or of raw PCM): the reference our own
 /// measurements and leveled output are held to.
-public struct FFmpegLoudness: Sendable {
+package struct FFmpegLoudness: Sendable {
     /// Integrated loudness, LUFS.
-    public let integrated: Double
+    package let integrated: Double
     /// True peak, dBFS.
-    public let truePeak: Double
+    package let truePeak: Double
 
     /// Measures a media file.
-    public init(file path: String) throws {
+    package init(file path: String) throws {
         try self.init(input: [path])
     }
 
     /// Measures raw interleaved signed 16-bit little-endian PCM.
-    public init(rawS16 path: String, sampleRate: Int, channels: Int) throws {
+    package init(rawS16 path: String, sampleRate: Int, channels: Int) throws {
         try self.init(input: ["-f", "s16le", "-ar", "\(sampleRate)", "-ac", "\(channels)", path])
     }
 
@@ -38,7 +38,7 @@ public struct FFmpegLoudness: Sendable {
         truePeak = peak
     }
 
-    public struct FFmpegFailure: Error, CustomStringConvertible {
-        public let description: String
+    package struct FFmpegFailure: Error, CustomStringConvertible {
+        package let description: String
     }
 }

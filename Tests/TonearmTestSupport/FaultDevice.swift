@@ -3,13 +3,13 @@ import Foundation
 /// The fault-injecting ALSA test device (Tests/FaultDevice/tonearm_fault_pcm.c), set up for one
 /// test in its own directory: an ALSA config naming the plugin, a control file and a recording.
 /// Give `environment` to the daemon and open `name` as its device.
-public struct FaultDevice: Sendable {
-    public let directory: TemporaryDirectory
-    public let configPath: String
-    public let controlPath: String
-    public let recordPath: String
+package struct FaultDevice: Sendable {
+    package let directory: TemporaryDirectory
+    package let configPath: String
+    package let controlPath: String
+    package let recordPath: String
     /// The PCM name the config defines.
-    public let name = "fault"
+    package let name = "fault"
 
     /// The root of the package (Tests/Fixtures/../..).
     static let packageRoot = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
@@ -35,7 +35,7 @@ public struct FaultDevice: Sendable {
     ///   - speed: the device plays at real time × speed.
     ///   - canPause: false hides `snd_pcm_pause`, like devices that cannot pause.
     ///   - control: the control file's commands, e.g. ["vanish_after 44100"].
-    public init(speed: Double = 4, canPause: Bool = true, control: [String] = []) throws {
+    package init(speed: Double = 4, canPause: Bool = true, control: [String] = []) throws {
         let library = try Self.library.get()
         directory = try TemporaryDirectory()
         configPath = directory.path("asound.conf")
@@ -51,24 +51,24 @@ public struct FaultDevice: Sendable {
     }
 
     /// Replaces the control file; the device reads it at its next open.
-    public func setControl(_ lines: [String]) throws {
+    package func setControl(_ lines: [String]) throws {
         try Data(lines.map { $0 + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: controlPath))
     }
 
-    public var unplugPath: String { controlPath + ".unplugged" }
-    public var isUnplugged: Bool { FileManager.default.fileExists(atPath: unplugPath) }
+    package var unplugPath: String { controlPath + ".unplugged" }
+    package var isUnplugged: Bool { FileManager.default.fileExists(atPath: unplugPath) }
 
     /// Pulls the plug now: every call on the open device fails with ENODEV, and opening fails.
-    public func unplug() { _ = FileManager.default.createFile(atPath: unplugPath, contents: nil) }
-    public func plugBack() { try? FileManager.default.removeItem(atPath: unplugPath) }
+    package func unplug() { _ = FileManager.default.createFile(atPath: unplugPath, contents: nil) }
+    package func plugBack() { try? FileManager.default.removeItem(atPath: unplugPath) }
 
     /// What the device received, across every open.
-    public func received() throws -> Data {
+    package func received() throws -> Data {
         FileManager.default.fileExists(atPath: recordPath) ? try Data(contentsOf: URL(fileURLWithPath: recordPath)) : Data()
     }
 
     /// The environment that makes a process find the device (ALSA reads only this config).
-    public var environment: [String: String] { ["ALSA_CONFIG_PATH": configPath] }
+    package var environment: [String: String] { ["ALSA_CONFIG_PATH": configPath] }
 
-    public func remove() { directory.remove() }
+    package func remove() { directory.remove() }
 }

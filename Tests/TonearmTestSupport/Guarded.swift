@@ -1,18 +1,18 @@
 import Foundation
 
 /// A value a test shares with a helper thread of its own, under a lock.
-public final class Guarded<Value: Sendable>: @unchecked Sendable {
+package final class Guarded<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: Value
 
-    public init(_ value: Value) { stored = value }
+    package init(_ value: Value) { stored = value }
 
-    public var value: Value {
+    package var value: Value {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
 
-    public func update(_ change: (inout Value) -> Void) {
+    package func update(_ change: (inout Value) -> Void) {
         lock.withLock { change(&stored) }
     }
 }

@@ -7,15 +7,15 @@ import Foundation
 /// Debian's real `icecast2`, run by a test on loopback with a config of its own (it refuses to
 /// run as root, so the config makes it change to nobody), fed by `ffmpeg -re` sources. Every
 /// process it starts is stopped by PID in `stop()`.
-public final class IcecastServer {
-    public static let binary = "/usr/bin/icecast2"
-    public static let password = "tonearm-test"
-    public let port: Int
+package final class IcecastServer {
+    package static let binary = "/usr/bin/icecast2"
+    package static let password = "tonearm-test"
+    package let port: Int
     private let dir: TemporaryDirectory
     private let server: Process
     private var sources: [Process] = []
 
-    public init() throws {
+    package init() throws {
         dir = try TemporaryDirectory()
         port = try freeTCPPort()
         // The server drops root for nobody: its log directory must be writable by nobody.
@@ -54,13 +54,13 @@ public final class IcecastServer {
 
     deinit { stop() }
 
-    public var log: String { (try? String(contentsOfFile: dir.path("log/error.log"), encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: dir.path("log/error.log"), encoding: .utf8)) ?? "" }
 
-    public func url(_ mount: String) -> String { "http://127.0.0.1:\(port)\(mount)" }
+    package func url(_ mount: String) -> String { "http://127.0.0.1:\(port)\(mount)" }
 
     /// Streams `file` to `mount` in a loop at real time, as it is (`-c copy`), and waits until the
     /// mount answers listeners.
-    public func startSource(_ file: String, mount: String, format: String, contentType: String) throws {
+    package func startSource(_ file: String, mount: String, format: String, contentType: String) throws {
         let source = Process()
         source.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         source.arguments = [
@@ -85,7 +85,7 @@ public final class IcecastServer {
     }
 
     /// Sets the mount's title through Icecast's admin interface, as a studio's playout does.
-    public func setTitle(_ title: String, mount: String) throws {
+    package func setTitle(_ title: String, mount: String) throws {
         let song = title.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? title
         let answer = try httpGet(
             port: port, path: "/admin/metadata?mount=\(mount)&mode=updinfo&song=\(song)",
@@ -94,7 +94,7 @@ public final class IcecastServer {
     }
 
     /// SIGKILL to every process started, by PID, and waits for each.
-    public func stop() {
+    package func stop() {
         for process in sources + [server] where process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -105,8 +105,8 @@ public final class IcecastServer {
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:`port`, within `timeout` seconds.
-public enum TCPWait {
-    public static func tcpAccepts(port: Int, timeout: Double) -> Bool {
+package enum TCPWait {
+    package static func tcpAccepts(port: Int, timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if (try? httpGet(port: port, path: "/", headOnly: true)) != nil { return true }
@@ -117,7 +117,7 @@ public enum TCPWait {
 }
 
 /// A one-shot HTTP/1.0 GET on loopback; returns the head (or the whole answer, up to 64 KiB).
-public func httpGet(port: Int, path: String, authorization: String? = nil, headOnly: Bool = false) throws -> String {
+package func httpGet(port: Int, path: String, authorization: String? = nil, headOnly: Bool = false) throws -> String {
     guard let fd = connectLoopback(port: port) else {
         throw LineClient.Failure(description: "cannot connect to port \(port): errno \(errno)")
     }

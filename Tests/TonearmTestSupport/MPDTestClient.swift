@@ -2,30 +2,30 @@ import Foundation
 
 /// A plain client for MPD's text protocol on a Unix socket, independent of the daemon's code:
 /// reads the greeting, sends a command line, collects the reply up to `OK` or `ACK`.
-public final class MPDTestClient {
-    public let connection: LineClient
-    public let greeting: String
+package final class MPDTestClient {
+    package let connection: LineClient
+    package let greeting: String
 
-    public struct Reply: CustomStringConvertible {
+    package struct Reply: CustomStringConvertible {
         /// The `key: value` lines (and any other lines) before the end.
-        public let lines: [String]
+        package let lines: [String]
         /// `OK`, or the whole `ACK …` line.
-        public let end: String
+        package let end: String
 
-        public var ok: Bool { end == "OK" }
-        public var ack: String? { end.hasPrefix("ACK ") ? end : nil }
+        package var ok: Bool { end == "OK" }
+        package var ack: String? { end.hasPrefix("ACK ") ? end : nil }
         /// The first value of `key`.
-        public subscript(_ key: String) -> String? { values(key).first }
-        public func values(_ key: String) -> [String] {
+        package subscript(_ key: String) -> String? { values(key).first }
+        package func values(_ key: String) -> [String] {
             lines.compactMap { line in
                 guard line.hasPrefix(key + ": ") else { return nil }
                 return String(line.dropFirst(key.count + 2))
             }
         }
-        public var description: String { (lines + [end]).joined(separator: "\n") }
+        package var description: String { (lines + [end]).joined(separator: "\n") }
     }
 
-    public init(path: String, timeout: Double = 10) throws {
+    package init(path: String, timeout: Double = 10) throws {
         let deadline = Date().addingTimeInterval(timeout)
         var client: LineClient?
         while client == nil {
@@ -40,13 +40,13 @@ public final class MPDTestClient {
     }
 
     /// Sends `line` and reads its reply.
-    public func command(_ line: String, timeout: Double = 10) throws -> Reply {
+    package func command(_ line: String, timeout: Double = 10) throws -> Reply {
         try connection.send(line: line)
         return try reply(timeout: timeout)
     }
 
     /// Reads one reply (up to `OK` or `ACK`); throws at end of stream.
-    public func reply(timeout: Double = 10) throws -> Reply {
+    package func reply(timeout: Double = 10) throws -> Reply {
         var lines: [String] = []
         while true {
             guard let line = try connection.readLine(timeout: timeout) else {
@@ -58,7 +58,7 @@ public final class MPDTestClient {
     }
 
     /// True when the daemon closed the connection (end of stream) within `timeout`.
-    public func isClosed(timeout: Double = 5) -> Bool {
+    package func isClosed(timeout: Double = 5) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             do {
@@ -74,16 +74,16 @@ public final class MPDTestClient {
 
 extension DaemonProcess {
     /// MPD's socket: `mpd.sock` beside the control socket, unless the test set another.
-    public var mpdSocketPath: String { directory.path("mpd.sock") }
+    package var mpdSocketPath: String { directory.path("mpd.sock") }
 
-    public func connectMPD(timeout: Double = 10) throws -> MPDTestClient {
+    package func connectMPD(timeout: Double = 10) throws -> MPDTestClient {
         _ = try connect(timeout: timeout)
         return try MPDTestClient(path: mpdSocketPath, timeout: timeout)
     }
 }
 
 /// Polls MPD's `status` until `predicate` holds (tests only).
-public func waitForMPDStatus(
+package func waitForMPDStatus(
     _ client: MPDTestClient, timeout: Double = 10,
     _ predicate: (MPDTestClient.Reply) -> Bool
 ) throws -> MPDTestClient.Reply {

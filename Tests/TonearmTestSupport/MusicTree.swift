@@ -3,29 +3,29 @@ import Foundation
 /// A music directory made for a test: fixtures copied in with the tags asked for and no others
 /// (FFmpeg rewrites the container's tags and copies the audio: milliseconds a file). A fixture
 /// that is not media is copied as it is.
-public struct MusicTree: Sendable {
-    public struct Song: Sendable {
-        public let path: String
-        public let fixture: String
-        public let tags: [String: String]
+package struct MusicTree: Sendable {
+    package struct Song: Sendable {
+        package let path: String
+        package let fixture: String
+        package let tags: [String: String]
 
-        public init(_ path: String, from fixture: String = "tone.flac", _ tags: [String: String] = [:]) {
+        package init(_ path: String, from fixture: String = "tone.flac", _ tags: [String: String] = [:]) {
             self.path = path
             self.fixture = fixture
             self.tags = tags
         }
     }
 
-    public let root: String
+    package let root: String
 
     /// Makes `songs` under `root` (created if missing).
-    public init(at root: String, _ songs: [Song]) throws {
+    package init(at root: String, _ songs: [Song]) throws {
         self.root = root
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         for song in songs { try add(song) }
     }
 
-    public func add(_ song: Song) throws {
+    package func add(_ song: Song) throws {
         let target = root + "/" + song.path
         try FileManager.default.createDirectory(
             atPath: (target as NSString).deletingLastPathComponent,
@@ -42,8 +42,8 @@ public struct MusicTree: Sendable {
         }
     }
 
-    public struct MusicTreeFailure: Error, CustomStringConvertible {
-        public let description: String
-        public init(description: String) { self.description = description }
+    package struct MusicTreeFailure: Error, CustomStringConvertible {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 }

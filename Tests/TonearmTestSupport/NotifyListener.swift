@@ -6,11 +6,11 @@ import Foundation
 
 /// Plays systemd's part of sd_notify(3) in tests: a datagram socket at `path` (the daemon's
 /// `NOTIFY_SOCKET`) that collects what the daemon sends.
-public final class NotifyListener {
-    public let path: String
+package final class NotifyListener {
+    package let path: String
     private let fd: Int32
 
-    public init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0, bindUnixSocket(fd, path) == 0 else { throw LineClient.Failure(description: "cannot bind \(path)") }
@@ -22,7 +22,7 @@ public final class NotifyListener {
     }
 
     /// The next message, or nil when none came within `timeout` seconds.
-    public func next(timeout: Double) -> String? {
+    package func next(timeout: Double) -> String? {
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -32,7 +32,7 @@ public final class NotifyListener {
 
     /// Messages until one contains `text` (returned last), or throws after `timeout` seconds.
     @discardableResult
-    public func wait(for text: String, timeout: Double = 10) throws -> [String] {
+    package func wait(for text: String, timeout: Double = 10) throws -> [String] {
         let deadline = Date().addingTimeInterval(timeout)
         var seen: [String] = []
         while Date() < deadline {

@@ -2,14 +2,14 @@
 /// source with its `rate / 200` frames before `pauseFrame` fading linearly to silence (the
 /// last of them silent) and as many from `pauseFrame` on fading up to full (the last at full),
 /// every other sample as it is.
-public struct PauseFadeCheck: CustomStringConvertible {
+package struct PauseFadeCheck: CustomStringConvertible {
     /// Samples that differ outside the two fades.
-    public var changedOutside = 0
+    package var changedOutside = 0
     /// The largest difference inside the fades from the source scaled by the fade, rounded.
-    public var worstInFades = 0.0
-    public var description: String
+    package var worstInFades = 0.0
+    package var description: String
 
-    public init(capture: [Int16], source: [Int16], pauseFrame: Int, rate: Int, channels: Int) {
+    package init(capture: [Int16], source: [Int16], pauseFrame: Int, rate: Int, channels: Int) {
         let ramp = rate / 200
         func level(_ frame: Int) -> Double {
             if frame >= pauseFrame - ramp && frame < pauseFrame { return 1 - Double(frame - (pauseFrame - ramp) + 1) / Double(ramp) }
@@ -41,5 +41,5 @@ public struct PauseFadeCheck: CustomStringConvertible {
     }
 
     /// The capture is the source with the two fades, within 1 LSB in them.
-    public var holds: Bool { changedOutside == 0 && worstInFades <= 1 }
+    package var holds: Bool { changedOutside == 0 && worstInFades <= 1 }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// python-mpd2 from PyPI in a virtualenv under .build (made once, reused). Two tests may ask at
 /// the same moment: the first makes it, the other waits for that (a global `let` is made once).
-public func pythonWithMPD2() throws -> String {
+package func pythonWithMPD2() throws -> String {
     try pythonWithMPD2Once.get()
 }
 

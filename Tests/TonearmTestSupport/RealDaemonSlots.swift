@@ -20,17 +20,17 @@ import TonearmSync
 /// recorded as failed (its body, blocked in a sync call, runs on to its own timeouts, as under
 /// `.timeLimit`). `alone` is for suites whose bounds are tightest (latencies under 50 ms, load,
 /// throughput, real-time peers): such a suite takes every slot. Each suite must be `.serialized`.
-public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
-    public let limit: Duration
-    public let alone: Bool
-    public var isRecursive: Bool { true }
+package struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
+    package let limit: Duration
+    package let alone: Bool
+    package var isRecursive: Bool { true }
 
     /// The suite itself as well (a recursive trait's default leaves it out), and each test case.
-    public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+    package func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
         test.isSuite || testCase != nil ? self : nil
     }
 
-    public func provideScope(
+    package func provideScope(
         for test: Test, testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
@@ -76,7 +76,7 @@ public struct RealDaemonSlot: SuiteTrait, TestTrait, TestScoping {
 
 extension Trait where Self == RealDaemonSlot {
     /// A slot among the real-process suites, and at most `minutes` for each of its tests.
-    public static func realDaemon(minutes: Int, alone: Bool = false) -> Self {
+    package static func realDaemon(minutes: Int, alone: Bool = false) -> Self {
         RealDaemonSlot(limit: .seconds(minutes * 60), alone: alone)
     }
 }

@@ -12,8 +12,8 @@ import Foundation
 ///
 /// `@unchecked Sendable`: `routes`, `requests`, `connections` and `cutAfter` are guarded by `lock`;
 /// `listener` and `port` are set once in `init`.
-public final class TestHTTPServer: @unchecked Sendable {
-    public enum Route: Sendable {
+package final class TestHTTPServer: @unchecked Sendable {
+    package enum Route: Sendable {
         /// The file's bytes, with Content-Length, Accept-Ranges and Range.
         case file(path: String, contentType: String)
         /// The file's bytes with Content-Length but no ranges (`Range` ignored, no Accept-Ranges),
@@ -41,12 +41,12 @@ public final class TestHTTPServer: @unchecked Sendable {
         case text(body: String, contentType: String)
     }
 
-    public struct Request: Sendable {
-        public let path: String
-        public let range: String?
+    package struct Request: Sendable {
+        package let path: String
+        package let range: String?
     }
 
-    public let port: Int
+    package let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var routes: [String: Route] = [:]
@@ -58,7 +58,7 @@ public final class TestHTTPServer: @unchecked Sendable {
     /// The next response body of `path` stops after this many bytes, the connection left open.
     private var stallAfter: [String: Int] = [:]
 
-    public init() throws {
+    package init() throws {
         let (listener, port) = try listenOnLoopback()
         self.listener = listener
         self.port = port
@@ -68,24 +68,24 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    package func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    public func route(_ path: String, _ route: Route) { lock.withLock { routes[path] = route } }
+    package func route(_ path: String, _ route: Route) { lock.withLock { routes[path] = route } }
 
     /// Cuts the next response of `path` after `bytes` of its body.
-    public func cutNext(_ path: String, after bytes: Int) { lock.withLock { cutAfter[path] = bytes } }
+    package func cutNext(_ path: String, after bytes: Int) { lock.withLock { cutAfter[path] = bytes } }
 
     /// Stalls the next response of `path` after `bytes` of its body: nothing more is sent, and the
     /// connection stays open until the client closes it or the server stops.
-    public func stallNext(_ path: String, after bytes: Int) { lock.withLock { stallAfter[path] = bytes } }
+    package func stallNext(_ path: String, after bytes: Int) { lock.withLock { stallAfter[path] = bytes } }
 
-    public var requests: [Request] { lock.withLock { requestLog } }
+    package var requests: [Request] { lock.withLock { requestLog } }
 
     /// Closes the listener and every connection; the threads end on their own.
     /// The shutdowns happen under the lock: a connection's thread takes its descriptor out of
     /// `connections` under the lock before closing it, so none of them can have been closed (and
     /// its number reused by another socket) meanwhile.
-    public func stop() {
+    package func stop() {
         lock.withLock {
             guard !stopped else { return }
             stopped = true

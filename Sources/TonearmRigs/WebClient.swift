@@ -6,18 +6,18 @@ import Foundation
 
 /// A plain TCP client for the web remote's tests: HTTP/1.1 requests written by hand (so a test
 /// can send what no well-behaved client would) and a WebSocket's frames.
-public final class WebClient {
-    public let fd: Int32
+package final class WebClient {
+    package let fd: Int32
 
-    public struct Response {
-        public let status: Int
-        public let headers: [String: String]
-        public let body: [UInt8]
-        public var text: String { String(decoding: body, as: UTF8.self) }
+    package struct Response {
+        package let status: Int
+        package let headers: [String: String]
+        package let body: [UInt8]
+        package var text: String { String(decoding: body, as: UTF8.self) }
     }
 
     /// Connects to 127.0.0.1:`port`.
-    public init(port: Int, timeout: Double = 10) throws {
+    package init(port: Int, timeout: Double = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LineClient.Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var seconds = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
@@ -40,7 +40,7 @@ public final class WebClient {
 
     /// Writes all of `bytes`; false when the peer has closed.
     @discardableResult
-    public func send(_ bytes: [UInt8]) -> Bool {
+    package func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -51,10 +51,10 @@ public final class WebClient {
     }
 
     @discardableResult
-    public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+    package func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     /// Reads what arrives, up to `count` bytes; empty at the end of the stream; throws on a timeout.
-    public func read(upTo count: Int = 65_536) throws -> [UInt8] {
+    package func read(upTo count: Int = 65_536) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
         let read = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, count, 0) }
         if read < 0 {
@@ -77,7 +77,7 @@ public final class WebClient {
     }
 
     /// One response (its body by Content-Length), or nil when the server closed first.
-    public func response() throws -> Response? {
+    package func response() throws -> Response? {
         while !pending.containsSequence([13, 10, 13, 10]) {
             let more = try read()
             if more.isEmpty { return nil }
@@ -98,7 +98,8 @@ public final class WebClient {
     }
 
     /// A GET (or `method`) with `headers`, and its response.
-    public func request(_ method: String = "GET", _ path: String, headers: [String: String] = [:], body: [UInt8] = []) throws -> Response? {
+    package func request(_ method: String = "GET", _ path: String, headers: [String: String] = [:], body: [UInt8] = []) throws -> Response?
+    {
         var text = "\(method) \(path) HTTP/1.1\r\n"
         if !headers.keys.contains(where: { $0.lowercased() == "host" }) { text += "Host: 127.0.0.1\r\n" }
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
@@ -109,7 +110,7 @@ public final class WebClient {
     }
 
     /// Asks to upgrade to a WebSocket at `/rpc`; the server's answer.
-    public func upgrade(headers: [String: String] = [:]) throws -> Response? {
+    package func upgrade(headers: [String: String] = [:]) throws -> Response? {
         try request(
             "GET", "/rpc",
             headers: [
@@ -121,7 +122,7 @@ public final class WebClient {
 
     /// A masked frame, as a browser sends; `length` may claim more than `payload` holds.
     /// `masked: false` sends what no browser may (RFC 6455: a client masks every frame).
-    public func sendFrame(opcode: UInt8 = 1, _ payload: [UInt8], claimedLength: UInt64? = nil, masked: Bool = true) -> Bool {
+    package func sendFrame(opcode: UInt8 = 1, _ payload: [UInt8], claimedLength: UInt64? = nil, masked: Bool = true) -> Bool {
         let length = claimedLength ?? UInt64(payload.count)
         let maskBit: UInt8 = masked ? 0x80 : 0
         var frame: [UInt8] = [0x80 | opcode]
@@ -140,10 +141,10 @@ public final class WebClient {
         return send(frame)
     }
 
-    public func sendText(_ text: String) -> Bool { sendFrame(Array(text.utf8)) }
+    package func sendText(_ text: String) -> Bool { sendFrame(Array(text.utf8)) }
 
     /// The next frame from the server: its opcode and payload; nil once the server closed.
-    public func frame() throws -> (opcode: UInt8, payload: [UInt8])? {
+    package func frame() throws -> (opcode: UInt8, payload: [UInt8])? {
         guard let head = try readExactly(2) else { return nil }
         var length = UInt64(head[1] & 0x7F)
         if length == 126 {
@@ -158,7 +159,7 @@ public final class WebClient {
     }
 
     /// The next text message, as JSON.
-    public func message() throws -> [String: Any]? {
+    package func message() throws -> [String: Any]? {
         while let frame = try frame() {
             guard frame.opcode == 1 else { if frame.opcode == 8 { return nil } else { continue } }
             return try JSONSerialization.jsonObject(with: Data(frame.payload)) as? [String: Any]

@@ -7,26 +7,26 @@ import Foundation
 /// Debian's real `snapserver` (0.26) with a TCP stream source in server mode on a port of its
 /// own, and `snapclient`s with the file player: each client's file grows in real time with what
 /// that room would hear (silence while the stream is idle). Every process is stopped by PID.
-public final class SnapcastRig {
-    public let directory: TemporaryDirectory
+package final class SnapcastRig {
+    package let directory: TemporaryDirectory
     /// Tonearm connects here (`snapcast.source`).
-    public let sourcePort: Int
-    public let streamPort: Int
+    package let sourcePort: Int
+    package let streamPort: Int
     /// snapserver's JSON-RPC over TCP.
-    public let controlPort: Int
+    package let controlPort: Int
     /// The tests' format, and snapserver's default.
-    public static let format = "48000:16:2"
+    package static let format = "48000:16:2"
     /// The source's `sampleformat`.
-    public let sampleFormat: String
+    package let sampleFormat: String
     private var server: Process?
     private var clients: [Process] = []
     private let extraSourceQuery: String
     /// Added to snapserver's environment (and so its control script's) at each start.
-    public var serverEnvironment: [String: String] = [:]
+    package var serverEnvironment: [String: String] = [:]
 
     /// `sourceQuery` is added to the source URI (e.g. a `controlscript`); with `start` false the
     /// server is started by `startServer` (once what its control script needs is up).
-    public init(sourceQuery: String = "", format: String = SnapcastRig.format, start: Bool = true) throws {
+    package init(sourceQuery: String = "", format: String = SnapcastRig.format, start: Bool = true) throws {
         sampleFormat = format
         directory = try TemporaryDirectory()
         sourcePort = try freeTCPPort()
@@ -39,18 +39,18 @@ public final class SnapcastRig {
 
     /// snapserver's own MPD plug-in, unchanged, as the source's control script (through
     /// Tests/Scripts/snapcast_meta_mpd.py, which only keeps its cover-art lookups on loopback).
-    public static var metaMPDQuery: String {
+    package static var metaMPDQuery: String {
         let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("Scripts/snapcast_meta_mpd.py").path
         return "&controlscript=" + (script.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? script)
     }
 
     deinit { stop() }
 
-    public var configPath: String { directory.path("snapserver.conf") }
-    public var log: String { (try? String(contentsOfFile: directory.path("snapserver.log"), encoding: .utf8)) ?? "" }
+    package var configPath: String { directory.path("snapserver.conf") }
+    package var log: String { (try? String(contentsOfFile: directory.path("snapserver.log"), encoding: .utf8)) ?? "" }
 
     /// Starts snapserver (again, after `killServer`), and waits until its control port accepts.
-    public func startServer() throws {
+    package func startServer() throws {
         try """
         [server]
         datadir = \(directory.path("data"))
@@ -88,7 +88,7 @@ public final class SnapcastRig {
 
     /// SIGKILL: the server vanishes as in a crash or power loss (any control script with it:
     /// orphaned, it would spin on its closed input).
-    public func killServer() {
+    package func killServer() {
         guard let server, server.isRunning else { return }
         Self.killWithChildren(server.processIdentifier)
         server.waitUntilExit()
@@ -110,7 +110,7 @@ public final class SnapcastRig {
 
     /// Starts a client whose file player writes to `name` in the rig's directory; returns the path.
     @discardableResult
-    public func startClient(_ name: String) throws -> String {
+    package func startClient(_ name: String) throws -> String {
         let path = directory.path(name)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/snapclient")
@@ -131,7 +131,7 @@ public final class SnapcastRig {
     }
 
     /// A JSON-RPC request to snapserver (newline-delimited over TCP); its `result`.
-    public func call(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] {
+    package func call(_ method: String, _ params: [String: Any] = [:]) throws -> [String: Any] {
         guard let fd = connectLoopback(port: controlPort) else { throw LineClient.Failure(description: "snapserver control port refused") }
         defer { close(fd) }
         let request = try JSONSerialization.data(withJSONObject: ["id": 1, "jsonrpc": "2.0", "method": method, "params": params])
@@ -157,7 +157,7 @@ public final class SnapcastRig {
     }
 
     /// Every process started, by PID: SIGKILL, and wait.
-    public func stop() {
+    package func stop() {
         for process in clients + [server].compactMap({ $0 }) where process.isRunning {
             Self.killWithChildren(process.processIdentifier)
             process.waitUntilExit()
@@ -174,7 +174,7 @@ public final class SnapcastRig {
 }
 
 /// Interleaved 16-bit stereo PCM as frames of (left, right).
-public func stereoFrames(_ bytes: [UInt8]) -> [(Int16, Int16)] {
+package func stereoFrames(_ bytes: [UInt8]) -> [(Int16, Int16)] {
     func sample(_ index: Int) -> Int16 {
         let low = UInt16(bytes[index])
         let high = UInt16(bytes[index + 1]) << 8

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// A Unix socket's address for `path` (tests only); nil when the path does not fit.
-public func unixSocketAddress(_ path: String) -> sockaddr_un? {
+package func unixSocketAddress(_ path: String) -> sockaddr_un? {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -18,7 +18,7 @@ public func unixSocketAddress(_ path: String) -> sockaddr_un? {
 }
 
 /// Binds `fd` to `path`; returns bind's result.
-public func bindUnixSocket(_ fd: Int32, _ path: String) -> Int32 {
+package func bindUnixSocket(_ fd: Int32, _ path: String) -> Int32 {
     guard var address = unixSocketAddress(path) else { return -1 }
     return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -27,7 +27,7 @@ public func bindUnixSocket(_ fd: Int32, _ path: String) -> Int32 {
 
 extension LineClient {
     /// Connects once something accepts at `path`, trying for up to `timeout` seconds; nil if nothing did.
-    public static func waitingForSocket(_ path: String, timeout: Double = 10) -> LineClient? {
+    package static func waitingForSocket(_ path: String, timeout: Double = 10) -> LineClient? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let client = try? LineClient(path: path) { return client }

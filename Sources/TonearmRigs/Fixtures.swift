@@ -1,15 +1,16 @@
 import Foundation
 
 /// The sample media under Tests/Fixtures (made by scripts/make-fixtures.sh).
-public enum Fixtures {
-    public static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+package enum Fixtures {
+    package static let directory = URL(fileURLWithPath: #filePath)  // Sources/TonearmRigs/Fixtures.swift
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Tests/Fixtures")
 
-    public static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
-    public static func path(_ name: String) -> String { url(name).path }
+    package static func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
+    package static func path(_ name: String) -> String { url(name).path }
 
     /// The PCM bytes of a WAV file's `data` chunk, found by walking the RIFF chunks.
-    public static func wavPCM(_ name: String) throws -> Data {
+    package static func wavPCM(_ name: String) throws -> Data {
         let data = try Data(contentsOf: url(name))
         var offset = 12
         while offset + 8 <= data.count {
@@ -23,23 +24,23 @@ public enum Fixtures {
 }
 
 /// A fresh directory for one test's output files, removed by `remove()`.
-public struct TemporaryDirectory: Sendable {
-    public let url: URL
+package struct TemporaryDirectory: Sendable {
+    package let url: URL
 
-    public init() throws {
+    package init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("tonearm-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    public func remove() { try? FileManager.default.removeItem(at: url) }
+    package func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    package func remove() { try? FileManager.default.removeItem(at: url) }
 
     /// The ALSA device that writes exactly the PCM it receives to `name` in this directory.
-    public func fileDevice(_ name: String) -> String { "file:'\(path(name))',raw" }
+    package func fileDevice(_ name: String) -> String { "file:'\(path(name))',raw" }
 }
 
 /// Polls `condition` until it holds or `timeout` passes (tests only; the daemon never polls).
-public func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+package func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try await condition() { return true }

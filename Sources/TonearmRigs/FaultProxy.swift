@@ -10,8 +10,8 @@ import Foundation
 /// thread accepts; each connection has a thread per direction.
 ///
 /// `@unchecked Sendable`: every `var` is guarded by `lock`; `port` and `upstream` never change.
-public final class FaultProxy: @unchecked Sendable {
-    public enum Mode: Sendable, Equatable {
+package final class FaultProxy: @unchecked Sendable {
+    package enum Mode: Sendable, Equatable {
         case pass
         /// At most this many bytes a second from the server to the client.
         case throttle(bytesPerSecond: Int)
@@ -19,7 +19,7 @@ public final class FaultProxy: @unchecked Sendable {
         case stall
     }
 
-    public let port: Int
+    package let port: Int
     private let upstream: Int
     private let lock = NSLock()
     private var mode = Mode.pass
@@ -29,7 +29,7 @@ public final class FaultProxy: @unchecked Sendable {
     private var accepted = 0
 
     /// Proxies 127.0.0.1:`port` to 127.0.0.1:`upstream`.
-    public init(upstream: Int) throws {
+    package init(upstream: Int) throws {
         self.upstream = upstream
         let (fd, port) = try listenOnLoopback(backlog: 16)
         self.port = port
@@ -40,17 +40,17 @@ public final class FaultProxy: @unchecked Sendable {
     deinit { stop() }
 
     /// Connections accepted so far (each reconnect of the client is one more).
-    public var acceptedCount: Int { lock.withLock { accepted } }
+    package var acceptedCount: Int { lock.withLock { accepted } }
 
-    public func set(_ mode: Mode) { lock.withLock { self.mode = mode } }
+    package func set(_ mode: Mode) { lock.withLock { self.mode = mode } }
 
     /// Closes every open connection (both ways) at once.
-    public func cut() {
+    package func cut() {
         lock.withLock { for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) } }
     }
 
     /// `true`: new connections are refused (the port is closed); `false`: accepted again.
-    public func refuse(_ refusing: Bool) {
+    package func refuse(_ refusing: Bool) {
         lock.withLock {
             guard !stopped else { return }
             if refusing, listener >= 0 {
@@ -66,7 +66,7 @@ public final class FaultProxy: @unchecked Sendable {
 
     /// Closes the listener and every connection; the threads end on their own. The shutdowns
     /// happen under the lock, so no descriptor was closed (and its number reused) meanwhile.
-    public func stop() {
+    package func stop() {
         lock.withLock {
             guard !stopped else { return }
             stopped = true

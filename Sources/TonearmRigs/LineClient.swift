@@ -6,18 +6,18 @@ import Foundation
 
 /// A plain blocking Unix-socket client that speaks newline-delimited JSON: independent of the
 /// daemon's own NIO code, so the tests check the protocol as any script would see it.
-public final class LineClient {
-    public let fd: Int32
+package final class LineClient {
+    package let fd: Int32
     private var pending = Data()
     /// Reused for every read, so that timing loops measure the daemon, not this client's allocations.
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
 
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let description: String
-        public init(description: String) { self.description = description }
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 
-    public init(path: String) throws {
+    package init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
         guard var address = unixSocketAddress(path) else { throw Failure(description: "path too long") }
@@ -31,7 +31,7 @@ public final class LineClient {
 
     deinit { close(fd) }
 
-    public func send(raw data: Data) throws {
+    package func send(raw data: Data) throws {
         var offset = 0
         while offset < data.count {
             // MSG_NOSIGNAL: a daemon that closed the connection is an error here, not SIGPIPE.
@@ -41,13 +41,13 @@ public final class LineClient {
         }
     }
 
-    public func send(line: String) throws { try send(raw: Data((line + "\n").utf8)) }
+    package func send(line: String) throws { try send(raw: Data((line + "\n").utf8)) }
 
     /// Half-closes: the daemon sees end of input but can still answer.
-    public func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+    package func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
 
     /// The next line, or nil on end of stream; throws after `timeout` seconds without one.
-    public func readLine(timeout: Double = 10) throws -> String? {
+    package func readLine(timeout: Double = 10) throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let newline = pending.firstIndex(of: 0x0A) {
@@ -68,7 +68,7 @@ public final class LineClient {
 
     /// Sends pre-encoded MPD command bytes and waits for the reply's closing `OK` line without
     /// parsing the rest (benchmarks).
-    public func mpdRoundTrip(_ request: Data) throws {
+    package func mpdRoundTrip(_ request: Data) throws {
         try send(raw: request)
         while true {
             if let end = Self.mpdReplyEnd(pending) {
@@ -93,7 +93,7 @@ public final class LineClient {
     }
 
     /// Sends pre-encoded request bytes and waits for one answer line without parsing it (benchmarks).
-    public func roundTrip(_ request: Data) throws {
+    package func roundTrip(_ request: Data) throws {
         try send(raw: request)
         while true {
             if let newline = pending.firstIndex(of: 0x0A) {
@@ -107,7 +107,7 @@ public final class LineClient {
     }
 
     /// The next line parsed as a JSON object.
-    public func readJSON(timeout: Double = 10) throws -> [String: Any] {
+    package func readJSON(timeout: Double = 10) throws -> [String: Any] {
         guard let line = try readLine(timeout: timeout) else { throw Failure(description: "connection closed") }
         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
             throw Failure(description: "not a JSON object: \(line)")
@@ -118,7 +118,7 @@ public final class LineClient {
     private var nextID = 0
 
     /// Sends a request and returns its response, skipping notifications (kept in `notifications`).
-    public func call(_ method: String, _ params: [String: Any] = [:], timeout: Double = 10) throws -> [String: Any] {
+    package func call(_ method: String, _ params: [String: Any] = [:], timeout: Double = 10) throws -> [String: Any] {
         nextID += 1
         let request: [String: Any] = ["jsonrpc": "2.0", "id": nextID, "method": method, "params": params]
         try send(line: String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self))
@@ -137,14 +137,14 @@ public final class LineClient {
         }
     }
 
-    public var notifications: [[String: Any]] = []
+    package var notifications: [[String: Any]] = []
 }
 
 extension Dictionary where Key == String, Value == Any {
-    public var result: [String: Any]? { self["result"] as? [String: Any] }
-    public var errorCode: Int? { (self["error"] as? [String: Any])?["code"] as? Int }
-    public var errorMessage: String? { (self["error"] as? [String: Any])?["message"] as? String }
-    public var errorData: [String: Any]? { (self["error"] as? [String: Any])?["data"] as? [String: Any] }
+    package var result: [String: Any]? { self["result"] as? [String: Any] }
+    package var errorCode: Int? { (self["error"] as? [String: Any])?["code"] as? Int }
+    package var errorMessage: String? { (self["error"] as? [String: Any])?["message"] as? String }
+    package var errorData: [String: Any]? { (self["error"] as? [String: Any])?["data"] as? [String: Any] }
     /// `result.state.state`, the state's name.
-    public var stateName: String? { (result?["state"] as? [String: Any])?["state"] as? String }
+    package var stateName: String? { (result?["state"] as? [String: Any])?["state"] as? String }
 }

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// Binds a TCP socket to 127.0.0.1:`port` (0: a free one); returns the port, or nil (errno says why).
-public func bindLoopback(_ fd: Int32, port: Int = 0) -> Int? {
+package func bindLoopback(_ fd: Int32, port: Int = 0) -> Int? {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -20,7 +20,7 @@ public func bindLoopback(_ fd: Int32, port: Int = 0) -> Int? {
 }
 
 /// A TCP port free on the loopback interface right now.
-public func freeTCPPort() throws -> Int {
+package func freeTCPPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     defer { close(fd) }
     guard let port = bindLoopback(fd) else { throw LineClient.Failure(description: "no free port: errno \(errno)") }
@@ -29,7 +29,7 @@ public func freeTCPPort() throws -> Int {
 
 /// A TCP socket listening on 127.0.0.1:`port` (0: a free one), with SO_REUSEADDR so that a port
 /// just closed can be listened on again: its descriptor and port.
-public func listenOnLoopback(port: Int = 0, backlog: Int32 = 64) throws -> (fd: Int32, port: Int) {
+package func listenOnLoopback(port: Int = 0, backlog: Int32 = 64) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw LineClient.Failure(description: "socket() failed: errno \(errno)") }
     var one: Int32 = 1
@@ -44,7 +44,7 @@ public func listenOnLoopback(port: Int = 0, backlog: Int32 = 64) throws -> (fd: 
 
 /// A TCP connection to 127.0.0.1:`port`, reads timing out after `timeout` seconds; nil when
 /// nothing accepts there. The caller closes it.
-public func connectLoopback(port: Int, timeout: Int = 5) -> Int32? {
+package func connectLoopback(port: Int, timeout: Int = 5) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return nil }
     var readTimeout = timeval(tv_sec: timeout, tv_usec: 0)
@@ -66,7 +66,7 @@ public func connectLoopback(port: Int, timeout: Int = 5) -> Int32? {
 /// Accepts a connection whose descriptor no child process inherits (tests run side by side, and
 /// a daemon started by one must not hold another's connection open). Glibc's module has no
 /// accept4, so the flag is set just after.
-public func acceptClosingOnExec(_ listener: Int32) -> Int32 {
+package func acceptClosingOnExec(_ listener: Int32) -> Int32 {
     let fd = accept(listener, nil, nil)
     if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
     return fd

@@ -1,16 +1,16 @@
 import Foundation
 
 /// What a process holds, read from /proc: open descriptors, threads and resident memory.
-public struct ProcessResources: Sendable, CustomStringConvertible {
-    public let fileDescriptors: Int
+package struct ProcessResources: Sendable, CustomStringConvertible {
+    package let fileDescriptors: Int
     /// What each descriptor points at (`readlink /proc/PID/fd/N`), for messages.
-    public let descriptorTargets: [String]
-    public let threads: Int
-    public let residentKiB: Int
+    package let descriptorTargets: [String]
+    package let threads: Int
+    package let residentKiB: Int
     /// Thread names (the kernel's 15-byte `comm`), one entry per thread.
-    public let threadNames: [String]
+    package let threadNames: [String]
 
-    public init(pid: Int32) throws {
+    package init(pid: Int32) throws {
         let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
         // A descriptor closed between the listing and the read of its target is closed: skip it
         // (it used to count, as "N→?", and made a transient descriptor look like a leak).
@@ -34,7 +34,7 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
     }
 
     /// User plus system CPU time the process has used so far, in seconds (/proc/PID/stat).
-    public static func cpuSeconds(pid: Int32) throws -> Double {
+    package static func cpuSeconds(pid: Int32) throws -> Double {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the command name, which is in parentheses and may hold spaces.
         guard let close = stat.lastIndex(of: ")") else { return 0 }
@@ -44,11 +44,12 @@ public struct ProcessResources: Sendable, CustomStringConvertible {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    public var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }
+    package var description: String { "\(fileDescriptors) fds, \(threads) threads, \(residentKiB) KiB resident" }
 }
 
 /// Runs a tool to its end; returns its exit status and what it printed (stdout and stderr).
-public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+package func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String)
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -64,7 +65,7 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
 
 /// Runs a tool and waits at most `timeout` seconds for it (then kills it by its pid); returns its
 /// exit status (nil when it was killed) and what it wrote to stdout and stderr.
-public func runTool(
+package func runTool(
     _ path: String, _ arguments: [String], environment: [String: String]? = nil,
     timeout: Double
 ) throws -> (status: Int32?, output: String) {
@@ -94,7 +95,7 @@ public func runTool(
 
 /// A file's bytes, read with POSIX calls: Foundation's readers leak their buffer on an empty file,
 /// which LeakSanitizer reports.
-public func readWholeFile(_ path: String) -> [UInt8] {
+package func readWholeFile(_ path: String) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return [] }
     defer { close(fd) }
