@@ -126,6 +126,7 @@ package final class FaultProxy: @unchecked Sendable {
     }
 
     /// Counts the two directions of a connection; the second to end closes both descriptors.
+    /// `@unchecked Sendable`: `count` is read and written only under `lock`.
     private final class Finished: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
