@@ -115,7 +115,8 @@ let package = Package(
         .executableTarget(
             name: "tonearmd",
             dependencies: [
-                "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmProtocol", "TonearmSync",
+                "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmMedia", "TonearmProtocol",
+                "TonearmSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "tonearmctl",
             dependencies: [
-                "TonearmProtocol",
+                "TonearmProtocol", "TonearmMedia",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),

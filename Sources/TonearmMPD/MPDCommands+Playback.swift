@@ -115,7 +115,7 @@ extension MPDCommands {
         MPDCommand(
             "volume", .control, 1...1,
             .now { call, _ throws(MPDError) in
-                _ = call.player.setVolume(delta: try call.integer(0, in: -100...100))
+                _ = call.player.setVolume(delta: try call.integer(0, in: Bounds.volumeDelta))
             }),
         MPDCommand(
             "repeat", .control, 1...1,

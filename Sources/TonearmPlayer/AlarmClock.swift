@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TonearmCore
+import TonearmMedia
 import TonearmSync
 
 /// One alarm: a time of day on some days, what it plays (a URL, or the queue from its start),
@@ -76,7 +77,9 @@ package final class AlarmClock: Sendable {
                     return "alarm id \(alarm.id) is not unique, or not from 1 to below next_id \(nextID)"
                 }
                 if alarm.rule == nil { return "alarm \(alarm.id): time '\(alarm.time)' is not HH:MM or HH:MM:SS" }
-                if let volume = alarm.volume, !(0...100).contains(volume) { return "alarm \(alarm.id): volume \(volume) is out of 0…100" }
+                if let volume = alarm.volume, !Bounds.volume.contains(volume) {
+                    return "alarm \(alarm.id): volume \(volume) is out of 0…100"
+                }
                 guard alarm.fadeIn.isFinite, (0...600).contains(alarm.fadeIn) else {
                     return "alarm \(alarm.id): fade_in_s \(alarm.fadeIn) is out of 0…600"
                 }
@@ -189,7 +192,9 @@ package final class AlarmClock: Sendable {
         guard let rule = AlarmRule(time: time, days: Set(days)) else {
             throw .invalid("time must be HH:MM or HH:MM:SS (24-hour), not '\(time)'")
         }
-        if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
+        if let volume, !Bounds.volume.contains(volume) {
+            throw .invalid("volume must be a whole number from \(Bounds.text(Bounds.volume))")
+        }
         guard fadeIn.isFinite, (0...600).contains(fadeIn) else { throw .invalid("fade_in_s must be a number of seconds from 0 to 600") }
         guard let next = rule.nextFire(after: now, calendar: calendar) else { throw .invalid("'\(time)' never comes") }
         return try await change { book throws(Failure) in

@@ -1,6 +1,7 @@
 import Foundation
 import TonearmCore
 import TonearmEngine
+import TonearmMedia
 
 /// Announcements (`announce`): what plays fades out, the clip plays at its own volume, then
 /// playback comes back exactly: the same item at the same position (a live stream rejoins
@@ -19,7 +20,9 @@ extension Player {
     /// plays on, lowered, under it (when something plays).
     @discardableResult
     package func announce(_ url: URL, volume: Int?, duck: Bool = false) throws(PlayerError) -> Int {
-        if let volume, !(0...100).contains(volume) { throw .invalid("volume must be a whole number from 0 to 100") }
+        if let volume, !Bounds.volume.contains(volume) {
+            throw .invalid("volume must be a whole number from \(Bounds.text(Bounds.volume))")
+        }
         return try model.withLock { m throws(PlayerError) in
             let point = returnPoint(m)
             // Ducking needs sound under it now: an item still loading has no device open to mix into.

@@ -41,7 +41,7 @@ package struct SavedPlayerState: Codable, Sendable, Equatable {
 
     package var replayGain: ReplayGainSettings? {
         guard let mode = ReplayGainMode(rawValue: replayGainMode), replayGainPreampDB.isFinite,
-            (-15...15).contains(replayGainPreampDB)
+            Bounds.preampDB.contains(replayGainPreampDB)
         else { return nil }
         return ReplayGainSettings(mode: mode, preampDB: replayGainPreampDB)
     }
@@ -53,7 +53,7 @@ package struct SavedPlayerState: Codable, Sendable, Equatable {
         if !position.isFinite || position < 0 || position > Self.maximumPosition {
             return "position \(position) is not a time within an item"
         }
-        if !(0...100).contains(volume) { return "volume \(volume) is out of 0…100" }
+        if !Bounds.volume.contains(volume) { return "volume \(volume) is out of 0…100" }
         if let journalSequence, !(0...(1 << 53)).contains(journalSequence) {
             return "journal sequence \(journalSequence) is out of range"
         }

@@ -25,10 +25,10 @@ extension SavedPlayerState {
             // snapshot's position is the old item's, never to be resumed in another.
             if queue.currentID != current { position = 0 }
         case .volume(let level):
-            guard (0...100).contains(level) else { throw StateChangeError(description: "volume \(level) is out of 0…100") }
+            guard Bounds.volume.contains(level) else { throw StateChangeError(description: "volume \(level) is out of 0…100") }
             volume = level
         case .replayGain(let mode, let preampDB):
-            guard ReplayGainMode(rawValue: mode) != nil, preampDB.isFinite, (-15...15).contains(preampDB) else {
+            guard ReplayGainMode(rawValue: mode) != nil, preampDB.isFinite, Bounds.preampDB.contains(preampDB) else {
                 throw StateChangeError(description: "replay gain '\(mode)' \(preampDB) dB is not valid")
             }
             replayGainMode = mode

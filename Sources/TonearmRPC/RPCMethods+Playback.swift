@@ -47,10 +47,10 @@ extension RPCMethods {
             .now { call in
                 let level = try call.params.integer("level")
                 let delta = try call.params.integer("delta")
-                if let level, !(0...100).contains(level) {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'level' must be a whole number from 0 to 100")
+                if let level, !Bounds.volume.contains(level) {
+                    throw RPC.Failure(.invalidParams, "invalid params: 'level' must be a whole number from \(Bounds.text(Bounds.volume))")
                 }
-                if let delta, !(-100...100).contains(delta) {
+                if let delta, !Bounds.volumeDelta.contains(delta) {
                     throw RPC.Failure(.invalidParams, "invalid params: 'delta' must be a whole number from -100 to 100")
                 }
                 if level != nil && delta != nil {
@@ -69,8 +69,8 @@ extension RPCMethods {
                     mode = parsed
                 }
                 let preamp = try call.params.number("preamp_db", unit: "decibels")
-                if let preamp, !(-15...15).contains(preamp) {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from -15 to 15")
+                if let preamp, !Bounds.preampDB.contains(preamp) {
+                    throw RPC.Failure(.invalidParams, "invalid params: 'preamp_db' must be a number from \(Bounds.text(Bounds.preampDB))")
                 }
                 return ProtocolEncoding.replayGain(call.player.setReplayGain(mode: mode, preampDB: preamp))
             }),

@@ -1,4 +1,5 @@
 import TOMLKit
+import TonearmMedia
 import TonearmPlayer
 
 extension DaemonConfiguration {
@@ -22,7 +23,7 @@ extension DaemonConfiguration {
         for key in announce.keys {
             let value = announce[key]!
             switch key {
-            case "duck_level": announcements.duckLevel = try integer(value, "announce.duck_level", source, 0...100)
+            case "duck_level": announcements.duckLevel = try integer(value, "announce.duck_level", source, Bounds.volume)
             default: throw Invalid("\(source): unknown key 'announce.\(key)'")
             }
         }

@@ -102,7 +102,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
                     config.output.sampleRate = try zeroMeansSource(integer(value, "output.sample_rate", source, 0...768_000))
                 case "channels": config.output.channels = try zeroMeansSource(integer(value, "output.channels", source, 0...32))
                 case "format": config.output.sampleType = try Self.sampleType(string(value, "output.format", source), source)
-                case "buffer_ms": config.output.bufferMilliseconds = try integer(value, "output.buffer_ms", source, 10...10_000)
+                case "buffer_ms":
+                    config.output.bufferMilliseconds = try integer(value, "output.buffer_ms", source, Bounds.bufferMilliseconds)
                 case "pace": config.output.pace = try bool(value, "output.pace", source)
                 case "speed": config.output.speed = try Self.speed(number(value, "output.speed", source), source)
                 case "reopen_interval_ms":
@@ -124,7 +125,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
                 case "on_close": config.output.onClose = try command(value, "output.on_close", source)
                 case "hook_timeout_ms":
                     config.output.hookTimeoutMilliseconds = try integer(value, "output.hook_timeout_ms", source, 10...600_000)
-                case "volume": config.volume = try integer(value, "output.volume", source, 0...100)
+                case "volume": config.volume = try integer(value, "output.volume", source, Bounds.volume)
                 default: throw Invalid("\(source): unknown key 'output.\(key)'")
                 }
             }
@@ -164,8 +165,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
                     config.replayGain.mode = mode
                 case "preamp_db":
                     let preamp = try number(value, "replay_gain.preamp_db", source)
-                    guard preamp.isFinite, (-15...15).contains(preamp) else {
-                        throw Invalid("\(source): replay_gain.preamp_db must be a number from -15 to 15")
+                    guard preamp.isFinite, Bounds.preampDB.contains(preamp) else {
+                        throw Invalid("\(source): replay_gain.preamp_db must be a number from \(Bounds.text(Bounds.preampDB))")
                     }
                     config.replayGain.preampDB = preamp
                 case "target_lufs":
@@ -381,7 +382,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
             config.output.speed = try Self.speed(value, "TONEARM_SPEED")
         }
         if let buffer = environment["TONEARM_BUFFER_MS"] {
-            guard let value = Int(buffer), (10...10_000).contains(value) else {
+            guard let value = Int(buffer), Bounds.bufferMilliseconds.contains(value) else {
                 throw Invalid("TONEARM_BUFFER_MS must be a whole number from 10 to 10000, not '\(buffer)'")
             }
             config.output.bufferMilliseconds = value
@@ -399,7 +400,9 @@ package struct DaemonConfiguration: Sendable, Equatable {
     }
 
     static func speed(_ value: Double, _ source: String) throws -> Double {
-        guard value.isFinite, value > 0, value <= 1000 else { throw Invalid("\(source): speed must be a number above 0 and at most 1000") }
+        guard value.isFinite, value > 0, value <= Bounds.fastestSpeed else {
+            throw Invalid("\(source): speed must be a number above 0 and at most \(Int(Bounds.fastestSpeed))")
+        }
         return value
     }
 

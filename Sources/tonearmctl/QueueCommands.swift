@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TonearmMedia
 import TonearmProtocol
 
 // The play queue, its options, the volume and ReplayGain. Playback commands are in Tonearmctl.swift.
@@ -155,13 +156,13 @@ enum VolumeChange: Sendable {
     static func parse(_ text: String) throws -> VolumeChange {
         let number = try NumberArgument(text)
         if number.isSigned {
-            guard let delta = number.integer, (-100...100).contains(delta) else {
+            guard let delta = number.integer, Bounds.volumeDelta.contains(delta) else {
                 throw NumberArgument.Failure("a volume change must be a whole number from -100 to +100")
             }
             return .delta(delta)
         }
-        guard let level = number.integer, (0...100).contains(level) else {
-            throw NumberArgument.Failure("the volume must be a whole number from 0 to 100 (or +N / -N to change it)")
+        guard let level = number.integer, Bounds.volume.contains(level) else {
+            throw NumberArgument.Failure("the volume must be a whole number from \(Bounds.text(Bounds.volume)) (or +N / -N to change it)")
         }
         return .level(level)
     }
@@ -203,7 +204,7 @@ struct ReplayGain: AsyncParsableCommand {
     var mode: GainMode?
     @Option(
         name: .customLong("preamp"), parsing: .unconditional,
-        help: ArgumentHelp("Gain added to the ReplayGain or measured gain, in dB (-15 to 15).", valueName: "db"),
+        help: ArgumentHelp("Gain added to the ReplayGain or measured gain, in dB (\(Bounds.text(Bounds.preampDB))).", valueName: "db"),
         transform: NumberArgument.finite)
     var preamp: Double?
 

@@ -5,6 +5,7 @@ import ServiceLifecycle
 import TonearmEngine
 import TonearmFrontEnd
 import TonearmLibrary
+import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 import TonearmServer
@@ -83,7 +84,10 @@ struct Tonearmd: AsyncParsableCommand {
             settings.output.speed = speed
         }
         if let bufferMilliseconds {
-            guard (10...10_000).contains(bufferMilliseconds) else { throw ValidationError("--buffer-ms must be from 10 to 10000") }
+            guard Bounds.bufferMilliseconds.contains(bufferMilliseconds) else {
+                throw ValidationError(
+                    "--buffer-ms must be from \(Bounds.bufferMilliseconds.lowerBound) to \(Bounds.bufferMilliseconds.upperBound)")
+            }
             settings.output.bufferMilliseconds = bufferMilliseconds
         }
         if let reopenIntervalMilliseconds {
