@@ -121,7 +121,10 @@ package final class Listener: Sendable {
     ) -> ServerBootstrap {
         let isTCP = if case .tcp = frontEnd.address { true } else { false }
         return ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
+            // Room for a crowd arriving at once (a page's many requests, a client's reconnects):
+            // past a full accept queue the kernel drops the handshake's last ACK, and such a
+            // client waits out SYN-ACK retransmits (1, 2, 4 s …) before it is even accepted.
+            .serverChannelOption(.backlog, value: 1024)
             // Out of file descriptors, accept fails at once and would be retried at once, for
             // ever: accepting pauses for a moment instead of spinning a core.
             .serverChannelInitializer { channel in
