@@ -11,70 +11,15 @@ import TonearmSync
 /// running at `speed`, for devices that never block.
 extension EngineControl {
     /// How long the pipe may stay empty while playing before buffering is reported.
-    private static let starvationGrace = 0.1
+    static let starvationGrace = 0.1
     /// Marks the seek the engine makes itself, so no caller mistakes its completion for its own.
     static let internalSeekToken = Int.min
-
-    /// What only the output thread sees; no lock needed.
-    struct OutputState {
-        /// The open device: owned by this thread alone.
-        var device: (any OutputDevice)?
-        var devicePaused = false
-        var waitingReported = false
-        /// Pacing clock: frames counted from `paceAnchor`, consumed at rate × speed.
-        var paceAnchor = 0.0
-        var pacedFrames = 0
-        /// With pacing, frames this wake-up may still write: the device is topped up to
-        /// `paceLeadFrames` + `pacedWriteFrames` across chunk ends before the thread sleeps again.
-        var paceRoom = 0
-        var gain = GainStage()
-        /// After a reopen that resumes playing: the frames the device must take (a buffer's
-        /// worth) before `device_restored` is announced, and where playback stood when it came
-        /// back. A device that opens and then fails within its first buffer (a `file:` device on
-        /// an unwritable path) is not announced as back, and what it took was never heard.
-        var unconfirmedRestore: (framesToGo: Int, from: (itemID: Int, frame: Int64, sampleRate: Int))?
-        /// The last loss announced, and the play/pause intent then: the same loss again, before
-        /// the device took a frame and with no play or pause since, is not announced again.
-        var announcedLoss: (reason: String, intent: Int)?
-        /// A network item ran dry while playing: nothing more is written until it has
-        /// `input.prebufferSeconds` again (or its end) in the pipe.
-        var refilling = false
-        /// The last chunk written was of a network item.
-        var writingNetwork = false
-        /// At the end of playback, the device was told to hand on what it holds (`drain`);
-        /// cleared by every write.
-        var endHandedOn = false
-        /// A stream title written to the device and not yet heard: announced once the clock
-        /// reaches its first frame.
-        var titleToAnnounce: (itemID: Int, frame: Int64, title: StreamTitle)?
-        /// Writes in a row that the device held none of, unpaced (see `outputTakesBatches`):
-        /// one could be a real device that underran at once; two are a sink without a clock.
-        var unheldWrites = 0
-        /// When the device last had nothing to play (stopped, paused, the queue ended); nil
-        /// while it plays. After `releaseAfterSeconds` of it the device is released.
-        var idleSince: Double?
-        /// The device was closed for idleness: a play opens it again for what is heard next.
-        var released = false
-        /// The `fadeRequest` and the `duckRequest` in force.
-        var fadeSerial = 0
-        var duckSerial = 0
-        /// A pause fading out (`fadesOnPause`): the frames of its fade still to write; nil when
-        /// no pause is fading. And whether the silence after it was written (or is not needed).
-        var pauseFadeToWrite: Int?
-        /// With a device that can take frames back (and fades on pause): the last frames written,
-        /// for a pause that fades out from what is being heard (`fadeOutFromPlayingPoint`).
-        var written: WrittenFrames?
-        /// A pause faded out ahead of what was written: the pipe's frames after the fade are
-        /// void, and the decoder starts again here once the device pauses (or play comes first).
-        var refillFrom: (itemID: Int, frame: Int64, sampleRate: Int)?
-        var pauseFadePadded = false
-    }
 
     func startOutputThread() {
         NamedThread.start("tonearm-output") { [self] in runOutput() }
     }
 
-    private func runOutput() {
+    func runOutput() {
         var state = OutputState()
         lock.lock()
         recordThread(.output)
@@ -198,61 +143,10 @@ extension EngineControl {
         }
     }
 
-    // MARK: Network items
-
-    /// Before a network item's run starts (a load, a seek, rejoining a live stream), and after it
-    /// ran dry: sleeps until the pipe holds `input.prebufferSeconds` of it (the decoder wakes this
-    /// thread at each chunk meanwhile). Returns true when it slept.
-    private func awaitFill(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        guard !prebuffered(head.itemID) else {
-            outputAwaitsFill = false
-            if state.refilling && head.runStart == nil {
-                // Going on after a refill: the pace counts from now, not from before the gap.
-                state.refilling = false
-                state.paceAnchor = EngineLock.now()
-                state.pacedFrames = 0
-                state.paceRoom = 0
-            }
-            return false
-        }
-        if head.runStart == .seek(token: Self.internalSeekToken), playRequested, !state.waitingReported {
-            // Rejoining a live stream while playing: buffering until it is heard.
-            reportBuffering(itemID: head.itemID, &state)
-        }
-        outputAwaitsFill = true
-        resumePauseWaitersIfDone()
-        lock.waitOutput()
-        return true
-    }
-
-    private func reportBuffering(itemID: Int, _ state: inout OutputState) {
-        assertOn(.output)
-        state.waitingReported = true
-        setTimeControl(.waitingToPlay)
-        post(.bufferingStarted(itemID: itemID, intent: intent))
-    }
-
-    /// A network item ran dry while playing: the device plays out what it holds and stops
-    /// cleanly (no underrun), and playing goes on once the prebuffer is full again.
-    private func beginRefill(_ state: inout OutputState) {
-        assertOn(.output)
-        state.refilling = true
-        guard let device = state.device else { return }
-        let myEpoch = epoch
-        lock.unlock()
-        device.drain()
-        lock.lock()
-        guard epoch == myEpoch else { return }
-        clock.heldFrames = 0
-        clock.heldAt = EngineLock.now()
-        announceTitleIfHeard(&state, now: clock.heldAt)
-    }
-
     // MARK: Chunks
 
     /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
-    private func dropVoidChunks() {
+    func dropVoidChunks() {
         var dropped = false
         while let head = pipe.first, head.epoch != epoch || abandoned.contains(head.itemID) {
             pipe.popFirst()
@@ -262,7 +156,7 @@ extension EngineControl {
     }
 
     /// A chunk was written out: release it, note an item's end, wake the decoder at half free.
-    private func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
+    func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
         assertOn(.output)
         if head.endsItem { lastEndedItem = head.itemID }
         let halfEmptyBefore = pipeIsHalfEmpty
@@ -270,263 +164,9 @@ extension EngineControl {
         if !halfEmptyBefore && pipeIsHalfEmpty { lock.wakeDecoder() }
     }
 
-    // MARK: Runs
-
-    /// The first chunk after a load or a seek: what the device holds is void, the device must be
-    /// open in the chunk's format, and the news is posted. Runs paused or playing.
-    private func beginRun(_ head: PCMChunk, _ run: RunStart, _ state: inout OutputState) {
-        assertOn(.output)
-        let now = EngineLock.now()
-        state.idleSince = nil
-        if state.device != nil, deviceLostReason == nil {
-            lock.unlock()
-            state.device?.discard()
-            lock.lock()
-            state.devicePaused = false
-        }
-        clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
-        clock.consuming = false
-        stoppedConsumingAt = now
-        outputAwaitsFill = false
-        state.refilling = false
-        state.titleToAnnounce = nil
-        state.pauseFadeToWrite = nil
-        state.refillFrom = nil
-        // A new sound (a load, a seek) starts at full level; a refill goes on from a pause's silence.
-        if run != .seek(token: Self.internalSeekToken) { state.gain.unmute(frames: 0) }
-        // A live stream rejoined while buffering was reported: its first write reports the end.
-        if run != .seek(token: Self.internalSeekToken) { state.waitingReported = false }
-        // While the device is away a seek just moves the position; a load tries the device now.
-        // A released device opens again for a load, or when play is asked; not for a paused seek.
-        let needsDevice = (deviceLostReason == nil || run == .opened) && (!state.released || playRequested || run == .opened)
-        if needsDevice && (deviceFormat != head.format || state.device == nil) {
-            guard prepareDevice(for: head, run, &state) else { return }
-        }
-        head.runStart = nil
-        outputEpoch = head.epoch
-        lastEndedItem = nil
-        let position = Double(head.position) / Double(head.format.sampleRate)
-        publishHeard(head.itemID, position: position)
-        if head.announcedReady {
-            // Its device appeared: it was announced ready (and interrupted, if play was asked).
-            deviceAwaited = nil
-            let resume = resumeOnRestore || playRequested
-            resumeOnRestore = false
-            playRequested = resume
-            if resume { playRequestedAt = EngineLock.now() }
-            post(.deviceRestored(itemID: head.itemID, resumes: resume, intent: intent))
-            return
-        }
-        switch run {
-        case .opened:
-            publish { $0.status = .readyToPlay }
-            setTimeControl(.paused)
-            post(.ready(itemID: head.itemID))
-        case .seek(let token):
-            post(.seekCompleted(itemID: head.itemID, token: token, position: position))
-        case .advance:
-            break
-        }
-    }
-
-    /// Opens the device in `head`'s format (closing it first if open in another). Returns false
-    /// when that failed (the item failed, or the decoder redoes it in the granted format).
-    private func prepareDevice(for head: PCMChunk, _ run: RunStart, _ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        closeDevice(&state)
-        let requested = head.format
-        switch openDevice(requested) {
-        case .failure(let failure)
-        where configuration.waitForDevice && failure.kind == .deviceUnavailable
-            && run == .opened && head.epoch == epoch:
-            awaitDevice(for: head, failure)
-            return false
-        case .failure(let failure):
-            deviceLostReason = nil
-            if head.epoch == epoch {
-                // The item cannot be heard: it fails, and nothing more is decoded.
-                target = nil
-                next = nil
-                playRequested = false
-                resumeOnRestore = false
-                beginEpoch()
-                publish { $0.status = .failed(failure) }
-                post(.failed(itemID: head.itemID, failure))
-            }
-            return false
-        case .success(let device):
-            adoptDevice(device, &state)
-            deviceFormat = device.format
-            state.devicePaused = false
-            if deviceLostReason != nil {
-                // A load while the device was away brought it back.
-                deviceLostReason = nil
-            }
-            if device.format != requested, head.epoch == epoch {
-                // The device plays another format: the decoder converts to it, from this run's start.
-                grantedFormats[requested] = device.format
-                if let item = knownItem(head.itemID) {
-                    target = DecodeTarget(
-                        item: item, startSeconds: Double(head.position) / Double(requested.sampleRate),
-                        runStart: run)
-                }
-                beginEpoch()
-                return false
-            }
-            return true
-        }
-    }
-
-    /// Before an item of another format: play out what the device holds (the previous item is
-    /// heard to its last sample), then reopen. Returns true when the loop should go round again.
-    private func reopenForAdvance(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        let now = EngineLock.now()
-        if let device = state.device {
-            if waitUntilPlayedOut(device, state, now: now) { return true }
-            let myEpoch = epoch
-            lock.unlock()
-            device.drain()
-            lock.lock()
-            if epoch != myEpoch || !playRequested { return true }
-        }
-        // The previous item is heard to its last sample; the next one's first write starts a new
-        // segment, and crossing into it posts `started` as at a gapless border.
-        crossBorders(now: .infinity)
-        let heard = clock.heard(now: .infinity)
-        clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
-        clock.consuming = false
-        _ = prepareDevice(for: head, .advance, &state)
-        return true
-    }
-
-    // MARK: Pacing
-
-    /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
-    /// Once awake it writes until `pacedWriteFrames` more are ahead (`paceRoom`), across the end
-    /// of a chunk: one wake-up per piece, where a piece cut at each chunk's end cost two.
-    /// A border heard meanwhile wakes it: a piece holds 250 ms, and `started` is due at the
-    /// border's sample, not at the next write.
-    private func waitForPace(_ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        guard configuration.pace, let device = state.device else { return false }
-        guard state.paceRoom <= 0 else { return false }
-        let now = EngineLock.now()
-        let rate = Double(device.format.sampleRate) * speed
-        let ahead = pacedAhead(state, rate: rate, now: now)
-        let lead = Double(paceLeadFrames(device))
-        guard ahead > lead else {
-            state.paceRoom = Int((lead - ahead).rounded(.up)) + pacePieceFrames(device)
-            return false
-        }
-        crossBorders(now: now)
-        let paceAt = state.paceAnchor + (Double(state.pacedFrames) - lead) / rate
-        // A border not after `now` is one `crossBorders` just missed by a rounding: the pace wakes it.
-        let borderAt = clock.nextSegmentHeardAt.flatMap { $0 > now ? $0 : nil } ?? paceAt
-        lock.waitOutput(untilMonotonic: min(paceAt, borderAt))
-        return true
-    }
-
-    /// With pacing, the frames handed to the device that the pace's clock has not consumed by `now`.
-    private func pacedAhead(_ state: OutputState, rate: Double, now: Double) -> Double {
-        Double(state.pacedFrames) - (now - state.paceAnchor) * rate
-    }
-
-    /// What one write hands the device: a period; with pacing what is left of this wake-up's
-    /// piece (`paceRoom`, up to the device's `pacedWriteFrames`), since the clock (not the
-    /// device) decides when to write and each wake-up costs. A device without a clock
-    /// (`outputTakesBatches`) takes a whole chunk at once: nothing is heard from it, so the
-    /// clock's steps may be coarse.
-    private func chunkFrames(_ device: any OutputDevice, _ state: OutputState) -> Int {
-        if configuration.pace { return max(1, state.paceRoom) }
-        return outputTakesBatches ? .max : device.periodFrames
-    }
-
-    /// With pacing, how far ahead of the clock the output stays at least (a period, at least
-    /// 100 ms): a wake-up a little late still finds the device holding audio.
-    private func paceLeadFrames(_ device: any OutputDevice) -> Int {
-        max(device.periodFrames, device.format.sampleRate / 10)
-    }
-
-    /// With pacing, what one wake-up writes: the device's `pacedWriteFrames`. On a device that
-    /// can take frames back, `write` holds what follows an unheard border within the buffer.
-    private func pacePieceFrames(_ device: any OutputDevice) -> Int { device.pacedWriteFrames }
-
-    // MARK: The end, and starvation
-
-    /// Playing with nothing in the pipe: the end of the last item (play out, then report), or the
-    /// decoder falling behind (report buffering after a grace period).
-    private func pipeRanDry(_ state: inout OutputState) {
-        assertOn(.output)
-        let now = EngineLock.now()
-        if let ended = lastEndedItem, !moreComing(after: ended) {
-            if chainEndedAfter == ended {
-                if playRequested {
-                    // A play that crossed the end's news (its caller had not heard of it yet):
-                    // the end is said again, never waited out in silence as if playing.
-                    playRequested = false
-                    post(.didPlayToEnd(itemID: ended))
-                    setTimeControl(.paused)
-                }
-                idle(&state)
-                return
-            }
-            if let device = state.device {
-                if !state.endHandedOn {
-                    // Hands the device's last frames on at once (a `file:` device writes them only
-                    // now; a Snapcast server is sent the silence that completes its last chunk
-                    // before a pause in the data could make it call the stream idle).
-                    state.endHandedOn = true
-                    let myEpoch = epoch
-                    lock.unlock()
-                    device.drain()
-                    lock.lock()
-                    if epoch != myEpoch || !playRequested || !pipe.isEmpty { return }
-                }
-                if waitUntilPlayedOut(device, state, now: EngineLock.now()) { return }
-            }
-            crossBorders(now: .infinity)
-            let heard = clock.heard(now: .infinity)
-            clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
-            clock.consuming = false
-            chainEndedAfter = ended
-            playRequested = false
-            confirmRestore(&state, itemID: ended)
-            post(.didPlayToEnd(itemID: ended))
-            setTimeControl(.paused)
-            return
-        }
-        if state.waitingReported {
-            lock.waitOutput()
-        } else if !lock.waitOutput(untilMonotonic: now + Self.starvationGrace), pipe.isEmpty, playRequested,
-            decoderEpoch == epoch
-        {
-            reportBuffering(itemID: heardItemID ?? 0, &state)
-            if state.writingNetwork { beginRefill(&state) }
-        }
-    }
-
-    /// With pacing, the device never blocks, so the clock says when what it holds has been
-    /// heard: sleeps until then. Returns true when it slept (the caller goes round again).
-    private func waitUntilPlayedOut(_ device: any OutputDevice, _ state: OutputState, now: Double) -> Bool {
-        guard configuration.pace else { return false }
-        let drainedAt = state.paceAnchor + Double(state.pacedFrames) / (Double(device.format.sampleRate) * speed)
-        guard now < drainedAt else { return false }
-        lock.waitOutput(untilMonotonic: drainedAt)
-        return true
-    }
-
-    /// Whether the decoder will still deliver something after `itemID` in this epoch.
-    private func moreComing(after itemID: Int) -> Bool {
-        if decoderEpoch != epoch { return true }
-        if let working = decoderItemID, working != itemID, !abandoned.contains(working) { return true }
-        if let next, next.after == itemID, next.item.id != decoderFailedNextID { return true }
-        return false
-    }
-
     // MARK: Writing
 
-    private func write(_ head: PCMChunk, _ state: inout OutputState) {
+    func write(_ head: PCMChunk, _ state: inout OutputState) {
         assertOn(.output)
         guard let device = state.device else { return }
         if state.waitingReported {
@@ -632,7 +272,7 @@ extension EngineControl {
 
     /// Posts a stream title once the audio it belongs to is heard (checked at each write, so
     /// within one write's worth of audio).
-    private func announceTitleIfHeard(_ state: inout OutputState, now: Double) {
+    func announceTitleIfHeard(_ state: inout OutputState, now: Double) {
         guard let pending = state.titleToAnnounce else { return }
         let heard = clock.heard(now: now)
         // Item ids grow: an earlier item still heard means the title's item is yet to come.
@@ -645,7 +285,7 @@ extension EngineControl {
     /// gives back what it holds after `after`'s last frame (unheard), and playback goes on from
     /// there with what is decoded next. A device that can no longer give it back (the border
     /// came too close meanwhile) plays what it holds; the chain still goes on with the new item.
-    private func takeBack(after: Int, _ state: inout OutputState) {
+    func takeBack(after: Int, _ state: inout OutputState) {
         assertOn(.output)
         takeBackAfter = nil
         guard outputEpoch == epoch, let device = state.device,
