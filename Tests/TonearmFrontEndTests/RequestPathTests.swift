@@ -16,7 +16,8 @@ struct RequestPathTests {
     final class EchoSession: RequestSession {
         var served: [String] = []
         var tooLong: [Int] = []
-        var connection: (any RequestConnection)?
+        /// Weak: the handler owns the session, as in the daemon.
+        weak var connection: (any RequestConnection)?
         var changes: Int = 0
         var ended = false
 
@@ -78,7 +79,9 @@ struct RequestPathTests {
         }
     }
 
-    struct Rig {
+    /// The channel with the request path, finished when the test is done with it (nothing of it
+    /// may outlive the test: LeakSanitizer runs these too).
+    final class Rig {
         let channel = EmbeddedChannel()
         let session = EchoSession()
         let reads = ReadCounter()
@@ -91,6 +94,11 @@ struct RequestPathTests {
                 session, maxLineLength: maxLineLength, limits: limits, logger: Logger(label: "test"),
                 peer: ClientPeer(credentials: nil, description: "test"), changes: durable ? durability.interface : nil)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        }
+
+        deinit {
+            durability.pending.removeAll()
+            _ = try? channel.finish(acceptAlreadyClosed: true)
         }
 
         func send(_ text: String) throws { try channel.writeInbound(ByteBuffer(string: text)) }
