@@ -168,3 +168,28 @@ extension MediaDecoder {
         guard access(path, R_OK) == 0 else { throw EngineFailure(.permissionDenied, "permission denied: \(path)") }
     }
 }
+
+extension MediaDecoder {
+    /// Whether the header alone says all a player needs: one FLAC stream whose STREAMINFO
+    /// (kept as the stream's extradata) gave its length. The stream's rate and channel count
+    /// are then taken from the same STREAMINFO, as the analysis would have; the decoder takes
+    /// its sample format and channel layout from it when it opens.
+    static func headerSaysAll(_ context: UnsafeMutablePointer<AVFormatContext>) -> Bool {
+        guard String(cString: context.pointee.iformat.pointee.name) == "flac", context.pointee.nb_streams == 1,
+            let stream = context.pointee.streams[0], let parameters = stream.pointee.codecpar,
+            parameters.pointee.codec_id == AV_CODEC_ID_FLAC, parameters.pointee.extradata_size >= 34,
+            let info = parameters.pointee.extradata, stream.pointee.duration > 0, stream.pointee.time_base.den > 0
+        else { return false }
+        // STREAMINFO: 10 bytes of block and frame sizes, then 20 bits of sample rate and 3 of
+        // channels minus one.
+        let rate = Int32(info[10]) << 12 | Int32(info[11]) << 4 | Int32(info[12]) >> 4
+        let channels = Int32(info[12] >> 1 & 0x7) + 1
+        guard rate > 0 else { return false }
+        parameters.pointee.sample_rate = rate
+        // The order is left unknown: the decoder sets FLAC's own layout for the count.
+        av_channel_layout_uninit(&parameters.pointee.ch_layout)
+        parameters.pointee.ch_layout.order = AV_CHANNEL_ORDER_UNSPEC
+        parameters.pointee.ch_layout.nb_channels = channels
+        return true
+    }
+}
