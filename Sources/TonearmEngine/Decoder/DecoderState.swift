@@ -4,7 +4,7 @@ import TonearmSync
 
 /// The decoder thread's own state (`DecoderState`): reachable only from its entry point,
 /// `runDecoder`, which passes it down; no lock needed.
-extension EngineControl {
+extension DecoderWorker {
     /// What only the decoder thread sees; no lock needed.
     struct DecoderState {
         var decoder: MediaDecoder?

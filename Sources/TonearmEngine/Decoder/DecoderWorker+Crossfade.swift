@@ -9,7 +9,7 @@ import TonearmMedia
 ///
 /// The item coming in owns the overlap: its chunks carry the mix, its `started` comes at the
 /// overlap's first frame, and the item going out ends where its tail began.
-extension EngineControl {
+extension DecoderWorker {
     /// Keeping back begins this long before the overlap, by the item's stated length: a header
     /// that says a little more or less than the stream holds still leaves the whole tail kept.
     static let tailMarginSeconds = 1.0
@@ -25,9 +25,9 @@ extension EngineControl {
     /// Lock held.
     private func plannedOverlapFrames(_ item: EngineItem, _ decoder: MediaDecoder, _ format: PCMFormat) -> Int? {
         // A network item arrives at its own pace: keeping seconds of it back could starve the output.
-        guard crossfadeSeconds > 0, !decoder.isNetwork, let duration = decoder.info.duration, duration > 0 else { return nil }
-        if let next, next.after == item.id, next.item.joinsGaplessly == true { return nil }
-        let frames = Int((min(crossfadeSeconds, duration / 2) * Double(format.sampleRate)).rounded())
+        guard shared.crossfadeSeconds > 0, !decoder.isNetwork, let duration = decoder.info.duration, duration > 0 else { return nil }
+        if let next = shared.next, next.after == item.id, next.item.joinsGaplessly == true { return nil }
+        let frames = Int((min(shared.crossfadeSeconds, duration / 2) * Double(format.sampleRate)).rounded())
         return frames > 0 ? frames : nil
     }
 
@@ -47,9 +47,9 @@ extension EngineControl {
             // Megabytes at most, once: not under the lock the output thread takes.
             let tail = state.gathering
             let format = state.format
-            lock.unlock()
+            shared.lock.unlock()
             tail.reserve(frames: frames, format: format)
-            lock.lock()
+            shared.lock.lock()
         }
         state.gathering.begin(itemID: item.id, format: state.format, frames: frames)
         state.tailDeadline = nil
@@ -61,9 +61,9 @@ extension EngineControl {
         let tail = state.gathering
         let count = min(tail.free, state.pendingFrames)
         let source = (state.pendingSource ?? decoder.scratch) + state.pendingOffset * state.format.bytesPerFrame
-        lock.unlock()
+        shared.lock.unlock()
         tail.append(from: source, frames: count)
-        lock.lock()
+        shared.lock.lock()
         state.pendingOffset += count
         state.pendingFrames -= count
         state.pendingPosition += Int64(count)
@@ -82,17 +82,18 @@ extension EngineControl {
 
     /// At the open item's end, with a kept tail: what becomes of it. Lock held.
     func tailDecision(_ state: inout DecoderState) -> TailDecision {
-        guard let item = state.item, state.gathering.count > 0, crossfadeSeconds > 0 else { return .handOn }
-        if let next, next.after == item.id, next.item.id != state.failedNextID, let joinsGaplessly = next.item.joinsGaplessly {
+        guard let item = state.item, state.gathering.count > 0, shared.crossfadeSeconds > 0 else { return .handOn }
+        if let next = shared.next, next.after == item.id, next.item.id != state.failedNextID, let joinsGaplessly = next.item.joinsGaplessly
+        {
             guard !joinsGaplessly else { return .handOn }
             // At most half the next item, as it is at most half this one (its length as tagged).
             let half = next.item.durationHint.map { Int($0 / 2 * Double(state.gathering.format.sampleRate)) }
             return .crossfade(keeping: min(state.gathering.count, half ?? .max))
         }
-        guard playRequested else { return .wait(until: nil) }
+        guard shared.playRequested else { return .wait(until: nil) }
         // One timed wait at most, counted from the first while playing.
         let now = EngineLock.now()
-        let deadline = state.tailDeadline ?? now + max(0, pipe.bufferedSeconds - Self.undecidedTailSeconds) / speed
+        let deadline = state.tailDeadline ?? now + max(0, shared.pipe.bufferedSeconds - Self.undecidedTailSeconds) / shared.speed
         state.tailDeadline = deadline
         return now < deadline ? .wait(until: deadline) : .handOn
     }
@@ -106,9 +107,9 @@ extension EngineControl {
         let tags = state.decoder?.info.replayGain
         // The loudness the output levels the item with, once it has reached it (a measurement
         // landing later does not change an item's level mid-item).
-        let loudness = leveling(item.id)
+        let loudness = shared.leveling(item.id)
         state.mixing.itemGainDB =
-            replayGain.gain(
+            shared.replayGain.gain(
                 tags: tags, loudness: loudness.measurement, prefersAlbum: item.prefersAlbumGain,
                 provisional: loudness.provisional
             ).decibels
@@ -137,7 +138,7 @@ extension EngineControl {
     /// next was withdrawn, or failed and nothing was named in its place. Lock held.
     func tailIsOrphaned(_ state: DecoderState) -> Bool {
         guard state.finished, let item = state.item, state.mixing.itemID == item.id, state.mixing.count > 0 else { return false }
-        guard let next, next.after == item.id else { return true }
+        guard let next = shared.next, next.after == item.id else { return true }
         return false
     }
 
@@ -146,24 +147,26 @@ extension EngineControl {
     func handOnOrphanedTail(_ state: inout DecoderState) {
         guard let item = state.item else { return }
         let tail = state.mixing
-        guard !pipeIsFull, let chunk = pipe.takeFree() else {
-            let myEpoch = epoch
-            while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, tailIsOrphaned(state) { lock.waitDecoder() }
+        guard !shared.pipeIsFull, let chunk = shared.pipe.takeFree() else {
+            let myEpoch = shared.epoch
+            while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.shuttingDown, tailIsOrphaned(state) {
+                shared.lock.waitDecoder()
+            }
             return
         }
         chunk.reset(
-            epoch: epoch, itemID: item.id, format: tail.format, position: tail.startPosition, runStart: nil,
+            epoch: shared.epoch, itemID: item.id, format: tail.format, position: tail.startPosition, runStart: nil,
             replayGain: tail.replayGain, prefersAlbumGain: item.prefersAlbumGain, isNetwork: false)
         let count = min(chunk.capacityFrames, tail.count)
-        lock.unlock()
+        shared.lock.unlock()
         tail.takeOldest(into: chunk.bytes, frames: count)
-        lock.lock()
+        shared.lock.lock()
         chunk.frames = count
         tail.startPosition += Int64(count)
         chunk.endsItem = tail.count == 0
         if tail.count == 0 { tail.clear() }
-        pipe.push(chunk)
-        lock.wakeOutput()
+        shared.pipe.push(chunk)
+        shared.lock.wakeOutput()
     }
 
     /// The format the next item must be decoded in: the tail's, when one waits for it. Lock held.
@@ -176,8 +179,8 @@ extension EngineControl {
     /// own item over the gain the output gives this one. Lock held.
     func prepareMix(into item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
         guard formatForNext(after: state.previous, state) != nil else { return }
-        let loudness = leveling(item.id)
-        let incoming = replayGain.gain(
+        let loudness = shared.leveling(item.id)
+        let incoming = shared.replayGain.gain(
             tags: decoder.info.replayGain, loudness: loudness.measurement,
             prefersAlbum: item.prefersAlbumGain, provisional: loudness.provisional
         ).decibels

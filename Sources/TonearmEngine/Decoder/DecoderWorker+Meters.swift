@@ -3,11 +3,11 @@ import TonearmMedia
 /// The decoder thread's meters: the whole loudness of an item measured on the way (it started
 /// unmeasured, from its beginning) and a live stream's automatic gain. Both are made, fed and
 /// freed on the decoder thread, off the engine lock, from the frames it decodes anyway.
-extension EngineControl {
+extension DecoderWorker {
     /// Measures an item from the frames it decodes, if it asked for that and is still not
     /// measured. Lock held.
     func measureOnTheWay(_ item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
-        guard item.measuresOnTheWay, !decoder.isNetwork, knownItem(item.id)?.loudness == nil else { return }
+        guard item.measuresOnTheWay, !decoder.isNetwork, shared.knownItem(item.id)?.loudness == nil else { return }
         state.wholeItem = item
     }
 
@@ -22,31 +22,31 @@ extension EngineControl {
     /// Lock held; released around the measurement.
     func measureOpening(_ item: EngineItem, _ decoder: MediaDecoder) {
         // Ids increase: an item at or before the one written last has its level already.
-        guard item.measuresOpening, !decoder.isNetwork, (loudnessInForce?.itemID ?? .min) < item.id,
-            let known = knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
-            replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
+        guard item.measuresOpening, !decoder.isNetwork, (shared.loudnessInForce?.itemID ?? .min) < item.id,
+            let known = shared.knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
+            shared.replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
         else { return }
-        let myEpoch = epoch
-        let cancellation = decoderCancellation
-        lock.unlock()
+        let myEpoch = shared.epoch
+        let cancellation = shared.decoderCancellation
+        shared.lock.unlock()
         let opening = Loudness.measureOpening(item.url, seconds: Self.openingSeconds, input: input, cancellation: cancellation)
-        lock.lock()
-        guard epoch == myEpoch, let opening, (loudnessInForce?.itemID ?? .min) < item.id,
-            let index = knownItems.lastIndex(where: { $0.id == item.id }), knownItems[index].loudness == nil
+        shared.lock.lock()
+        guard shared.epoch == myEpoch, let opening, (shared.loudnessInForce?.itemID ?? .min) < item.id,
+            let index = shared.knownItems.lastIndex(where: { $0.id == item.id }), shared.knownItems[index].loudness == nil
         else { return }
-        knownItems[index].openingLoudness = .measured(opening)
+        shared.knownItems[index].openingLoudness = .measured(opening)
     }
 
     /// Posts that the measurement on the way was given up, if one was wanted. Lock held.
     func giveUpWholeMeasurement(_ state: inout DecoderState) {
         guard let item = state.wholeItem else { return }
         state.wholeItem = nil
-        post(.loudnessMeasured(itemID: item.id, url: item.url, nil))
+        shared.post(.loudnessMeasured(itemID: item.id, url: item.url, nil))
     }
 
     /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
     func liveTarget(for decoder: MediaDecoder) -> Double? {
-        decoder.isNetwork && replayGain.live == .agc ? replayGain.targetLUFS : nil
+        decoder.isNetwork && shared.replayGain.live == .agc ? shared.replayGain.targetLUFS : nil
     }
 
     /// Makes or drops the meter of the item measured on the way as `wholeItem` says. Lock not

@@ -4,41 +4,43 @@ import TonearmSync
 
 /// Opening on the decoder thread: the item asked for (a load, a seek, a refill), and the next
 /// one ahead of the border, each opened and sought off the engine lock.
-extension EngineControl {
+extension DecoderWorker {
     /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
     func takeTarget(_ state: inout DecoderState) {
-        assertOn(.decoder)
-        decoderEpoch = epoch
-        let myEpoch = epoch
+        shared.assertOn(.decoder)
+        shared.decoderEpoch = shared.epoch
+        let myEpoch = shared.epoch
         dropWork(&state)
         giveUpWholeMeasurement(&state)
         state.finished = false
         state.failedNextID = nil
-        decoderFailedNextID = nil
+        shared.decoderFailedNextID = nil
         state.previous = nil
         state.mixing.clear()
-        guard let target else {
-            decoderItemID = nil
+        guard let target = shared.target else {
+            shared.decoderItemID = nil
             state.item = nil
             let closing = state.decoder
             state.decoder = nil
-            lock.unlock()
+            shared.lock.unlock()
             withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
-            lock.lock()
+            shared.lock.lock()
             return
         }
-        decoderItemID = target.item.id
+        shared.decoderItemID = target.item.id
         var reuse = state.item?.id == target.item.id ? state.decoder : nil
         let reused = reuse != nil
         // A seek within the open item keeps its decoder, whose I/O answers to its own flag.
         let cancellation = reuse?.cancellation ?? CancellationFlag()
         cancellation.reset()
-        decoderCancellation = cancellation
+        shared.decoderCancellation = cancellation
         // An item decoded in the format of a crossfade keeps it through a seek (no reopen mid-item).
-        var format = reuse.map { state.formatForced ? grantedFormats[state.format] ?? state.format : chunkFormat(for: $0.sourceFormat) }
+        var format = reuse.map {
+            state.formatForced ? shared.grantedFormats[state.format] ?? state.format : chunkFormat(for: $0.sourceFormat)
+        }
         if reuse == nil { state.formatForced = false }
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
-        lock.unlock()
+        shared.lock.unlock()
         if let reusing = reuse, let format {
             opened = seek(
                 reusing, format: format, seconds: target.startSeconds, url: target.item.url,
@@ -52,8 +54,8 @@ extension EngineControl {
             state.decoder = nil  // the previous item's FFmpeg state is freed here, off the lock
             opened = openDecoder(target.item, cancellation: cancellation, startSeconds: target.startSeconds, format: &format)
         }
-        lock.lock()
-        guard epoch == myEpoch else {
+        shared.lock.lock()
+        guard shared.epoch == myEpoch else {
             if case .success(let (decoder, _)) = opened {
                 state.decoder = decoder
                 state.item = target.item
@@ -64,9 +66,9 @@ extension EngineControl {
         case .failure(let failure):
             state.decoder = nil
             state.item = nil
-            decoderItemID = nil
-            publish { $0.status = .failed(failure) }
-            post(.failed(itemID: target.item.id, failure))
+            shared.decoderItemID = nil
+            shared.publish { $0.status = .failed(failure) }
+            shared.post(.failed(itemID: target.item.id, failure))
         case .success(let (decoder, startFrame)):
             if reuse !== decoder || reuse == nil { noteOpened(target.item, decoder) }
             state.decoder = decoder
@@ -91,7 +93,7 @@ extension EngineControl {
     ) -> Result<(MediaDecoder, Int64), EngineFailure> {
         do throws(EngineFailure) {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
-            let chosen = forced ?? lock.withLock { chunkFormat(for: decoder.sourceFormat) }
+            let chosen = forced ?? shared.lock.withLock { chunkFormat(for: decoder.sourceFormat) }
             try decoder.configureOutput(chosen)
             format = chosen
             // A live stream starts where it is now, whatever position was asked (a restore).
@@ -166,42 +168,42 @@ extension EngineControl {
             bitRate: decoder.info.bitRate)
         info.isLive = decoder.isLive
         // Keep the infos of items still in play: the heard one and those after it.
-        let heard = heardItemID
-        infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
-        if infos.count >= 8 { infos.removeFirst() }
-        infos.append((item.id, info))
-        post(.opened(itemID: item.id, info))
+        let heard = shared.heardItemID
+        shared.infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
+        if shared.infos.count >= 8 { shared.infos.removeFirst() }
+        shared.infos.append((item.id, info))
+        shared.post(.opened(itemID: item.id, info))
     }
 
     /// Opens the item that follows the one just decoded, for a gapless join.
     func openNext(_ item: EngineItem, _ state: inout DecoderState) {
-        assertOn(.decoder)
-        let myEpoch = epoch
+        shared.assertOn(.decoder)
+        let myEpoch = shared.epoch
         let previous = state.item
-        decoderItemID = item.id
+        shared.decoderItemID = item.id
         let cancellation = CancellationFlag()
-        decoderCancellation = cancellation
+        shared.decoderCancellation = cancellation
         // Crossfading into it: it is converted to the format of the tail it is mixed with; and
         // while crossfades are on, an item after one so converted stays in that format too.
         let forced =
             formatForNext(after: previous, state)
-            ?? (state.formatForced && crossfadeSeconds > 0 ? state.format : nil)
-        lock.unlock()
+            ?? (state.formatForced && shared.crossfadeSeconds > 0 ? state.format : nil)
+        shared.lock.unlock()
         state.decoder = nil
         var format: PCMFormat?
         let opened = openDecoder(item, cancellation: cancellation, startSeconds: 0, forcing: forced, format: &format)
-        lock.lock()
-        guard epoch == myEpoch else { return }
+        shared.lock.lock()
+        guard shared.epoch == myEpoch else { return }
         switch opened {
         case .failure(let failure):
             // The previous item stays the last decoded one; the player decides what follows it now.
             state.item = previous
             state.finished = true
             state.failedNextID = item.id
-            decoderFailedNextID = item.id
-            decoderItemID = previous?.id
-            if !abandoned.contains(item.id) { post(.failed(itemID: item.id, failure)) }
-            lock.wakeOutput()
+            shared.decoderFailedNextID = item.id
+            shared.decoderItemID = previous?.id
+            if !shared.abandoned.contains(item.id) { shared.post(.failed(itemID: item.id, failure)) }
+            shared.lock.wakeOutput()
         case .success(let (decoder, _)):
             noteOpened(item, decoder)
             state.previous = previous
@@ -225,7 +227,7 @@ extension EngineControl {
 
     /// The item decoded ahead was replaced before it was heard: back to the one before it.
     func leaveAbandoned(_ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         dropWork(&state)
         giveUpWholeMeasurement(&state)
         let closing = state.decoder
@@ -234,10 +236,10 @@ extension EngineControl {
         state.previous = nil
         state.finished = true
         state.failedNextID = nil
-        decoderFailedNextID = nil
-        decoderItemID = state.item?.id
-        lock.unlock()
+        shared.decoderFailedNextID = nil
+        shared.decoderItemID = state.item?.id
+        shared.lock.unlock()
         withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
-        lock.lock()
+        shared.lock.lock()
     }
 }

@@ -7,7 +7,7 @@ import TonearmMedia
 /// (a clip that arrives slowly never starves the music), and filled to the brim when the music
 /// has nothing to do. Its open and each read give up after a while: a slow server would
 /// otherwise hold up the music's decoding.
-extension EngineControl {
+extension DecoderWorker {
     /// How long the clip's open, and each of its reads, may take.
     static let overlayOpenSeconds = 3.0
     static let overlayReadSeconds = 1.0
@@ -15,8 +15,8 @@ extension EngineControl {
     /// Whether the clip needs the decoder: a new request (or one withdrawn), or half of its ring
     /// free (`urgent`); else, unless `urgent`, room left in a ring being filled. Lock held.
     func overlayNeedsWork(_ state: DecoderState, urgent: Bool = false) -> Bool {
-        if overlaySerial != state.overlaySerial { return true }
-        guard state.overlayDecoder != nil, let ring = overlay, !ring.ended else { return false }
+        if shared.overlaySerial != state.overlaySerial { return true }
+        guard state.overlayDecoder != nil, let ring = shared.overlay, !ring.ended else { return false }
         if ring.room >= ring.capacity / 2 { return true }
         return !urgent && state.overlayFilling && ring.room > 0
     }
@@ -24,34 +24,34 @@ extension EngineControl {
     /// One step for the clip: take up the request, or fill its ring. Lock held, released around
     /// FFmpeg and copies.
     func overlayStep(_ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         state.overlayTookTurn = true
-        if overlaySerial != state.overlaySerial {
+        if shared.overlaySerial != state.overlaySerial {
             takeOverlayRequest(&state)
             return
         }
-        guard let ring = overlay, let decoder = state.overlayDecoder else { return }
+        guard let ring = shared.overlay, let decoder = state.overlayDecoder else { return }
         state.overlayFilling = ring.room > 0
         guard state.overlayFilling else { return }
-        let serial = overlaySerial
+        let serial = shared.overlaySerial
         if state.overlayPending > 0 {
             let frames = min(state.overlayPending, ring.room)
             let start = ring.written
-            lock.unlock()
+            shared.lock.unlock()
             ring.fill(from: decoder.scratch + state.overlayPendingOffset * ring.format.bytesPerFrame, frames: frames, at: start)
-            lock.lock()
-            guard serial == overlaySerial, overlay === ring else { return }
+            shared.lock.lock()
+            guard serial == shared.overlaySerial, shared.overlay === ring else { return }
             ring.written += frames
             state.overlayPending -= frames
             state.overlayPendingOffset += frames
             return
         }
-        lock.unlock()
-        overlayCancellation.setDeadline(secondsFromNow: Self.overlayReadSeconds)
+        shared.lock.unlock()
+        shared.overlayCancellation.setDeadline(secondsFromNow: Self.overlayReadSeconds)
         let result: Result<MediaDecoder.Chunk, EngineFailure>
         do throws(EngineFailure) { result = .success(try decoder.decodeNext()) } catch { result = .failure(error) }
-        lock.lock()
-        guard serial == overlaySerial, overlay === ring else { return }
+        shared.lock.lock()
+        guard serial == shared.overlaySerial, shared.overlay === ring else { return }
         switch result {
         case .success(.frames(let count, _, _)):
             state.overlayPending = count
@@ -70,15 +70,15 @@ extension EngineControl {
         let closing = state.overlayDecoder
         state.overlayDecoder = nil
         state.overlayPending = 0
-        lock.unlock()
+        shared.lock.unlock()
         withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
-        lock.lock()
-        if ring.isDone, overlay === ring { endOverlay(ring) }
+        shared.lock.lock()
+        if ring.isDone, shared.overlay === ring { shared.endOverlay(ring) }
     }
 
     /// Closes the clip decoded before, and opens the one asked for now, if any.
     private func takeOverlayRequest(_ state: inout DecoderState) {
-        state.overlaySerial = overlaySerial
+        state.overlaySerial = shared.overlaySerial
         state.overlayPending = 0
         state.overlayFilling = false
         // The ring done with is let go here, off the lock, so that its memory is seldom the
@@ -86,23 +86,23 @@ extension EngineControl {
         let closing = (state.overlayDecoder, state.overlayRing)
         state.overlayDecoder = nil
         state.overlayRing = nil
-        guard let (item, gain) = overlayRequest else {
-            lock.unlock()
+        guard let (item, gain) = shared.overlayRequest else {
+            shared.lock.unlock()
             withExtendedLifetime(closing) {}
-            lock.lock()
+            shared.lock.lock()
             return
         }
-        let serial = overlaySerial
-        let format = deviceOpen ? deviceFormat : nil
+        let serial = shared.overlaySerial
+        let format = shared.deviceOpen ? shared.deviceFormat : nil
         // Made ready under the lock: a withdrawal from now on cancels this open.
-        overlayCancellation.reset()
-        overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)
-        lock.unlock()
+        shared.overlayCancellation.reset()
+        shared.overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)
+        shared.lock.unlock()
         withExtendedLifetime(closing) {}
         let opened: Result<(MediaDecoder, OverlayRing), EngineFailure>
         if let format {
             do throws(EngineFailure) {
-                let decoder = try MediaDecoder(url: item.url, input: input, cancellation: overlayCancellation)
+                let decoder = try MediaDecoder(url: item.url, input: input, cancellation: shared.overlayCancellation)
                 try decoder.configureOutput(format)
                 opened = .success((decoder, OverlayRing(itemID: item.id, format: format, gain: gain)))
             } catch {
@@ -111,25 +111,27 @@ extension EngineControl {
         } else {
             opened = .failure(EngineFailure(.deviceUnavailable, "nothing plays to mix '\(item.path)' over"))
         }
-        lock.lock()
-        guard serial == overlaySerial else {
+        shared.lock.lock()
+        guard serial == shared.overlaySerial else {
             // Withdrawn or replaced meanwhile: dropped, FFmpeg's release off the lock.
-            lock.unlock()
+            shared.lock.unlock()
             withExtendedLifetime(opened) {}
-            lock.lock()
+            shared.lock.lock()
             return
         }
         switch opened {
         case .success(let (decoder, ring)):
             state.overlayDecoder = decoder
             state.overlayRing = ring
-            overlay = ring
+            shared.overlay = ring
         case .failure(let failure):
-            overlayRequest = nil
-            post(.failed(itemID: item.id, failure))
+            shared.overlayRequest = nil
+            shared.post(.failed(itemID: item.id, failure))
         }
     }
+}
 
+extension EngineControl {
     /// The clip is over (all of it mixed, or it could not go on): posted as its end, and the
     /// decoder told to let its decoder go. Lock held (output or decoder thread).
     func endOverlay(_ ring: OverlayRing) {

@@ -4,21 +4,21 @@ import TonearmSync
 
 /// Placing what was decoded: pending frames copied (or decoded in place) into chunks and
 /// pushed into the pipe as the fill target allows; the end marker at the end.
-extension EngineControl {
+extension DecoderWorker {
     /// Copies pending frames into chunks and pushes them; at the end, pushes the end marker.
     func place(_ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         guard let item = state.item, let decoder = state.decoder else {
             dropWork(&state)
             return
         }
         if state.streamTitle != nil, let fill = state.fill, fill.frames > 0 {
             // A new title starts with a chunk of its own, so that it is heard at its first frame.
-            pipe.push(fill)
+            shared.pipe.push(fill)
             state.fill = nil
-            lock.wakeOutput()
+            shared.lock.wakeOutput()
         }
-        decodingNetwork = decoder.isNetwork
+        shared.decodingNetwork = decoder.isNetwork
         var tail = keepsTail(&state) ? state.gathering : nil
         if let tail, state.pendingFrames > 0, tail.free > 0 {
             keepBack(decoder, &state)
@@ -38,27 +38,27 @@ extension EngineControl {
             case .handOn:
                 break
             case .wait(let until):
-                if let until { lock.waitDecoder(untilMonotonic: until) } else { lock.waitDecoder() }
+                if let until { shared.lock.waitDecoder(untilMonotonic: until) } else { shared.lock.waitDecoder() }
                 return
             }
         }
         if state.fill == nil {
-            guard !pipeIsFull, let chunk = pipe.takeFree() else {
+            guard !shared.pipeIsFull, let chunk = shared.pipe.takeFree() else {
                 // Full: sleep until it is half empty (hysteresis), so that the decoder wakes about
                 // once a second however small the codec's frames are. The output thread wakes us
                 // (a clip over the music, at half of its ring, too: that is served meanwhile).
-                let myEpoch = epoch
-                while !pipeIsHalfEmpty, epoch == myEpoch, !shuttingDown, !abandoned.contains(item.id),
+                let myEpoch = shared.epoch
+                while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.shuttingDown, !shared.abandoned.contains(item.id),
                     !overlayNeedsWork(state, urgent: true)
                 {
-                    lock.waitDecoder()
+                    shared.lock.waitDecoder()
                 }
                 return
             }
             // Frames kept back come before the pending ones.
             let position = state.pendingPosition - Int64(tail?.count ?? 0)
             chunk.reset(
-                epoch: epoch, itemID: item.id, format: state.format, position: position,
+                epoch: shared.epoch, itemID: item.id, format: state.format, position: position,
                 runStart: state.runStart, replayGain: decoder.info.replayGain,
                 prefersAlbumGain: item.prefersAlbumGain, isNetwork: decoder.isNetwork)
             chunk.liveGainDB = state.live?.itemID == item.id ? state.live?.gain.decibels : nil
@@ -74,9 +74,9 @@ extension EngineControl {
             // or the item ended without a crossfade after all: all of them.
             let count = min(chunk.capacityFrames - chunk.frames, handOn, state.endPending ? tail.count : state.pendingFrames)
             let destination = chunk.bytes + chunk.frames * bytesPerFrame
-            lock.unlock()
+            shared.lock.unlock()
             tail.takeOldest(into: destination, frames: count)
-            lock.lock()
+            shared.lock.lock()
             chunk.frames += count
             pushIfDue(chunk, &state)
             return
@@ -85,9 +85,9 @@ extension EngineControl {
         if count > 0 {
             let source = (state.pendingSource ?? decoder.scratch) + state.pendingOffset * bytesPerFrame
             let destination = chunk.bytes + chunk.frames * bytesPerFrame
-            lock.unlock()
+            shared.lock.unlock()
             destination.copyMemory(from: source, byteCount: count * bytesPerFrame)
-            lock.lock()
+            shared.lock.lock()
             chunk.frames += count
             state.pendingOffset += count
             state.pendingFrames -= count
@@ -113,7 +113,7 @@ extension EngineControl {
 
     /// Pushes the chunk being filled when it is due (lock held).
     func pushIfDue(_ chunk: PCMChunk, _ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         // An item ends once its pending frames and any tail kept back are placed.
         let ending =
             state.endPending && state.pendingFrames == 0
@@ -126,24 +126,24 @@ extension EngineControl {
         // twice as many wake-ups).
         // A device without a clock (see `outputTakesBatches`) is never short of audio: it gets
         // full chunks, and is woken once half the pipe's target is there, or at an item's end.
-        let outputHasNothing = pipe.isEmpty && !outputTakesBatches
+        let outputHasNothing = shared.pipe.isEmpty && !shared.outputTakesBatches
         let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))
         if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
             || (outputHasNothing && chunk.frames >= starvedHandOff)
         {
             chunk.endsItem = ending
-            pipe.push(chunk)
+            shared.pipe.push(chunk)
             state.fill = nil
             state.lastPushedFrames = chunk.frames
             if ending {
                 state.endPending = false
             }
             let batchReady =
-                outputTakesBatches
-                && (ending || pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget / 2)
+                shared.outputTakesBatches
+                && (ending || shared.pipe.freeCount == 0 || shared.pipe.bufferedSeconds >= shared.fillTarget / 2)
             // The output needs waking only when it may be waiting for this chunk: it had nothing,
             // or the chunk starts a run. Otherwise it reaches the chunk in its own time.
-            if outputHasNothing || chunk.runStart != nil || outputAwaitsFill || batchReady { lock.wakeOutput() }
+            if outputHasNothing || chunk.runStart != nil || shared.outputAwaitsFill || batchReady { shared.lock.wakeOutput() }
         }
     }
 }

@@ -4,7 +4,7 @@ import TonearmMedia
 /// Reconnecting, on the decoder thread: a network item whose connection dropped plays out what
 /// is decoded while the connection is retried with a growing back-off; a file goes on from the
 /// frame where it stopped (HTTP Range), a live stream is joined again, live.
-extension EngineControl {
+extension DecoderWorker {
     /// A dropped network connection being retried, with growing back-off, while the pipe plays out.
     struct Reconnect {
         var attempt = 0
@@ -30,9 +30,9 @@ extension EngineControl {
         _ state: inout DecoderState
     ) {
         if let fill = state.fill, fill.frames > 0 {
-            pipe.push(fill)
+            shared.pipe.push(fill)
             state.fill = nil
-            lock.wakeOutput()
+            shared.lock.wakeOutput()
         }
         let now = EngineLock.now()
         // A connection reopened that brought no new audio did not end the outage: its window
@@ -51,9 +51,9 @@ extension EngineControl {
             lastError: failure.message)
         let closing = state.decoder
         state.decoder = nil
-        lock.unlock()
+        shared.lock.unlock()
         withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
-        lock.lock()
+        shared.lock.lock()
     }
 
     /// Sleeps until the next attempt is due (a command wakes it sooner), then tries: a file is
@@ -61,14 +61,14 @@ extension EngineControl {
     /// live stream is joined again, live. Gives up after `input.reconnectForSeconds` (0: never):
     /// the item fails with `network`.
     func reconnectStep(_ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         guard var plan = state.reconnect, let item = state.item else {
             state.reconnect = nil
             return
         }
         let now = EngineLock.now()
         if now < plan.nextAt {
-            lock.waitDecoder(untilMonotonic: plan.nextAt)
+            shared.lock.waitDecoder(untilMonotonic: plan.nextAt)
             return
         }
         let windowEnd = input.reconnectForSeconds > 0 ? plan.since + input.reconnectForSeconds : nil
@@ -82,8 +82,8 @@ extension EngineControl {
         }
         plan.attempt += 1
         state.reconnect = plan
-        post(.reconnecting(itemID: item.id, attempt: plan.attempt, delay: plan.delay))
-        let myEpoch = epoch
+        shared.post(.reconnecting(itemID: item.id, attempt: plan.attempt, delay: plan.delay))
+        let myEpoch = shared.epoch
         let format = state.format
         let cancellation = CancellationFlag()
         // The attempt itself (opening, and seeking back to where it stopped, each with its
@@ -91,8 +91,8 @@ extension EngineControl {
         // do the reads after it until new audio comes (`decodeStep` lifts the cap then): a
         // server that answers the request and never sends the body cannot either.
         if let windowEnd { cancellation.capDeadlines(secondsFromNow: windowEnd - now) }
-        decoderCancellation = cancellation
-        lock.unlock()
+        shared.decoderCancellation = cancellation
+        shared.lock.unlock()
         let reopened: Result<MediaDecoder, EngineFailure>
         do throws(EngineFailure) {
             let decoder = try MediaDecoder(url: item.url, input: input, cancellation: cancellation)
@@ -102,8 +102,8 @@ extension EngineControl {
         } catch {
             reopened = .failure(error)
         }
-        lock.lock()
-        guard epoch == myEpoch, state.item?.id == item.id, state.reconnect != nil else { return }
+        shared.lock.lock()
+        guard shared.epoch == myEpoch, state.item?.id == item.id, state.reconnect != nil else { return }
         switch reopened {
         case .success(let decoder):
             state.decoder = decoder

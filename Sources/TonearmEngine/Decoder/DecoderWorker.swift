@@ -6,22 +6,22 @@ import TonearmSync
 /// pipe, serves seeks, and decodes the next item ahead while the current one plays. Everything
 /// FFmpeg lives on this thread and nowhere else. It holds the engine lock except around FFmpeg
 /// calls and copies, and sleeps on its condition when there is nothing to do.
-extension EngineControl {
-    /// How far the decoder runs ahead of what is heard at least: enough to open the next item well
-    /// before the current one ends (gapless), little enough that a file changing on disk is noticed
-    /// soon. It refills at half (see `pipeIsHalfEmpty`), so it decodes in bursts of half this,
-    /// each started cold after a sleep: longer bursts cost less per second of audio, and 4 s
-    /// brings paced decoding close to the cost of decoding unpaced (docs/performance.md).
-    static let decodeAheadSeconds = 4.0
+///
+/// What only this thread sees is its `DecoderState`, made by `run` and passed down; what the
+/// threads share is reached through `shared`, behind its lock.
+struct DecoderWorker {
+    let shared: EngineControl
+    let configuration: OutputConfiguration
+    let input: InputConfiguration
 
-    /// The pipe level the decoder fills to: `decodeAheadSeconds` for a file; for a network
-    /// source its prebuffer (at least 1 s): more than that waits in the socket. Lock held.
-    var fillTarget: Double { decodingNetwork ? max(input.prebufferSeconds, 1) : decodeAheadSeconds }
+    init(shared: EngineControl) {
+        self.shared = shared
+        configuration = shared.configuration
+        input = shared.input
+    }
+}
 
-    /// Lock held.
-    var pipeIsFull: Bool { pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget }
-    var pipeIsHalfEmpty: Bool { pipe.freeCount >= pipe.capacity / 2 && pipe.bufferedSeconds <= fillTarget / 2 }
-
+extension DecoderWorker {
     /// A stream that arrives in real time would wake the decoder at every packet the network
     /// brings (tens a second). Once a read had to wait for the network and three quarters of the
     /// target are decoded and not yet heard, the decoder stops reading for a while (at most this long): what
@@ -35,20 +35,20 @@ extension EngineControl {
     /// time enough to read and decode what waited in the socket (it is there already: pausing
     /// moves audio from the pipe to the socket, the total ahead stays the same).
     /// Lock held.
-    var readResumeLevel: Double { outputLeadSeconds + fillTarget / 10 }
+    var readResumeLevel: Double { shared.outputLeadSeconds + shared.fillTarget / 10 }
 
-    func startDecoderThread() {
-        NamedThread.start("tonearm-decoder") { [self] in runDecoder() }
+    func start() {
+        NamedThread.start("tonearm-decoder") { [self] in run() }
     }
 
-    func runDecoder() {
+    func run() {
         var state = DecoderState()
-        lock.lock()
-        recordThread(.decoder)
-        while !shuttingDown {
-            if decoderEpoch != epoch {
+        shared.lock.lock()
+        shared.recordThread(.decoder)
+        while !shared.shuttingDown {
+            if shared.decoderEpoch != shared.epoch {
                 takeTarget(&state)
-            } else if let item = state.item, abandoned.contains(item.id) {
+            } else if let item = state.item, shared.abandoned.contains(item.id) {
                 leaveAbandoned(&state)
             } else if !state.overlayTookTurn, overlayNeedsWork(state, urgent: true) {
                 overlayStep(&state)
@@ -63,15 +63,15 @@ extension EngineControl {
                 let ahead = state.item.flatMap { item in state.decoder.map { secondsAheadOfHeard(item, $0, state) } }
                 if overlayNeedsWork(state) {
                     overlayStep(&state)
-                } else if EngineLock.now() < until, !outputAwaitsFill, (ahead ?? pipe.bufferedSeconds) > readResumeLevel {
-                    lock.waitDecoder(untilMonotonic: until)
+                } else if EngineLock.now() < until, !shared.outputAwaitsFill, (ahead ?? shared.pipe.bufferedSeconds) > readResumeLevel {
+                    shared.lock.waitDecoder(untilMonotonic: until)
                 } else {
                     state.readPausedUntil = nil
                 }
             } else if state.decoder != nil, !state.finished {
                 state.overlayTookTurn = false
                 decodeStep(&state)
-            } else if state.finished, let item = state.item, let next, next.after == item.id,
+            } else if state.finished, let item = state.item, let next = shared.next, next.after == item.id,
                 next.item.id != state.failedNextID
             {
                 openNext(next.item, &state)
@@ -81,11 +81,11 @@ extension EngineControl {
                 overlayStep(&state)
             } else {
                 state.overlayTookTurn = false
-                lock.waitDecoder()
+                shared.lock.waitDecoder()
             }
         }
-        if let fill = state.fill { pipe.recycle(fill) }
-        lock.unlock()
+        if let fill = state.fill { shared.pipe.recycle(fill) }
+        shared.lock.unlock()
         state.decoder = nil
         state.overlayDecoder = nil
         state.overlayRing = nil
@@ -95,12 +95,12 @@ extension EngineControl {
     /// the device granted in its place. Lock held.
     func chunkFormat(for source: PCMFormat) -> PCMFormat {
         let requested = configuration.requestedFormat(forSource: source)
-        return grantedFormats[requested] ?? requested
+        return shared.grantedFormats[requested] ?? requested
     }
 
     func dropWork(_ state: inout DecoderState) {
-        assertOn(.decoder)
-        if let fill = state.fill { pipe.recycle(fill) }
+        shared.assertOn(.decoder)
+        if let fill = state.fill { shared.pipe.recycle(fill) }
         state.fill = nil
         state.pendingFrames = 0
         state.endPending = false
@@ -118,12 +118,12 @@ extension EngineControl {
 
     /// Decodes the next frames (off the lock) and sets them pending, or marks the end.
     func decodeStep(_ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         guard let decoder = state.decoder, let item = state.item else { return }
-        let myEpoch = epoch
+        let myEpoch = shared.epoch
         keepsTail(&state)
         let destination = inPlaceDestination(decoder, state)
-        lock.unlock()
+        shared.lock.unlock()
         followLiveTarget(item, &state)
         followWholeItem(item, &state)
         let started = decoder.isNetwork ? EngineLock.now() : 0
@@ -136,17 +136,17 @@ extension EngineControl {
         {
             mixTail(into: frames, count: count, decoder, &state)
         }
-        lock.lock()
+        shared.lock.lock()
         if decoder.isNetwork, EngineLock.now() - started > 0.01 {
             // That read waited for the network: the socket is drained. It fills while what is
             // decoded plays down to `readResumeLevel` (at most a second), then is read in one go.
             let ahead = secondsAheadOfHeard(item, decoder, state)
             let pause = min(Self.longestNetworkReadPause, ahead - readResumeLevel)
-            if ahead >= fillTarget * 0.75 && pause >= Self.shortestNetworkReadPause {
+            if ahead >= shared.fillTarget * 0.75 && pause >= Self.shortestNetworkReadPause {
                 state.readPausedUntil = EngineLock.now() + pause
             }
         }
-        guard epoch == myEpoch, !abandoned.contains(item.id) else { return }
+        guard shared.epoch == myEpoch, !shared.abandoned.contains(item.id) else { return }
         switch result {
         case .success(.frames(let count, let decodedPosition, inDestination: true)):
             // Converted straight into the chunk being filled: nothing to copy.
@@ -190,7 +190,7 @@ extension EngineControl {
             if let whole = state.wholeItem, whole.id == item.id {
                 // nil: no meter could be made for its format.
                 state.wholeItem = nil
-                post(.loudnessMeasured(itemID: item.id, url: item.url, measured))
+                shared.post(.loudnessMeasured(itemID: item.id, url: item.url, measured))
             }
         case .failure(let failure) where failure.kind == .network && decoder.isNetwork:
             startReconnect(item, decoder, failure, &state)
@@ -205,21 +205,21 @@ extension EngineControl {
     /// size of its writes). While another item is heard (this one decoded ahead), the pipe.
     /// Lock held.
     func secondsAheadOfHeard(_ item: EngineItem, _ decoder: MediaDecoder, _ state: DecoderState) -> Double {
-        let heard = clock.heard(now: EngineLock.now())
-        guard heard.itemID == item.id, heard.sampleRate > 0 else { return pipe.bufferedSeconds }
+        let heard = shared.clock.heard(now: EngineLock.now())
+        guard heard.itemID == item.id, heard.sampleRate > 0 else { return shared.pipe.bufferedSeconds }
         let decodedTo = decoder.nextFramePosition + state.positionBase
         return max(0, Double(decodedTo - heard.frame) / Double(heard.sampleRate))
     }
 
     func fail(_ item: EngineItem, _ failure: EngineFailure, _ state: inout DecoderState) {
-        assertOn(.decoder)
+        shared.assertOn(.decoder)
         dropWork(&state)
         giveUpWholeMeasurement(&state)
         state.decoder = nil
         state.item = nil
-        decoderItemID = nil
-        if heardItemID == item.id || item.id == target?.item.id { publish { $0.status = .failed(failure) } }
-        post(.failed(itemID: item.id, failure))
+        shared.decoderItemID = nil
+        if shared.heardItemID == item.id || item.id == shared.target?.item.id { shared.publish { $0.status = .failed(failure) } }
+        shared.post(.failed(itemID: item.id, failure))
     }
 
 }

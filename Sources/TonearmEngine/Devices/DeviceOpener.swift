@@ -22,7 +22,7 @@ final class DeviceOpenAttempt: @unchecked Sendable {
     var hookDone = false
 }
 
-extension EngineControl {
+extension OutputWorker {
     var openTimeout: Double { Double(max(configuration.openTimeoutMilliseconds, 100)) / 1000 }
     var hookTimeout: Double { Double(max(configuration.hookTimeoutMilliseconds, 10)) / 1000 }
 
@@ -30,7 +30,7 @@ extension EngineControl {
     /// `hookTimeout`); lock not held.
     func runHook(_ moment: OutputHookRun.Moment, _ command: [String], stop: HookStop? = nil) {
         let run = OutputHookRunner.run(moment, command, timeout: hookTimeout, stop: stop)
-        lock.withLock { post(.outputHookRan(itemID: heardItemID ?? 0, run)) }
+        shared.lock.withLock { shared.post(.outputHookRan(itemID: shared.heardItemID ?? 0, run)) }
     }
 
     /// At shutdown: waits until the hooks queued on the opener thread have run (a closing hook of
@@ -38,22 +38,22 @@ extension EngineControl {
     /// hook is killed at its timeout; an open stuck for good is not waited for past that.
     /// Output thread, lock held (released while waiting).
     func finishQueuedHooks() {
-        assertOn(.output)
+        shared.assertOn(.output)
         // No hooks, nothing to wait for.
         guard !(configuration.onOpen.isEmpty && configuration.onClose.isEmpty) else { return }
-        if let stuck = stuckOpen {
+        if let stuck = shared.stuckOpen {
             // An open stuck for good would hold the wait to its end: only the hooks queued before
             // it (a closing one, then its opening one) are waited for, so that `on_close` comes
             // after them.
             let deadline = EngineLock.now() + 2 * hookTimeout + 1
-            while !stuck.hookDone, EngineLock.now() < deadline { lock.waitOutput(untilMonotonic: deadline) }
+            while !stuck.hookDone, EngineLock.now() < deadline { shared.lock.waitOutput(untilMonotonic: deadline) }
             return
         }
         let done = DispatchSemaphore(value: 0)
-        deviceOpener.async { done.signal() }
-        lock.unlock()
+        shared.deviceOpener.async { done.signal() }
+        shared.lock.unlock()
         _ = done.wait(timeout: .now() + hookTimeout + 1)
-        lock.lock()
+        shared.lock.lock()
     }
 
     /// The device was released: `output.on_close` runs on the opener thread, after the close
@@ -61,14 +61,14 @@ extension EngineControl {
     /// not ended stops it (`closeHookStop`): the music then waits for `on_open` alone, never for
     /// two hooks' timeouts. Output thread, lock held.
     func releaseHooks() {
-        assertOn(.output)
-        guard hooksOpened else { return }
-        hooksOpened = false
+        shared.assertOn(.output)
+        guard shared.hooksOpened else { return }
+        shared.hooksOpened = false
         let command = configuration.onClose
         guard !command.isEmpty else { return }
         let stop = HookStop()
-        closeHookStop = stop
-        deviceOpener.async { [self] in runHook(.onClose, command, stop: stop) }
+        shared.closeHookStop = stop
+        shared.deviceOpener.async { [self] in runHook(.onClose, command, stop: stop) }
     }
 
     /// Opens the device for `requested` on the opener thread and waits for it, at most the open
@@ -77,7 +77,7 @@ extension EngineControl {
     /// is known not to answer, and threads must not pile up behind it.
     func openDevice(_ requested: PCMFormat) -> Result<any OutputDevice, EngineFailure> {
         let device = configuration.device
-        if stuckOpen != nil {
+        if shared.stuckOpen != nil {
             return .failure(
                 EngineFailure(
                     .deviceUnavailable,
@@ -88,16 +88,16 @@ extension EngineControl {
         let bufferMilliseconds = configuration.bufferMilliseconds
         let sink = configuration.sink
         // The first open after a release (or ever) wakes what the device feeds first.
-        let openHook = hooksOpened ? [] : configuration.onOpen
-        hooksOpened = true
+        let openHook = shared.hooksOpened ? [] : configuration.onOpen
+        shared.hooksOpened = true
         // A closing hook still under way is moot now: stopped, so that the open waits for its own hook only.
-        closeHookStop?.fire()
-        closeHookStop = nil
-        deviceOpener.async { [self] in
+        shared.closeHookStop?.fire()
+        shared.closeHookStop = nil
+        shared.deviceOpener.async { [self] in
             if !openHook.isEmpty { runHook(.onOpen, openHook) }
-            lock.withLock {
+            shared.lock.withLock {
                 attempt.hookDone = true
-                lock.wakeOutput()
+                shared.lock.wakeOutput()
             }
             let result: Result<any OutputDevice, EngineFailure>
             do throws(EngineFailure) {
@@ -113,15 +113,15 @@ extension EngineControl {
             } catch {
                 result = .failure(error)
             }
-            lock.lock()
+            shared.lock.lock()
             guard attempt.abandoned else {
                 attempt.result = result
-                lock.wakeOutput()
-                lock.unlock()
+                shared.lock.wakeOutput()
+                shared.lock.unlock()
                 return
             }
-            if stuckOpen === attempt { stuckOpen = nil }
-            lock.unlock()
+            if shared.stuckOpen === attempt { shared.stuckOpen = nil }
+            shared.lock.unlock()
             // Nobody waits for this handle any more: it is closed here, where it was opened.
             if case .success(let output) = result { output.close() }
         }
@@ -129,12 +129,12 @@ extension EngineControl {
         // runs the opening one, which may take up to the hook timeout.
         let hooks = configuration.onOpen.isEmpty && configuration.onClose.isEmpty ? 0 : hookTimeout + 1
         let deadline = EngineLock.now() + openTimeout + hooks
-        while attempt.result == nil, !shuttingDown, EngineLock.now() < deadline {
-            lock.waitOutput(untilMonotonic: deadline)
+        while attempt.result == nil, !shared.shuttingDown, EngineLock.now() < deadline {
+            shared.lock.waitOutput(untilMonotonic: deadline)
         }
         if let result = attempt.result { return result }
         attempt.abandoned = true
-        stuckOpen = attempt
+        shared.stuckOpen = attempt
         return .failure(
             EngineFailure(
                 .deviceUnavailable,

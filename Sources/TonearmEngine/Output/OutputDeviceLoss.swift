@@ -4,7 +4,7 @@ import Foundation
 /// and until it comes back. Both run on the output thread with the lock held, and release it
 /// only around device calls. There is no polling: between attempts the thread sleeps on its
 /// condition until the next attempt is due or a command wakes it.
-extension EngineControl {
+extension OutputWorker {
     var reopenInterval: Double { Double(max(configuration.reopenIntervalMilliseconds, 100)) / 1000 }
 
     /// The device dropped what it held (it was lost, or it cannot pause in place), so those frames
@@ -12,65 +12,65 @@ extension EngineControl {
     /// A caller's command whose first chunk has not been reached yet already decides where
     /// playback goes on: it is kept. Lock held.
     func rewindToHeard(now: Double) {
-        lock.assertHeld()
-        rewind(to: clock.heard(now: now), now: now)
+        shared.lock.assertHeld()
+        rewind(to: shared.clock.heard(now: now), now: now)
     }
 
     /// Playback stands at `heard`, and the decoder starts again from there (see `rewindToHeard`).
     func rewind(to heard: (itemID: Int, frame: Int64, sampleRate: Int), now: Double) {
-        clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: now)
-        clock.consuming = false
-        guard outputEpoch == epoch, let item = knownItem(heard.itemID) else { return }
-        target = DecodeTarget(
+        shared.clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: now)
+        shared.clock.consuming = false
+        guard shared.outputEpoch == shared.epoch, let item = shared.knownItem(heard.itemID) else { return }
+        shared.target = DecodeTarget(
             item: item, startSeconds: Double(heard.frame) / Double(heard.sampleRate),
-            runStart: .seek(token: Self.internalSeekToken))
-        beginEpoch()
+            runStart: .seek(token: EngineControl.internalSeekToken))
+        shared.beginEpoch()
     }
 
     /// The device failed for good: pause at what was heard, close the handle, schedule a reopen.
     /// A device that came back unannounced and failed again the same way, with nothing asked
     /// since, is still the loss already announced: it is not announced again (once per change).
     func deviceWasLost(reason: String, _ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         let now = EngineLock.now()
         let unconfirmed = state.unconfirmedRestore
         state.unconfirmedRestore = nil
         let sameLossAgain =
             unconfirmed != nil && state.announcedLoss?.reason == reason
-            && state.announcedLoss?.intent == intent
+            && state.announcedLoss?.intent == shared.intent
         if sameLossAgain, let from = unconfirmed?.from {
             // The device never worked since it came back: nothing it took was heard.
             rewind(to: from, now: now)
         } else {
             rewindToHeard(now: now)
         }
-        resumeOnRestore = playRequested && configuration.resumeAfterInterruption
-        playRequested = false
-        deviceLostReason = reason
-        nextReopenAt = now + reopenInterval
-        let heard = clock.position(now: now)
+        shared.resumeOnRestore = shared.playRequested && configuration.resumeAfterInterruption
+        shared.playRequested = false
+        shared.deviceLostReason = reason
+        shared.nextReopenAt = now + reopenInterval
+        let heard = shared.clock.position(now: now)
         if !sameLossAgain {
-            state.announcedLoss = (reason, intent)
-            post(
+            state.announcedLoss = (reason, shared.intent)
+            shared.post(
                 .deviceLost(
                     itemID: heard.itemID,
                     EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
-                    intent: intent))
+                    intent: shared.intent))
         }
-        setTimeControl(.paused)
+        shared.setTimeControl(.paused)
         closeDevice(&state)
     }
 
     /// One step while the device is gone: sleep until the next attempt (or a play request, which
     /// tries at once), then try to open the device again in the format it had.
     func reopenLostDevice(_ state: inout OutputState) {
-        assertOn(.output)
-        if !playRequested, EngineLock.now() < nextReopenAt {
-            lock.waitOutput(untilMonotonic: nextReopenAt)
+        shared.assertOn(.output)
+        if !shared.playRequested, EngineLock.now() < shared.nextReopenAt {
+            shared.lock.waitOutput(untilMonotonic: shared.nextReopenAt)
             return
         }
-        guard let format = deviceFormat else {
-            deviceLostReason = nil
+        guard let format = shared.deviceFormat else {
+            shared.deviceLostReason = nil
             return
         }
         var reopened: (any OutputDevice)?
@@ -85,43 +85,43 @@ extension EngineControl {
         case .failure(let error):
             failure = error.message
         }
-        let itemID = heardItemID ?? 0
+        let itemID = shared.heardItemID ?? 0
         if let reopened {
             adoptDevice(reopened, &state)
-            deviceLostReason = nil
-            let resume = resumeOnRestore || playRequested
-            resumeOnRestore = false
-            playRequested = resume
+            shared.deviceLostReason = nil
+            let resume = shared.resumeOnRestore || shared.playRequested
+            shared.resumeOnRestore = false
+            shared.playRequested = resume
             if resume {
                 // Announced once the device took a buffer's worth (see `unconfirmedRestore`);
                 // until then it says nothing, so a device failing the same way each time is quiet.
                 let now = EngineLock.now()
-                state.unconfirmedRestore = (reopened.bufferFrames + reopened.periodFrames, clock.heard(now: now))
+                state.unconfirmedRestore = (reopened.bufferFrames + reopened.periodFrames, shared.clock.heard(now: now))
             } else {
-                post(.deviceRestored(itemID: itemID, resumes: false, intent: intent))
+                shared.post(.deviceRestored(itemID: itemID, resumes: false, intent: shared.intent))
             }
-            lock.wakeAll()
+            shared.lock.wakeAll()
             return
         }
-        deviceLostReason = failure
-        nextReopenAt = EngineLock.now() + reopenInterval
-        if playRequested {
+        shared.deviceLostReason = failure
+        shared.nextReopenAt = EngineLock.now() + reopenInterval
+        if shared.playRequested {
             // Play was asked while the device is away: say so, and play once it is back.
-            playRequested = false
-            resumeOnRestore = true
-            post(.deviceLost(itemID: itemID, EngineFailure(.deviceLost, failure), intent: intent))
+            shared.playRequested = false
+            shared.resumeOnRestore = true
+            shared.post(.deviceLost(itemID: itemID, EngineFailure(.deviceLost, failure), intent: shared.intent))
         }
     }
 
     /// The device came back and took a buffer's worth (or played to the end): announce it.
     func confirmRestore(_ state: inout OutputState, itemID: Int) {
-        assertOn(.output)
+        shared.assertOn(.output)
         guard state.unconfirmedRestore != nil else { return }
         state.unconfirmedRestore = nil
         state.announcedLoss = nil
-        post(.deviceRestored(itemID: itemID, resumes: true, intent: intent))
-        if playRequested {
-            setTimeControl(.playing)
+        shared.post(.deviceRestored(itemID: itemID, resumes: true, intent: shared.intent))
+        if shared.playRequested {
+            shared.setTimeControl(.playing)
         }
     }
 
@@ -130,22 +130,22 @@ extension EngineControl {
     /// and resumes when the device appears. The run's first chunk stays at the pipe's head, so
     /// the next attempt (see `runOutput`) prepares the device exactly as a load does.
     func awaitDevice(for head: PCMChunk, _ failure: EngineFailure) {
-        assertOn(.output)
+        shared.assertOn(.output)
         let now = EngineLock.now()
-        deviceAwaited = (failure.message, intent)
-        nextReopenAt = now + reopenInterval
+        shared.deviceAwaited = (failure.message, shared.intent)
+        shared.nextReopenAt = now + reopenInterval
         if !head.announcedReady {
             head.announcedReady = true
-            clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
-            publishHeard(head.itemID, position: Double(head.position) / Double(head.format.sampleRate))
-            publish { $0.status = .readyToPlay }
-            setTimeControl(.paused)
-            post(.ready(itemID: head.itemID))
+            shared.clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
+            shared.publishHeard(head.itemID, position: Double(head.position) / Double(head.format.sampleRate))
+            shared.publish { $0.status = .readyToPlay }
+            shared.setTimeControl(.paused)
+            shared.post(.ready(itemID: head.itemID))
         }
-        if playRequested {
-            playRequested = false
-            resumeOnRestore = true
-            post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: intent))
+        if shared.playRequested {
+            shared.playRequested = false
+            shared.resumeOnRestore = true
+            shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.intent))
         }
     }
 }

@@ -4,22 +4,22 @@ import TonearmSync
 
 /// The pipe ran dry while playing: the end of the last item (played out, then reported), or
 /// the decoder falling behind (buffering reported after a grace period).
-extension EngineControl {
+extension OutputWorker {
     // MARK: The end, and starvation
 
     /// Playing with nothing in the pipe: the end of the last item (play out, then report), or the
     /// decoder falling behind (report buffering after a grace period).
     func pipeRanDry(_ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         let now = EngineLock.now()
-        if let ended = lastEndedItem, !moreComing(after: ended) {
-            if chainEndedAfter == ended {
-                if playRequested {
+        if let ended = shared.lastEndedItem, !moreComing(after: ended) {
+            if shared.chainEndedAfter == ended {
+                if shared.playRequested {
                     // A play that crossed the end's news (its caller had not heard of it yet):
                     // the end is said again, never waited out in silence as if playing.
-                    playRequested = false
-                    post(.didPlayToEnd(itemID: ended))
-                    setTimeControl(.paused)
+                    shared.playRequested = false
+                    shared.post(.didPlayToEnd(itemID: ended))
+                    shared.setTimeControl(.paused)
                 }
                 idle(&state)
                 return
@@ -30,31 +30,31 @@ extension EngineControl {
                     // now; a Snapcast server is sent the silence that completes its last chunk
                     // before a pause in the data could make it call the stream idle).
                     state.endHandedOn = true
-                    let myEpoch = epoch
-                    lock.unlock()
+                    let myEpoch = shared.epoch
+                    shared.lock.unlock()
                     device.drain()
-                    lock.lock()
-                    if epoch != myEpoch || !playRequested || !pipe.isEmpty { return }
+                    shared.lock.lock()
+                    if shared.epoch != myEpoch || !shared.playRequested || !shared.pipe.isEmpty { return }
                 }
                 if waitUntilPlayedOut(device, state, now: EngineLock.now()) { return }
             }
             crossBorders(now: .infinity)
-            let heard = clock.heard(now: .infinity)
-            clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
-            clock.consuming = false
-            chainEndedAfter = ended
-            playRequested = false
+            let heard = shared.clock.heard(now: .infinity)
+            shared.clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
+            shared.clock.consuming = false
+            shared.chainEndedAfter = ended
+            shared.playRequested = false
             confirmRestore(&state, itemID: ended)
-            post(.didPlayToEnd(itemID: ended))
-            setTimeControl(.paused)
+            shared.post(.didPlayToEnd(itemID: ended))
+            shared.setTimeControl(.paused)
             return
         }
         if state.waitingReported {
-            lock.waitOutput()
-        } else if !lock.waitOutput(untilMonotonic: now + Self.starvationGrace), pipe.isEmpty, playRequested,
-            decoderEpoch == epoch
+            shared.lock.waitOutput()
+        } else if !shared.lock.waitOutput(untilMonotonic: now + Self.starvationGrace), shared.pipe.isEmpty, shared.playRequested,
+            shared.decoderEpoch == shared.epoch
         {
-            reportBuffering(itemID: heardItemID ?? 0, &state)
+            reportBuffering(itemID: shared.heardItemID ?? 0, &state)
             if state.writingNetwork { beginRefill(&state) }
         }
     }
@@ -63,17 +63,17 @@ extension EngineControl {
     /// heard: sleeps until then. Returns true when it slept (the caller goes round again).
     func waitUntilPlayedOut(_ device: any OutputDevice, _ state: OutputState, now: Double) -> Bool {
         guard configuration.pace else { return false }
-        let drainedAt = state.paceAnchor + Double(state.pacedFrames) / (Double(device.format.sampleRate) * speed)
+        let drainedAt = state.paceAnchor + Double(state.pacedFrames) / (Double(device.format.sampleRate) * shared.speed)
         guard now < drainedAt else { return false }
-        lock.waitOutput(untilMonotonic: drainedAt)
+        shared.lock.waitOutput(untilMonotonic: drainedAt)
         return true
     }
 
     /// Whether the decoder will still deliver something after `itemID` in this epoch.
     func moreComing(after itemID: Int) -> Bool {
-        if decoderEpoch != epoch { return true }
-        if let working = decoderItemID, working != itemID, !abandoned.contains(working) { return true }
-        if let next, next.after == itemID, next.item.id != decoderFailedNextID { return true }
+        if shared.decoderEpoch != shared.epoch { return true }
+        if let working = shared.decoderItemID, working != itemID, !shared.abandoned.contains(working) { return true }
+        if let next = shared.next, next.after == itemID, next.item.id != shared.decoderFailedNextID { return true }
         return false
     }
 }

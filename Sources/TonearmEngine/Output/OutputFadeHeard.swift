@@ -3,14 +3,16 @@
 /// waiting for it once that moment has come (checked each time round its loop, so within a
 /// write's worth of audio). A fade that cannot be heard (nothing plays, the device is away, a
 /// newer fade replaced it) resumes them at once: nobody waits for what will not come.
-extension EngineControl {
+extension OutputWorker {
     /// Output thread, lock held, after `head`'s write: the fade in force is whole on the device.
     func noteFadeWritten(_ head: PCMChunk, _ state: OutputState, now: Double) {
-        assertOn(.output)
-        guard fadeHeardAt?.serial != state.fadeSerial, state.gain.fadeIsSettled, head.gained <= head.written else { return }
-        fadeHeardAt = (state.fadeSerial, clock.writtenHeardAt ?? now)
+        shared.assertOn(.output)
+        guard shared.fadeHeardAt?.serial != state.fadeSerial, state.gain.fadeIsSettled, head.gained <= head.written else { return }
+        shared.fadeHeardAt = (state.fadeSerial, shared.clock.writtenHeardAt ?? now)
     }
+}
 
+extension EngineControl {
     /// Whether the output is writing what plays, so that a fade asked now will be heard. Lock held.
     var fadeCanBeHeard: Bool {
         playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill && deviceLostReason == nil

@@ -5,7 +5,7 @@ import TonearmMedia
 /// The clip goes on as the music is written: paused with it, and cut when the music's format
 /// changes under it (the device reopened for another item) or nothing more is written. A clip
 /// withdrawn fades out over 5 ms, then goes without news.
-extension EngineControl {
+extension OutputWorker {
     struct OverlayPiece {
         let ring: OverlayRing
         let start: Int
@@ -21,10 +21,10 @@ extension EngineControl {
     /// The clip's frames for the next `frames` frames of `head` about to be scaled and written.
     /// Output thread, lock held.
     func overlayPiece(for head: PCMChunk, frames: Int) -> OverlayPiece? {
-        assertOn(.output)
-        guard frames > 0, let ring = overlay else { return nil }
+        shared.assertOn(.output)
+        guard frames > 0, let ring = shared.overlay else { return nil }
         guard ring.format == head.format else {
-            endOverlay(ring)
+            shared.endOverlay(ring)
             return nil
         }
         var count = min(frames, ring.available)
@@ -34,7 +34,7 @@ extension EngineControl {
             fadeOut = (left, GainStage.rampFrames(sampleRate: ring.format.sampleRate))
             if count == 0 {
                 // Faded out (or nothing left to fade): it goes, its news was given by its withdrawal.
-                overlay = nil
+                shared.overlay = nil
                 return nil
             }
         }
@@ -44,17 +44,17 @@ extension EngineControl {
     /// The piece was mixed: its room goes back to the decoder, and a clip mixed to its end is
     /// over. Output thread, lock held.
     func overlayMixed(_ piece: OverlayPiece) {
-        assertOn(.output)
+        shared.assertOn(.output)
         let ring = piece.ring
-        guard overlay === ring else { return }
+        guard shared.overlay === ring else { return }
         let halfFreeBefore = ring.room >= ring.capacity / 2
         ring.mixed += piece.frames
         if let left = ring.fadeOutLeft {
             ring.fadeOutLeft = left - piece.frames
-            if left - piece.frames <= 0 || ring.available == 0 { overlay = nil }
+            if left - piece.frames <= 0 || ring.available == 0 { shared.overlay = nil }
             return
         }
-        if !halfFreeBefore && ring.room >= ring.capacity / 2 { lock.wakeDecoder() }
-        if ring.isDone { endOverlay(ring) }
+        if !halfFreeBefore && ring.room >= ring.capacity / 2 { shared.lock.wakeDecoder() }
+        if ring.isDone { shared.endOverlay(ring) }
     }
 }

@@ -4,7 +4,7 @@ import TonearmSync
 
 /// Pacing (`output.pace`): for a device that never blocks, the output thread keeps ahead of a
 /// monotonic clock running at `speed`, one piece per wake-up.
-extension EngineControl {
+extension OutputWorker {
     // MARK: Pacing
 
     /// With pacing, sleeps while more than `paceLeadFrames` are ahead of the clock. Returns true when it slept.
@@ -13,11 +13,11 @@ extension EngineControl {
     /// A border heard meanwhile wakes it: a piece holds 250 ms, and `started` is due at the
     /// border's sample, not at the next write.
     func waitForPace(_ state: inout OutputState) -> Bool {
-        assertOn(.output)
+        shared.assertOn(.output)
         guard configuration.pace, let device = state.device else { return false }
         guard state.paceRoom <= 0 else { return false }
         let now = EngineLock.now()
-        let rate = Double(device.format.sampleRate) * speed
+        let rate = Double(device.format.sampleRate) * shared.speed
         let ahead = pacedAhead(state, rate: rate, now: now)
         let lead = Double(paceLeadFrames(device))
         guard ahead > lead else {
@@ -27,8 +27,8 @@ extension EngineControl {
         crossBorders(now: now)
         let paceAt = state.paceAnchor + (Double(state.pacedFrames) - lead) / rate
         // A border not after `now` is one `crossBorders` just missed by a rounding: the pace wakes it.
-        let borderAt = clock.nextSegmentHeardAt.flatMap { $0 > now ? $0 : nil } ?? paceAt
-        lock.waitOutput(untilMonotonic: min(paceAt, borderAt))
+        let borderAt = shared.clock.nextSegmentHeardAt.flatMap { $0 > now ? $0 : nil } ?? paceAt
+        shared.lock.waitOutput(untilMonotonic: min(paceAt, borderAt))
         return true
     }
 
@@ -44,7 +44,7 @@ extension EngineControl {
     /// clock's steps may be coarse.
     func chunkFrames(_ device: any OutputDevice, _ state: OutputState) -> Int {
         if configuration.pace { return max(1, state.paceRoom) }
-        return outputTakesBatches ? .max : device.periodFrames
+        return shared.outputTakesBatches ? .max : device.periodFrames
     }
 
     /// With pacing, how far ahead of the clock the output stays at least (a period, at least

@@ -9,7 +9,7 @@ import Foundation
 /// A clocked device (ALSA, not paced) is given 10 ms of silence after the fade, so that it is
 /// still running, on silence, when it is paused in place: run dry it would underrun, and a
 /// device that stopped is dropped and refilled (a live stream joined again) instead.
-extension EngineControl {
+extension OutputWorker {
     /// Zeros for that silence: 64 KiB, enough for 10 ms of 8 channels of 32 bits at 192 kHz.
     /// Never written after it is made, so shared without a lock.
     nonisolated(unsafe) private static let silence: UnsafeMutableRawPointer = {
@@ -29,9 +29,9 @@ extension EngineControl {
 
     /// One step of a pause: output thread, lock held, pause asked (`playRequested` false).
     func fadeOutForPause(_ head: PCMChunk?, _ state: inout OutputState) -> PauseFadeStep {
-        assertOn(.output)
+        shared.assertOn(.output)
         // A network item that ran dry holds nothing to fade: it pauses at once.
-        guard configuration.fadesOnPause, clock.consuming, let device = state.device, deviceLostReason == nil,
+        guard configuration.fadesOnPause, shared.clock.consuming, let device = state.device, shared.deviceLostReason == nil,
             !state.refilling
         else {
             state.pauseFadeToWrite = nil
@@ -50,12 +50,12 @@ extension EngineControl {
             // Where it will stand, when the whole fade comes from this chunk (at a border, or
             // with the pipe running dry, the answer waits for the fade to be heard).
             if let head, head.runStart == nil, head.frames - head.gained >= frames {
-                pauseStandsAt = (epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
-                resumePauseWaitersIfDone()
+                shared.pauseStandsAt = (shared.epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
+                shared.resumePauseWaitersIfDone()
             }
         }
         if let left = state.pauseFadeToWrite, left > 0, let head, head.remainingFrames > 0,
-            head.runStart == nil || (head.runStart == .advance && head.format == deviceFormat)
+            head.runStart == nil || (head.runStart == .advance && head.format == shared.deviceFormat)
         {
             return .writeFade
         }
@@ -67,10 +67,10 @@ extension EngineControl {
             return .waited
         }
         let now = EngineLock.now()
-        let due = clock.writtenHeardAt ?? now
-        pauseRequestedAt = due
+        let due = shared.clock.writtenHeardAt ?? now
+        shared.pauseRequestedAt = due
         if now < due {
-            lock.waitOutput(untilMonotonic: due)
+            shared.lock.waitOutput(untilMonotonic: due)
             return .waited
         }
         state.pauseFadeToWrite = nil
@@ -85,22 +85,22 @@ extension EngineControl {
     /// Returns false, and the fade goes after what the device holds, when the device cannot give
     /// the frames back, when the fade would cross a border, or an announcement is mixed in.
     private func fadeOutFromPlayingPoint(_ device: any OutputDevice, _ state: inout OutputState) -> Bool {
-        guard let written = state.written, !state.writingNetwork, overlay == nil else { return false }
+        guard let written = state.written, !state.writingNetwork, shared.overlay == nil else { return false }
         let format = device.format
-        let now = configuration.pace ? clockNow : EngineLock.now()
+        let now = configuration.pace ? shared.clockNow : EngineLock.now()
         let ramp = GainStage.rampFrames(sampleRate: format.sampleRate)
-        let back = Int(clock.held(now: now)) - format.sampleRate / 100
+        let back = Int(shared.clock.held(now: now)) - format.sampleRate / 100
         guard back > ramp, back <= written.count, ramp <= written.scratchFrames,
-            let from = clock.written(at: clock.deviceWritten - Int64(back)), from.runLeft >= ramp,
-            knownItem(from.itemID) != nil
+            let from = shared.clock.written(at: shared.clock.deviceWritten - Int64(back)), from.runLeft >= ramp,
+            shared.knownItem(from.itemID) != nil
         else { return false }
-        lock.unlock()
+        shared.lock.unlock()
         let rewound = device.rewind(frames: back)
-        lock.lock()
+        shared.lock.lock()
         guard rewound == back else { return false }
         let fade = written.copy(back: back, frames: ramp)
         written.dropLast(back)
-        clock.unwrite(Int64(back), now: now)
+        shared.clock.unwrite(Int64(back), now: now)
         if configuration.pace { state.pacedFrames -= back }
         var stage = GainStage()
         stage.mute(frames: ramp)
@@ -111,27 +111,27 @@ extension EngineControl {
         state.pauseFadePadded = configuration.pace
         let end = (from.itemID, from.frame + Int64(ramp), from.sampleRate)
         state.refillFrom = end
-        pauseStandsAt = (epoch, end.0, end.1, end.2)
-        lastWrittenItem = from.itemID
-        resumePauseWaitersIfDone()
-        lock.unlock()
+        shared.pauseStandsAt = (shared.epoch, end.0, end.1, end.2)
+        shared.lastWrittenItem = from.itemID
+        shared.resumePauseWaitersIfDone()
+        shared.lock.unlock()
         let outcome = device.write(fade, frames: ramp)
         let delay = configuration.pace ? 0 : device.delayFrames()
-        lock.lock()
+        shared.lock.lock()
         switch outcome {
         case .wrote(let count):
-            clock.wrote(itemID: from.itemID, trackFrame: from.frame, frames: count, sampleRate: from.sampleRate)
+            shared.clock.wrote(itemID: from.itemID, trackFrame: from.frame, frames: count, sampleRate: from.sampleRate)
             written.append(fade, frames: count)
             let writtenAt = EngineLock.now()
             if configuration.pace {
                 state.pacedFrames += count
-                clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
+                shared.clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
             } else {
-                clock.heldFrames = Double(delay)
-                clock.heldAt = writtenAt
+                shared.clock.heldFrames = Double(delay)
+                shared.clock.heldAt = writtenAt
             }
         case .recovered:
-            post(.underrun(itemID: from.itemID))
+            shared.post(.underrun(itemID: from.itemID))
         case .lost(let reason):
             deviceWasLost(reason: reason, &state)
         }
@@ -142,9 +142,9 @@ extension EngineControl {
     /// Releases the lock around the write.
     private func padWithSilence(_ device: any OutputDevice, _ state: inout OutputState) {
         let frames = min(device.format.sampleRate / 100, 65_536 / device.format.bytesPerFrame)
-        lock.unlock()
+        shared.lock.unlock()
         let outcome = device.write(Self.silence, frames: frames)
-        lock.lock()
+        shared.lock.lock()
         switch outcome {
         case .wrote(let count): state.written?.append(Self.silence, frames: count)
         case .lost(let reason): deviceWasLost(reason: reason, &state)
@@ -156,23 +156,23 @@ extension EngineControl {
 
     /// Returns whether it did anything (and so released the lock for a while).
     func pauseDevice(_ state: inout OutputState) -> Bool {
-        assertOn(.output)
-        guard clock.consuming, let device = state.device else { return false }
+        shared.assertOn(.output)
+        guard shared.clock.consuming, let device = state.device else { return false }
         // With pacing the clock is ours: it stops when the pause was asked. A real device
         // played on until now.
-        let now = configuration.pace ? clockNow : EngineLock.now()
+        let now = configuration.pace ? shared.clockNow : EngineLock.now()
         // Rounded up: the heard frame is the whole frames written minus what is held, rounded
         // down, so this keeps the position a client read a moment ago to the frame. At or past
         // the moment all written is heard, nothing is held (the clock's arithmetic on a large
         // uptime may leave a trace of a frame, which rounding up would make a whole one).
-        let allHeard = clock.writtenHeardAt.map { now >= $0 } ?? false
-        clock.heldFrames = allHeard ? 0 : clock.held(now: now).rounded(.up)
-        clock.heldAt = now
-        clock.consuming = false
-        stoppedConsumingAt = now
-        lock.unlock()
+        let allHeard = shared.clock.writtenHeardAt.map { now >= $0 } ?? false
+        shared.clock.heldFrames = allHeard ? 0 : shared.clock.held(now: now).rounded(.up)
+        shared.clock.heldAt = now
+        shared.clock.consuming = false
+        shared.stoppedConsumingAt = now
+        shared.lock.unlock()
         let inPlace = device.pauseNow()
-        lock.lock()
+        shared.lock.lock()
         state.devicePaused = inPlace
         if let from = state.refillFrom {
             // The fade came from the copy; what the pipe holds follows what was taken back.
@@ -181,20 +181,20 @@ extension EngineControl {
         } else if !inPlace {
             rewindToHeard(now: now)
         }
-        setTimeControl(.paused)
+        shared.setTimeControl(.paused)
         return true
     }
 
     func startConsuming(_ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         if state.devicePaused, let device = state.device {
-            lock.unlock()
+            shared.lock.unlock()
             device.resume()
-            lock.lock()
+            shared.lock.lock()
             state.devicePaused = false
         } else {
             // A device that dropped on pause lost what it held; the pipe restarts at what was heard.
-            clock.heldFrames = 0
+            shared.clock.heldFrames = 0
         }
         state.gain.settle()
         if state.gain.isMuted, let device = state.device {
@@ -202,14 +202,14 @@ extension EngineControl {
             state.gain.unmute(frames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
         }
         state.idleSince = nil
-        clock.consuming = true
-        clock.heldAt = EngineLock.now()
-        state.paceAnchor = clock.heldAt
-        state.pacedFrames = Int(clock.heldFrames.rounded())
+        shared.clock.consuming = true
+        shared.clock.heldAt = EngineLock.now()
+        state.paceAnchor = shared.clock.heldAt
+        state.pacedFrames = Int(shared.clock.heldFrames.rounded())
         state.paceRoom = 0
         state.waitingReported = false
         // A device back from a loss is not playing until it proved itself (`confirmRestore`).
         guard state.unconfirmedRestore == nil else { return }
-        setTimeControl(.playing)
+        shared.setTimeControl(.playing)
     }
 }

@@ -4,13 +4,13 @@ import Foundation
 /// (stopped, paused, the queue ended) the output thread closes the device, so a DAC, and the
 /// amplifier `output.on_close` switches off, may sleep; the next play opens it again. The wait
 /// is one timed sleep on the output condition, then none: an idle engine makes no wake-ups.
-extension EngineControl {
+extension OutputWorker {
     /// Nothing to play: sleeps until a command comes, or until the device has been idle long
     /// enough to be released. Output thread, lock held.
     func idle(_ state: inout OutputState) {
-        assertOn(.output)
-        guard let after = configuration.releaseAfterSeconds, state.device != nil || hooksOpened else {
-            lock.waitOutput()
+        shared.assertOn(.output)
+        guard let after = configuration.releaseAfterSeconds, state.device != nil || shared.hooksOpened else {
+            shared.lock.waitOutput()
             return
         }
         let now = EngineLock.now()
@@ -19,7 +19,7 @@ extension EngineControl {
         if now >= since + after {
             releaseDevice(&state)
         } else {
-            lock.waitOutput(untilMonotonic: since + after)
+            shared.lock.waitOutput(untilMonotonic: since + after)
         }
     }
 
@@ -30,14 +30,14 @@ extension EngineControl {
     /// with it: the pipe keeps what was decoded ahead and play goes on from it, nothing decoded
     /// again (a decoder sent back to the first sample does not give it again sample for sample).
     private func releaseDevice(_ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         state.idleSince = nil
         if state.device != nil {
             let now = EngineLock.now()
-            if chainEndedAfter == nil && target != nil && clock.held(now: now) > 0 { rewindToHeard(now: now) }
+            if shared.chainEndedAfter == nil && shared.target != nil && shared.clock.held(now: now) > 0 { rewindToHeard(now: now) }
             state.released = true
             closeDevice(&state)
-            post(.deviceReleased(itemID: heardItemID ?? 0))
+            shared.post(.deviceReleased(itemID: shared.heardItemID ?? 0))
         }
         releaseHooks()
     }
@@ -46,31 +46,31 @@ extension EngineControl {
     /// next. A device that grants another format has the decoder convert from there on; one that
     /// cannot be opened is a lost device (playback waits, and resumes once it is back).
     func reacquireDevice(for head: PCMChunk, _ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         let wanted = head.format
-        let myEpoch = epoch
+        let myEpoch = shared.epoch
         let result = openDevice(wanted)
         switch result {
         case .success(let device):
             adoptDevice(device, &state)
-            deviceFormat = device.format
+            shared.deviceFormat = device.format
             guard device.format != wanted else { return }
-            grantedFormats[wanted] = device.format
-            if epoch == myEpoch, let item = knownItem(head.itemID) {
-                target = DecodeTarget(
+            shared.grantedFormats[wanted] = device.format
+            if shared.epoch == myEpoch, let item = shared.knownItem(head.itemID) {
+                shared.target = DecodeTarget(
                     item: item, startSeconds: Double(head.position + Int64(head.written)) / Double(wanted.sampleRate),
-                    runStart: .seek(token: Self.internalSeekToken))
-                beginEpoch()
+                    runStart: .seek(token: EngineControl.internalSeekToken))
+                shared.beginEpoch()
             }
         case .failure(let failure):
-            guard epoch == myEpoch else { return }
-            deviceFormat = wanted
-            deviceLostReason = failure.message
-            nextReopenAt = EngineLock.now() + reopenInterval
-            if playRequested {
-                playRequested = false
-                resumeOnRestore = true
-                post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: intent))
+            guard shared.epoch == myEpoch else { return }
+            shared.deviceFormat = wanted
+            shared.deviceLostReason = failure.message
+            shared.nextReopenAt = EngineLock.now() + reopenInterval
+            if shared.playRequested {
+                shared.playRequested = false
+                shared.resumeOnRestore = true
+                shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.intent))
             }
         }
     }

@@ -4,7 +4,7 @@ import TonearmSync
 
 /// The output thread's own state (`OutputState`): reachable only from its entry point,
 /// `runOutput`, which passes it down; no lock needed.
-extension EngineControl {
+extension OutputWorker {
     /// What only the output thread sees; no lock needed.
     struct OutputState {
         /// The open device: owned by this thread alone.

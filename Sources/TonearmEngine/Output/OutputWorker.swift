@@ -9,76 +9,87 @@ import TonearmSync
 /// except around device calls, and sleeps on its condition when there is nothing to do (idle
 /// or paused: no wake-ups at all). With `pace`, it keeps one chunk ahead of a monotonic clock
 /// running at `speed`, for devices that never block.
-extension EngineControl {
+///
+/// What only this thread sees is its `OutputState`, made by `run` and passed down; what the
+/// threads share is reached through `shared`, behind its lock.
+struct OutputWorker {
+    let shared: EngineControl
+    let configuration: OutputConfiguration
+
+    init(shared: EngineControl) {
+        self.shared = shared
+        configuration = shared.configuration
+    }
+}
+
+extension OutputWorker {
     /// How long the pipe may stay empty while playing before buffering is reported.
     static let starvationGrace = 0.1
-    /// Marks the seek the engine makes itself, so no caller mistakes its completion for its own.
-    static let internalSeekToken = Int.min
 
-    func startOutputThread() {
-        NamedThread.start("tonearm-output") { [self] in runOutput() }
+    func start() {
+        NamedThread.start("tonearm-output") { [self] in run() }
     }
 
-    func runOutput() {
+    func run() {
         var state = OutputState()
-        lock.lock()
-        recordThread(.output)
+        shared.lock.lock()
+        shared.recordThread(.output)
         while true {
-            resumePauseWaitersIfDone()
-            resumeFadeWaitersIfHeard(now: EngineLock.now())
-            if shuttingDown {
+            shared.resumePauseWaitersIfDone()
+            shared.resumeFadeWaitersIfHeard(now: EngineLock.now())
+            if shared.shuttingDown {
                 closeDevice(&state)
                 finishQueuedHooks()
-                if hooksOpened, !configuration.onClose.isEmpty {
+                if shared.hooksOpened, !configuration.onClose.isEmpty {
                     // Run here, not queued: the daemon exits once this thread has left.
-                    hooksOpened = false
-                    lock.unlock()
+                    shared.hooksOpened = false
+                    shared.lock.unlock()
                     runHook(.onClose, configuration.onClose)
-                    lock.lock()
+                    shared.lock.lock()
                 }
-                outputFinished = true
-                lock.wakeAll()
-                lock.unlock()
+                shared.outputFinished = true
+                shared.lock.wakeAll()
+                shared.lock.unlock()
                 return
             }
-            if let after = takeBackAfter {
+            if let after = shared.takeBackAfter {
                 takeBack(after: after, &state)
                 continue
             }
             dropVoidChunks()
-            let head = pipe.first
+            let head = shared.pipe.first
             if let head, head.isNetwork, head.runStart != nil && head.runStart != .advance || state.refilling,
                 awaitFill(head, &state)
             {
                 continue
             }
             if let head, let run = head.runStart, run != .advance {
-                if let awaited = deviceAwaited, head.announcedReady, awaited.intent == intent,
-                    EngineLock.now() < nextReopenAt
+                if let awaited = shared.deviceAwaited, head.announcedReady, awaited.intent == shared.intent,
+                    EngineLock.now() < shared.nextReopenAt
                 {
                     // The item waits for its device: the next attempt is due then, or at a play or pause.
-                    lock.waitOutput(untilMonotonic: nextReopenAt)
+                    shared.lock.waitOutput(untilMonotonic: shared.nextReopenAt)
                     continue
                 }
                 beginRun(head, run, &state)
                 continue
             }
             // The item that waited for its device was replaced or stopped.
-            deviceAwaited = nil
-            if deviceLostReason != nil {
+            shared.deviceAwaited = nil
+            if shared.deviceLostReason != nil {
                 reopenLostDevice(&state)
                 continue
             }
-            if target == nil && head == nil {
+            if shared.target == nil && head == nil {
                 // Stopped: sleep until a command comes, letting the device go when it is time.
                 idle(&state)
                 continue
             }
-            if !playRequested {
+            if !shared.playRequested {
                 if state.unconfirmedRestore != nil {
                     // Paused before the restored device proved itself: it is back, not resuming.
                     state.unconfirmedRestore = nil
-                    post(.deviceRestored(itemID: heardItemID ?? 0, resumes: false, intent: intent))
+                    shared.post(.deviceRestored(itemID: shared.heardItemID ?? 0, resumes: false, intent: shared.intent))
                 }
                 switch fadeOutForPause(head, &state) {
                 case .waited: continue
@@ -87,9 +98,9 @@ extension EngineControl {
                     // Pausing the device releases the lock: anything that came meanwhile is looked at
                     // before sleeping, or its wake-up would be lost.
                     if pauseDevice(&state) { continue }
-                    if refillRequested {
+                    if shared.refillRequested {
                         // Once paused: what the device holds unheard is dropped and decoded again.
-                        refillRequested = false
+                        shared.refillRequested = false
                         if state.device != nil {
                             rewindToHeard(now: EngineLock.now())
                             continue
@@ -117,15 +128,15 @@ extension EngineControl {
                     pipeRanDry(&state)
                 } else {
                     // Playing before any run prepared the device (a stop raced a play): nothing to write.
-                    lock.waitOutput()
+                    shared.lock.waitOutput()
                 }
                 continue
             }
-            if !clock.consuming {
+            if !shared.clock.consuming {
                 startConsuming(&state)
                 continue
             }
-            if let head, head.runStart == .advance, head.format != deviceFormat {
+            if let head, head.runStart == .advance, head.format != shared.deviceFormat {
                 // The next item needs another format: the device plays out what it holds first.
                 if reopenForAdvance(head, &state) { continue }
             }
@@ -148,38 +159,38 @@ extension EngineControl {
     /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
     func dropVoidChunks() {
         var dropped = false
-        while let head = pipe.first, head.epoch != epoch || abandoned.contains(head.itemID) {
-            pipe.popFirst()
+        while let head = shared.pipe.first, head.epoch != shared.epoch || shared.abandoned.contains(head.itemID) {
+            shared.pipe.popFirst()
             dropped = true
         }
-        if dropped { lock.wakeDecoder() }
+        if dropped { shared.lock.wakeDecoder() }
     }
 
     /// A chunk was written out: release it, note an item's end, wake the decoder at half free.
     func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
-        assertOn(.output)
-        if head.endsItem { lastEndedItem = head.itemID }
-        let halfEmptyBefore = pipeIsHalfEmpty
-        pipe.popFirst()
-        if !halfEmptyBefore && pipeIsHalfEmpty { lock.wakeDecoder() }
+        shared.assertOn(.output)
+        if head.endsItem { shared.lastEndedItem = head.itemID }
+        let halfEmptyBefore = shared.pipeIsHalfEmpty
+        shared.pipe.popFirst()
+        if !halfEmptyBefore && shared.pipeIsHalfEmpty { shared.lock.wakeDecoder() }
     }
 
     // MARK: Writing
 
     func write(_ head: PCMChunk, _ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         guard let device = state.device else { return }
         if state.waitingReported {
             state.waitingReported = false
-            setTimeControl(.playing)
-            post(.bufferingEnded(itemID: head.itemID, intent: intent))
+            shared.setTimeControl(.playing)
+            shared.post(.bufferingEnded(itemID: head.itemID, intent: shared.intent))
         }
         let format = head.format
         var frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
-        if configuration.pace, device.canRewind, head.itemID != clock.rest.itemID {
+        if configuration.pace, device.canRewind, head.itemID != shared.clock.rest.itemID {
             // Past a border not yet heard: the next item's frames must stay within the device's
             // buffer, where a take-back can still reach them (`takeBack`).
-            let ahead = Int(pacedAhead(state, rate: Double(format.sampleRate) * speed, now: EngineLock.now()))
+            let ahead = Int(pacedAhead(state, rate: Double(format.sampleRate) * shared.speed, now: EngineLock.now()))
             let room = device.bufferFrames - ahead
             if room <= 0 && ahead > paceLeadFrames(device) {
                 state.paceRoom = 0  // sleeps in `waitForPace` until the border comes nearer
@@ -188,28 +199,29 @@ extension EngineControl {
             frames = min(frames, max(device.periodFrames, room))
         }
         let pointer = head.bytes + head.written * format.bytesPerFrame
-        if loudnessInForce?.itemID != head.itemID {
-            let taken = leveling(head.itemID)
-            loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
+        if shared.loudnessInForce?.itemID != head.itemID {
+            let taken = shared.leveling(head.itemID)
+            shared.loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
         }
-        let itemGain = replayGain.gain(
-            tags: head.replayGain, loudness: loudnessInForce?.measurement,
-            prefersAlbum: head.prefersAlbumGain, provisional: loudnessInForce?.provisional ?? false)
-        liveGainInForce = head.liveGainDB
+        let itemGain = shared.replayGain.gain(
+            tags: head.replayGain, loudness: shared.loudnessInForce?.measurement,
+            prefersAlbum: head.prefersAlbumGain, provisional: shared.loudnessInForce?.provisional ?? false)
+        shared.liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked with or after the
         // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.
-        if playRequested && state.pauseFadeToWrite == nil {
-            if fadeRequest.serial != state.fadeSerial {
-                state.fadeSerial = fadeRequest.serial
-                state.gain.fade(from: fadeRequest.from, to: fadeRequest.to, frames: fadeRequest.frames(format, speed))
+        if shared.playRequested && state.pauseFadeToWrite == nil {
+            if shared.fadeRequest.serial != state.fadeSerial {
+                state.fadeSerial = shared.fadeRequest.serial
+                state.gain.fade(
+                    from: shared.fadeRequest.from, to: shared.fadeRequest.to, frames: shared.fadeRequest.frames(format, shared.speed))
             }
-            if duckRequest.serial != state.duckSerial {
-                state.duckSerial = duckRequest.serial
-                state.gain.duck(to: duckRequest.to, frames: duckRequest.frames(format, speed))
+            if shared.duckRequest.serial != state.duckSerial {
+                state.duckSerial = shared.duckRequest.serial
+                state.gain.duck(to: shared.duckRequest.to, frames: shared.duckRequest.frames(format, shared.speed))
             }
         }
-        let gainTarget = volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
-        lastWrittenItem = head.itemID
+        let gainTarget = shared.volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
+        shared.lastWrittenItem = head.itemID
         state.writingNetwork = head.isNetwork
         state.endHandedOn = false
         if let title = head.streamTitle {
@@ -218,7 +230,7 @@ extension EngineControl {
         }
         let unscaled = head.written + frames - head.gained
         let overlay = overlayPiece(for: head, frames: unscaled)
-        lock.unlock()
+        shared.lock.unlock()
         if unscaled > 0 {
             let scaled = head.bytes + head.gained * format.bytesPerFrame
             state.gain.apply(to: scaled, frames: unscaled, format: format, target: gainTarget)
@@ -227,16 +239,16 @@ extension EngineControl {
         }
         let outcome = device.write(pointer, frames: frames)
         let deviceDelay = configuration.pace ? 0 : device.delayFrames()
-        lock.lock()
+        shared.lock.lock()
         if let overlay { overlayMixed(overlay) }
 
         switch outcome {
         case .wrote(let count):
-            clock.wrote(
+            shared.clock.wrote(
                 itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
                 sampleRate: format.sampleRate)
             head.written += count
-            framesWrittenTotal &+= count
+            shared.framesWrittenTotal &+= count
             state.written?.append(pointer, frames: count)
             if let left = state.pauseFadeToWrite { state.pauseFadeToWrite = max(0, left - count) }
             if let restore = state.unconfirmedRestore {
@@ -247,24 +259,24 @@ extension EngineControl {
             if configuration.pace {
                 state.pacedFrames += count
                 state.paceRoom -= count
-                clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
+                shared.clock.holdPaced(state.pacedFrames, since: state.paceAnchor, sampleRate: format.sampleRate, now: writtenAt)
             } else {
-                clock.heldFrames = Double(deviceDelay)
-                clock.heldAt = writtenAt
+                shared.clock.heldFrames = Double(deviceDelay)
+                shared.clock.heldAt = writtenAt
                 state.unheldWrites = count > 0 && deviceDelay == 0 ? state.unheldWrites + 1 : 0
-                outputTakesBatches = state.unheldWrites >= 2
+                shared.outputTakesBatches = state.unheldWrites >= 2
             }
             state.idleSince = nil
             if head.remainingFrames == 0 { finishChunk(head, &state) }
-            if let requestedAt = playRequestedAt, count > 0 {
-                playRequestedAt = nil
-                post(.firstAudioWritten(itemID: head.itemID, latency: writtenAt - requestedAt))
+            if let requestedAt = shared.playRequestedAt, count > 0 {
+                shared.playRequestedAt = nil
+                shared.post(.firstAudioWritten(itemID: head.itemID, latency: writtenAt - requestedAt))
             }
             crossBorders(now: writtenAt)
             announceTitleIfHeard(&state, now: writtenAt)
             noteFadeWritten(head, state, now: writtenAt)
         case .recovered:
-            post(.underrun(itemID: head.itemID))
+            shared.post(.underrun(itemID: head.itemID))
         case .lost(let reason):
             deviceWasLost(reason: reason, &state)
         }
@@ -274,11 +286,11 @@ extension EngineControl {
     /// within one write's worth of audio).
     func announceTitleIfHeard(_ state: inout OutputState, now: Double) {
         guard let pending = state.titleToAnnounce else { return }
-        let heard = clock.heard(now: now)
+        let heard = shared.clock.heard(now: now)
         // Item ids grow: an earlier item still heard means the title's item is yet to come.
         guard heard.itemID > pending.itemID || heard.itemID == pending.itemID && heard.frame >= pending.frame else { return }
         state.titleToAnnounce = nil
-        if heard.itemID == pending.itemID { post(.streamTitle(itemID: pending.itemID, pending.title)) }
+        if heard.itemID == pending.itemID { shared.post(.streamTitle(itemID: pending.itemID, pending.title)) }
     }
 
     /// The item after `after` was replaced once some of it was handed to the device: the device
@@ -286,46 +298,46 @@ extension EngineControl {
     /// there with what is decoded next. A device that can no longer give it back (the border
     /// came too close meanwhile) plays what it holds; the chain still goes on with the new item.
     func takeBack(after: Int, _ state: inout OutputState) {
-        assertOn(.output)
-        takeBackAfter = nil
-        guard outputEpoch == epoch, let device = state.device,
-            let frames = clock.framesWritten(after: after, now: clockNow)
+        shared.assertOn(.output)
+        shared.takeBackAfter = nil
+        guard shared.outputEpoch == shared.epoch, let device = state.device,
+            let frames = shared.clock.framesWritten(after: after, now: shared.clockNow)
         else { return }
-        lock.unlock()
+        shared.lock.unlock()
         let rewound = device.rewind(frames: Int(frames))
         let delay = configuration.pace ? 0 : device.delayFrames()
-        lock.lock()
+        shared.lock.lock()
         guard rewound > 0 else { return }
         state.written?.dropLast(rewound)
         let now = EngineLock.now()
-        clock.unwrite(Int64(rewound), now: configuration.pace ? clockNow : now)
+        shared.clock.unwrite(Int64(rewound), now: configuration.pace ? shared.clockNow : now)
         if configuration.pace {
             state.pacedFrames -= rewound
             state.paceRoom = 0
         } else {
-            clock.heldFrames = Double(delay)
-            clock.heldAt = now
+            shared.clock.heldFrames = Double(delay)
+            shared.clock.heldAt = now
         }
-        lastWrittenItem = after
-        lastEndedItem = after
+        shared.lastWrittenItem = after
+        shared.lastEndedItem = after
         // The gain ramps from what is heard next; the taken-back item's ramp never sounded.
         state.endHandedOn = false
-        lock.wakeDecoder()
+        shared.lock.wakeDecoder()
     }
 
     /// Posts `started` for an item whose first sample is now heard (a gapless border crossed).
     func crossBorders(now: Double) {
-        assertOn(.output)
+        shared.assertOn(.output)
         // A border of a run that a seek, load or stop has voided is never announced: the player
         // has moved on to what it asked for, and news of the old item would be taken as current.
-        guard outputEpoch == epoch, let itemID = clock.advance(now: now) else { return }
-        publishHeard(itemID, position: clock.position(now: now).seconds)
-        post(.started(itemID: itemID))
+        guard shared.outputEpoch == shared.epoch, let itemID = shared.clock.advance(now: now) else { return }
+        shared.publishHeard(itemID, position: shared.clock.position(now: now).seconds)
+        shared.post(.started(itemID: itemID))
     }
 
     /// Makes a freshly opened device the one this thread writes to.
     func adoptDevice(_ device: any OutputDevice, _ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         state.device = device
         state.released = false
         state.idleSince = nil
@@ -338,33 +350,33 @@ extension EngineControl {
                 capacity: device.bufferFrames + device.periodFrames + paceLeadFrames(device) + pacePieceFrames(device),
                 scratchFrames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
             : nil
-        deviceOpen = true
+        shared.deviceOpen = true
         let rate = Double(device.format.sampleRate)
-        outputLeadSeconds =
+        shared.outputLeadSeconds =
             configuration.pace
             ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
             : Double(device.bufferFrames) / rate
-        outputRewinds = device.canRewind
+        shared.outputRewinds = device.canRewind
         // Paced, the thread sleeps on its condition and a take-back wakes it; otherwise it may be
         // in a write that blocks until a period has room.
-        outputResponseSeconds = 0.002 + (configuration.pace ? 0 : Double(device.periodFrames) / rate)
+        shared.outputResponseSeconds = 0.002 + (configuration.pace ? 0 : Double(device.periodFrames) / rate)
     }
 
     func closeDevice(_ state: inout OutputState) {
-        assertOn(.output)
+        shared.assertOn(.output)
         guard let device = state.device else { return }
         state.device = nil
         state.written = nil
         state.devicePaused = false
         state.unheldWrites = 0
-        outputTakesBatches = false
-        outputLeadSeconds = 0
-        outputRewinds = false
-        deviceOpen = false
-        if deviceLostReason == nil { deviceFormat = nil }
-        lock.unlock()
+        shared.outputTakesBatches = false
+        shared.outputLeadSeconds = 0
+        shared.outputRewinds = false
+        shared.deviceOpen = false
+        if shared.deviceLostReason == nil { shared.deviceFormat = nil }
+        shared.lock.unlock()
         device.close()
-        lock.lock()
-        lock.wakeAll()
+        shared.lock.lock()
+        shared.lock.wakeAll()
     }
 }

@@ -90,6 +90,8 @@ final class EngineControl: @unchecked Sendable {
     /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
     /// at most `decodeAheadSeconds` in it.
     let pipe = ChunkPipe(chunkCount: 64)
+    /// Marks the seek the engine makes itself, so no caller mistakes its completion for its own.
+    static let internalSeekToken = Int.min
 
     // MARK: Commands. Written by callers (any thread), and where noted by the output thread.
 

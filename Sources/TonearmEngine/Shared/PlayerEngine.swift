@@ -20,8 +20,8 @@ package final class PlayerEngine: Sendable {
         self.configuration = configuration
         self.input = input
         control = EngineControl(configuration: configuration, input: input)
-        control.startDecoderThread()
-        control.startOutputThread()
+        DecoderWorker(shared: control).start()
+        OutputWorker(shared: control).start()
     }
 
     deinit { shutdown() }
