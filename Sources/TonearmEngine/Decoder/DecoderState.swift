@@ -78,5 +78,13 @@ extension DecoderWorker {
         var overlayTookTurn = false
         /// The clip's ring, held here too so that it is let go on this thread.
         var overlayRing: OverlayRing?
+        /// What callers asked by command (`EngineCommand`), taken at the top of the loop.
+        var inbox: [EngineCommand] = []
+        /// How long an item and the next overlap, seconds (0: gapless joins).
+        var crossfadeSeconds = 0.0
+        /// ReplayGain: whether an item will be leveled by loudness, and a live stream's gain.
+        var replayGain = ReplayGainSettings()
+
+        init() { inbox.reserveCapacity(16) }
     }
 }

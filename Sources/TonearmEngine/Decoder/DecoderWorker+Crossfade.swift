@@ -23,11 +23,12 @@ extension DecoderWorker {
     /// at most half the item. The next is often named only once the item is heard, after the
     /// decoder passed the point where keeping back starts: so it is kept back on the chance.
     /// Lock held.
-    private func plannedOverlapFrames(_ item: EngineItem, _ decoder: MediaDecoder, _ format: PCMFormat) -> Int? {
+    private func plannedOverlapFrames(_ item: EngineItem, _ decoder: MediaDecoder, _ state: DecoderState) -> Int? {
+        let format = state.format
         // A network item arrives at its own pace: keeping seconds of it back could starve the output.
-        guard shared.crossfadeSeconds > 0, !decoder.isNetwork, let duration = decoder.info.duration, duration > 0 else { return nil }
+        guard state.crossfadeSeconds > 0, !decoder.isNetwork, let duration = decoder.info.duration, duration > 0 else { return nil }
         if let next = shared.next, next.after == item.id, next.item.joinsGaplessly == true { return nil }
-        let frames = Int((min(shared.crossfadeSeconds, duration / 2) * Double(format.sampleRate)).rounded())
+        let frames = Int((min(state.crossfadeSeconds, duration / 2) * Double(format.sampleRate)).rounded())
         return frames > 0 ? frames : nil
     }
 
@@ -37,7 +38,7 @@ extension DecoderWorker {
     func keepsTail(_ state: inout DecoderState) -> Bool {
         guard let item = state.item, let decoder = state.decoder else { return false }
         if state.gathering.itemID == item.id { return true }
-        guard let frames = plannedOverlapFrames(item, decoder, state.format),
+        guard let frames = plannedOverlapFrames(item, decoder, state),
             let duration = decoder.info.duration
         else { return false }
         let margin = Int64(Self.tailMarginSeconds * Double(state.format.sampleRate))
@@ -82,7 +83,7 @@ extension DecoderWorker {
 
     /// At the open item's end, with a kept tail: what becomes of it. Lock held.
     func tailDecision(_ state: inout DecoderState) -> TailDecision {
-        guard let item = state.item, state.gathering.count > 0, shared.crossfadeSeconds > 0 else { return .handOn }
+        guard let item = state.item, state.gathering.count > 0, state.crossfadeSeconds > 0 else { return .handOn }
         if let next = shared.next, next.after == item.id, next.item.id != state.failedNextID, let joinsGaplessly = next.item.joinsGaplessly
         {
             guard !joinsGaplessly else { return .handOn }
@@ -109,7 +110,7 @@ extension DecoderWorker {
         // landing later does not change an item's level mid-item).
         let loudness = shared.leveling(item.id)
         state.mixing.itemGainDB =
-            shared.replayGain.gain(
+            state.replayGain.gain(
                 tags: tags, loudness: loudness.measurement, prefersAlbum: item.prefersAlbumGain,
                 provisional: loudness.provisional
             ).decibels
@@ -180,7 +181,7 @@ extension DecoderWorker {
     func prepareMix(into item: EngineItem, _ decoder: MediaDecoder, _ state: inout DecoderState) {
         guard formatForNext(after: state.previous, state) != nil else { return }
         let loudness = shared.leveling(item.id)
-        let incoming = shared.replayGain.gain(
+        let incoming = state.replayGain.gain(
             tags: decoder.info.replayGain, loudness: loudness.measurement,
             prefersAlbum: item.prefersAlbumGain, provisional: loudness.provisional
         ).decibels

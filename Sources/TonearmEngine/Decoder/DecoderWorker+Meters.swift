@@ -20,18 +20,18 @@ extension DecoderWorker {
     /// its frames is pushed (a few tens of ms, once per item). The output takes it at the item's
     /// first write, unless the whole measurement landed first, and keeps it to the item's end.
     /// Lock held; released around the measurement.
-    func measureOpening(_ item: EngineItem, _ decoder: MediaDecoder) {
+    func measureOpening(_ item: EngineItem, _ decoder: MediaDecoder, _ state: DecoderState) {
         // Ids increase: an item at or before the one written last has its level already.
-        guard item.measuresOpening, !decoder.isNetwork, (shared.loudnessInForce?.itemID ?? .min) < item.id,
+        guard item.measuresOpening, !decoder.isNetwork, (shared.output.loudnessInForce?.itemID ?? .min) < item.id,
             let known = shared.knownItem(item.id), known.loudness == nil, known.openingLoudness == nil,
-            shared.replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
+            state.replayGain.gain(tags: decoder.info.replayGain, loudness: nil, prefersAlbum: item.prefersAlbumGain).source == .pending
         else { return }
         let myEpoch = shared.epoch
-        let cancellation = shared.decoderCancellation
+        let cancellation = shared.decoder.cancellation
         shared.lock.unlock()
         let opening = Loudness.measureOpening(item.url, seconds: Self.openingSeconds, input: input, cancellation: cancellation)
         shared.lock.lock()
-        guard shared.epoch == myEpoch, let opening, (shared.loudnessInForce?.itemID ?? .min) < item.id,
+        guard shared.epoch == myEpoch, let opening, (shared.output.loudnessInForce?.itemID ?? .min) < item.id,
             let index = shared.knownItems.lastIndex(where: { $0.id == item.id }), shared.knownItems[index].loudness == nil
         else { return }
         shared.knownItems[index].openingLoudness = .measured(opening)
@@ -45,8 +45,8 @@ extension DecoderWorker {
     }
 
     /// The automatic gain's target for a decoder's item, if it gets one. Lock held.
-    func liveTarget(for decoder: MediaDecoder) -> Double? {
-        decoder.isNetwork && shared.replayGain.live == .agc ? shared.replayGain.targetLUFS : nil
+    func liveTarget(for decoder: MediaDecoder, _ state: DecoderState) -> Double? {
+        decoder.isNetwork && state.replayGain.live == .agc ? state.replayGain.targetLUFS : nil
     }
 
     /// Makes or drops the meter of the item measured on the way as `wholeItem` says. Lock not

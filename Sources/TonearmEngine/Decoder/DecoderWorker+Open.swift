@@ -8,17 +8,17 @@ extension DecoderWorker {
     /// Takes up the current epoch's target: nothing (stop), a seek within the open item, or a new item.
     func takeTarget(_ state: inout DecoderState) {
         shared.assertOn(.decoder)
-        shared.decoderEpoch = shared.epoch
+        shared.decoder.epoch = shared.epoch
         let myEpoch = shared.epoch
         dropWork(&state)
         giveUpWholeMeasurement(&state)
         state.finished = false
         state.failedNextID = nil
-        shared.decoderFailedNextID = nil
+        shared.decoder.failedNextID = nil
         state.previous = nil
         state.mixing.clear()
         guard let target = shared.target else {
-            shared.decoderItemID = nil
+            shared.decoder.itemID = nil
             state.item = nil
             let closing = state.decoder
             state.decoder = nil
@@ -27,16 +27,16 @@ extension DecoderWorker {
             shared.lock.lock()
             return
         }
-        shared.decoderItemID = target.item.id
+        shared.decoder.itemID = target.item.id
         var reuse = state.item?.id == target.item.id ? state.decoder : nil
         let reused = reuse != nil
         // A seek within the open item keeps its decoder, whose I/O answers to its own flag.
         let cancellation = reuse?.cancellation ?? CancellationFlag()
         cancellation.reset()
-        shared.decoderCancellation = cancellation
+        shared.decoder.cancellation = cancellation
         // An item decoded in the format of a crossfade keeps it through a seek (no reopen mid-item).
         var format = reuse.map {
-            state.formatForced ? shared.grantedFormats[state.format] ?? state.format : chunkFormat(for: $0.sourceFormat)
+            state.formatForced ? shared.output.grantedFormats[state.format] ?? state.format : chunkFormat(for: $0.sourceFormat)
         }
         if reuse == nil { state.formatForced = false }
         let opened: Result<(MediaDecoder, Int64), EngineFailure>
@@ -66,7 +66,7 @@ extension DecoderWorker {
         case .failure(let failure):
             state.decoder = nil
             state.item = nil
-            shared.decoderItemID = nil
+            shared.decoder.itemID = nil
             shared.publish { $0.status = .failed(failure) }
             shared.post(.failed(itemID: target.item.id, failure))
         case .success(let (decoder, startFrame)):
@@ -78,9 +78,9 @@ extension DecoderWorker {
             state.discardBefore = startFrame > 0 ? startFrame : nil
             state.pendingPosition = startFrame
             state.mustProduce = startFrame == 0 && target.runStart == .opened
-            state.liveTarget = liveTarget(for: decoder)
+            state.liveTarget = liveTarget(for: decoder, state)
             if !reused, startFrame == 0, target.runStart == .opened { measureOnTheWay(target.item, decoder, &state) }
-            if !reused { measureOpening(target.item, decoder) }
+            if !reused { measureOpening(target.item, decoder, state) }
         }
     }
 
@@ -169,9 +169,9 @@ extension DecoderWorker {
         info.isLive = decoder.isLive
         // Keep the infos of items still in play: the heard one and those after it.
         let heard = shared.heardItemID
-        shared.infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
-        if shared.infos.count >= 8 { shared.infos.removeFirst() }
-        shared.infos.append((item.id, info))
+        shared.decoder.infos.removeAll { $0.itemID != heard && $0.itemID != item.id && $0.itemID < (heard ?? 0) }
+        if shared.decoder.infos.count >= 8 { shared.decoder.infos.removeFirst() }
+        shared.decoder.infos.append((item.id, info))
         shared.post(.opened(itemID: item.id, info))
     }
 
@@ -180,14 +180,14 @@ extension DecoderWorker {
         shared.assertOn(.decoder)
         let myEpoch = shared.epoch
         let previous = state.item
-        shared.decoderItemID = item.id
+        shared.decoder.itemID = item.id
         let cancellation = CancellationFlag()
-        shared.decoderCancellation = cancellation
+        shared.decoder.cancellation = cancellation
         // Crossfading into it: it is converted to the format of the tail it is mixed with; and
         // while crossfades are on, an item after one so converted stays in that format too.
         let forced =
             formatForNext(after: previous, state)
-            ?? (state.formatForced && shared.crossfadeSeconds > 0 ? state.format : nil)
+            ?? (state.formatForced && state.crossfadeSeconds > 0 ? state.format : nil)
         shared.lock.unlock()
         state.decoder = nil
         var format: PCMFormat?
@@ -200,8 +200,8 @@ extension DecoderWorker {
             state.item = previous
             state.finished = true
             state.failedNextID = item.id
-            shared.decoderFailedNextID = item.id
-            shared.decoderItemID = previous?.id
+            shared.decoder.failedNextID = item.id
+            shared.decoder.itemID = previous?.id
             if !shared.abandoned.contains(item.id) { shared.post(.failed(itemID: item.id, failure)) }
             shared.lock.wakeOutput()
         case .success(let (decoder, _)):
@@ -216,9 +216,9 @@ extension DecoderWorker {
             state.discardBefore = nil
             state.pendingPosition = 0
             state.mustProduce = false
-            state.liveTarget = liveTarget(for: decoder)
+            state.liveTarget = liveTarget(for: decoder, state)
             // Its provisional level first: a tail mixed into it is scaled by the gain it gets.
-            measureOpening(item, decoder)
+            measureOpening(item, decoder, state)
             prepareMix(into: item, decoder, &state)
             giveUpWholeMeasurement(&state)
             measureOnTheWay(item, decoder, &state)
@@ -236,8 +236,8 @@ extension DecoderWorker {
         state.previous = nil
         state.finished = true
         state.failedNextID = nil
-        shared.decoderFailedNextID = nil
-        shared.decoderItemID = state.item?.id
+        shared.decoder.failedNextID = nil
+        shared.decoder.itemID = state.item?.id
         shared.lock.unlock()
         withExtendedLifetime(closing) {}  // FFmpeg's release runs here, off the lock
         shared.lock.lock()

@@ -93,7 +93,7 @@ extension DecoderWorker {
             return
         }
         let serial = shared.overlaySerial
-        let format = shared.deviceOpen ? shared.deviceFormat : nil
+        let format = shared.output.deviceOpen ? shared.output.deviceFormat : nil
         // Made ready under the lock: a withdrawal from now on cancels this open.
         shared.overlayCancellation.reset()
         shared.overlayCancellation.setDeadline(secondsFromNow: Self.overlayOpenSeconds)

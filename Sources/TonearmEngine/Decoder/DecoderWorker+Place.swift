@@ -18,7 +18,7 @@ extension DecoderWorker {
             state.fill = nil
             shared.lock.wakeOutput()
         }
-        shared.decodingNetwork = decoder.isNetwork
+        shared.decoder.network = decoder.isNetwork
         var tail = keepsTail(&state) ? state.gathering : nil
         if let tail, state.pendingFrames > 0, tail.free > 0 {
             keepBack(decoder, &state)
@@ -126,7 +126,7 @@ extension DecoderWorker {
         // twice as many wake-ups).
         // A device without a clock (see `outputTakesBatches`) is never short of audio: it gets
         // full chunks, and is woken once half the pipe's target is there, or at an item's end.
-        let outputHasNothing = shared.pipe.isEmpty && !shared.outputTakesBatches
+        let outputHasNothing = shared.pipe.isEmpty && !shared.output.takesBatches
         let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))
         if ending || chunk.frames == chunk.capacityFrames || chunk.runStart != nil
             || (outputHasNothing && chunk.frames >= starvedHandOff)
@@ -139,11 +139,11 @@ extension DecoderWorker {
                 state.endPending = false
             }
             let batchReady =
-                shared.outputTakesBatches
+                shared.output.takesBatches
                 && (ending || shared.pipe.freeCount == 0 || shared.pipe.bufferedSeconds >= shared.fillTarget / 2)
             // The output needs waking only when it may be waiting for this chunk: it had nothing,
             // or the chunk starts a run. Otherwise it reaches the chunk in its own time.
-            if outputHasNothing || chunk.runStart != nil || shared.outputAwaitsFill || batchReady { shared.lock.wakeOutput() }
+            if outputHasNothing || chunk.runStart != nil || shared.output.awaitsFill || batchReady { shared.lock.wakeOutput() }
         }
     }
 }

@@ -91,7 +91,7 @@ extension DecoderWorker {
         // do the reads after it until new audio comes (`decodeStep` lifts the cap then): a
         // server that answers the request and never sends the body cannot either.
         if let windowEnd { cancellation.capDeadlines(secondsFromNow: windowEnd - now) }
-        shared.decoderCancellation = cancellation
+        shared.decoder.cancellation = cancellation
         shared.lock.unlock()
         let reopened: Result<MediaDecoder, EngineFailure>
         do throws(EngineFailure) {

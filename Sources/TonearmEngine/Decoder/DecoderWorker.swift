@@ -35,7 +35,7 @@ extension DecoderWorker {
     /// time enough to read and decode what waited in the socket (it is there already: pausing
     /// moves audio from the pipe to the socket, the total ahead stays the same).
     /// Lock held.
-    var readResumeLevel: Double { shared.outputLeadSeconds + shared.fillTarget / 10 }
+    var readResumeLevel: Double { shared.output.leadSeconds + shared.fillTarget / 10 }
 
     func start() {
         NamedThread.start("tonearm-decoder") { [self] in run() }
@@ -46,7 +46,8 @@ extension DecoderWorker {
         shared.lock.lock()
         shared.recordThread(.decoder)
         while !shared.shuttingDown {
-            if shared.decoderEpoch != shared.epoch {
+            takeCommands(&state)
+            if shared.decoder.epoch != shared.epoch {
                 takeTarget(&state)
             } else if let item = state.item, shared.abandoned.contains(item.id) {
                 leaveAbandoned(&state)
@@ -63,7 +64,7 @@ extension DecoderWorker {
                 let ahead = state.item.flatMap { item in state.decoder.map { secondsAheadOfHeard(item, $0, state) } }
                 if overlayNeedsWork(state) {
                     overlayStep(&state)
-                } else if EngineLock.now() < until, !shared.outputAwaitsFill, (ahead ?? shared.pipe.bufferedSeconds) > readResumeLevel {
+                } else if EngineLock.now() < until, !shared.output.awaitsFill, (ahead ?? shared.pipe.bufferedSeconds) > readResumeLevel {
                     shared.lock.waitDecoder(untilMonotonic: until)
                 } else {
                     state.readPausedUntil = nil
@@ -91,11 +92,25 @@ extension DecoderWorker {
         state.overlayRing = nil
     }
 
+    /// Takes what callers queued for this thread into its own state. Lock held.
+    func takeCommands(_ state: inout DecoderState) {
+        guard !shared.commands.decoder.isEmpty else { return }
+        shared.commands.take(for: .decoder, into: &state.inbox)
+        for command in state.inbox {
+            switch command {
+            case .setCrossfade(let seconds): state.crossfadeSeconds = seconds
+            case .setReplayGain(let settings): state.replayGain = settings
+            case .setVolume, .fade, .duck, .refillWhilePaused, .takeBack, .forgetLostDevice: break
+            }
+        }
+        state.inbox.removeAll(keepingCapacity: true)
+    }
+
     /// The format chunks of a source are converted to: the configured or followed one, or what
     /// the device granted in its place. Lock held.
     func chunkFormat(for source: PCMFormat) -> PCMFormat {
         let requested = configuration.requestedFormat(forSource: source)
-        return shared.grantedFormats[requested] ?? requested
+        return shared.output.grantedFormats[requested] ?? requested
     }
 
     func dropWork(_ state: inout DecoderState) {
@@ -217,7 +232,7 @@ extension DecoderWorker {
         giveUpWholeMeasurement(&state)
         state.decoder = nil
         state.item = nil
-        shared.decoderItemID = nil
+        shared.decoder.itemID = nil
         if shared.heardItemID == item.id || item.id == shared.target?.item.id { shared.publish { $0.status = .failed(failure) } }
         shared.post(.failed(itemID: item.id, failure))
     }

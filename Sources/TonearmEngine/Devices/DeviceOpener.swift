@@ -1,5 +1,6 @@
 import Foundation
 import TonearmMedia
+import TonearmSync
 
 /// One device open carried out on the opener thread (`tonearm-open`, one for the engine's life).
 /// A device open can block for good (a `file:` device on a FIFO nobody reads, a network sink
@@ -22,6 +23,19 @@ final class DeviceOpenAttempt: @unchecked Sendable {
     var hookDone = false
 }
 
+/// The opener thread and the open stuck on it, if any: the output worker's, for the engine's
+/// life. The thread ends once the worker and every job queued on it have let go of it.
+///
+/// `@unchecked Sendable`: `stuck` is read and written only with the engine lock held (set by the
+/// output thread, cleared by the opener thread once a stuck open returns).
+final class DeviceOpener: @unchecked Sendable {
+    let thread = JobThread(name: "tonearm-open")
+    /// A device open that timed out and has not returned yet (see `DeviceOpenAttempt`).
+    var stuck: DeviceOpenAttempt?
+
+    deinit { thread.finish() }
+}
+
 extension OutputWorker {
     var openTimeout: Double { Double(max(configuration.openTimeoutMilliseconds, 100)) / 1000 }
     var hookTimeout: Double { Double(max(configuration.hookTimeoutMilliseconds, 10)) / 1000 }
@@ -37,11 +51,11 @@ extension OutputWorker {
     /// a release a moment before), so none is left running, orphaned, once the daemon exits. A
     /// hook is killed at its timeout; an open stuck for good is not waited for past that.
     /// Output thread, lock held (released while waiting).
-    func finishQueuedHooks() {
+    func finishQueuedHooks(_ state: OutputState) {
         shared.assertOn(.output)
         // No hooks, nothing to wait for.
         guard !(configuration.onOpen.isEmpty && configuration.onClose.isEmpty) else { return }
-        if let stuck = shared.stuckOpen {
+        if let stuck = opener.stuck {
             // An open stuck for good would hold the wait to its end: only the hooks queued before
             // it (a closing one, then its opening one) are waited for, so that `on_close` comes
             // after them.
@@ -50,7 +64,7 @@ extension OutputWorker {
             return
         }
         let done = DispatchSemaphore(value: 0)
-        shared.deviceOpener.async { done.signal() }
+        opener.thread.async { done.signal() }
         shared.lock.unlock()
         _ = done.wait(timeout: .now() + hookTimeout + 1)
         shared.lock.lock()
@@ -60,24 +74,24 @@ extension OutputWorker {
     /// and before any later open's `on_open` (one thread, in order). An open asked while it has
     /// not ended stops it (`closeHookStop`): the music then waits for `on_open` alone, never for
     /// two hooks' timeouts. Output thread, lock held.
-    func releaseHooks() {
+    func releaseHooks(_ state: inout OutputState) {
         shared.assertOn(.output)
-        guard shared.hooksOpened else { return }
-        shared.hooksOpened = false
+        guard state.hooksOpened else { return }
+        state.hooksOpened = false
         let command = configuration.onClose
         guard !command.isEmpty else { return }
         let stop = HookStop()
-        shared.closeHookStop = stop
-        shared.deviceOpener.async { [self] in runHook(.onClose, command, stop: stop) }
+        state.closeHookStop = stop
+        opener.thread.async { [self] in runHook(.onClose, command, stop: stop) }
     }
 
     /// Opens the device for `requested` on the opener thread and waits for it, at most the open
     /// timeout, and no longer once the engine shuts down. Output thread, lock held (released
     /// while waiting). While an abandoned open has not returned, no other is started: the device
     /// is known not to answer, and threads must not pile up behind it.
-    func openDevice(_ requested: PCMFormat) -> Result<any OutputDevice, EngineFailure> {
+    func openDevice(_ requested: PCMFormat, _ state: inout OutputState) -> Result<any OutputDevice, EngineFailure> {
         let device = configuration.device
-        if shared.stuckOpen != nil {
+        if opener.stuck != nil {
             return .failure(
                 EngineFailure(
                     .deviceUnavailable,
@@ -88,12 +102,12 @@ extension OutputWorker {
         let bufferMilliseconds = configuration.bufferMilliseconds
         let sink = configuration.sink
         // The first open after a release (or ever) wakes what the device feeds first.
-        let openHook = shared.hooksOpened ? [] : configuration.onOpen
-        shared.hooksOpened = true
+        let openHook = state.hooksOpened ? [] : configuration.onOpen
+        state.hooksOpened = true
         // A closing hook still under way is moot now: stopped, so that the open waits for its own hook only.
-        shared.closeHookStop?.fire()
-        shared.closeHookStop = nil
-        shared.deviceOpener.async { [self] in
+        state.closeHookStop?.fire()
+        state.closeHookStop = nil
+        opener.thread.async { [self] in
             if !openHook.isEmpty { runHook(.onOpen, openHook) }
             shared.lock.withLock {
                 attempt.hookDone = true
@@ -120,7 +134,7 @@ extension OutputWorker {
                 shared.lock.unlock()
                 return
             }
-            if shared.stuckOpen === attempt { shared.stuckOpen = nil }
+            if opener.stuck === attempt { opener.stuck = nil }
             shared.lock.unlock()
             // Nobody waits for this handle any more: it is closed here, where it was opened.
             if case .success(let output) = result { output.close() }
@@ -134,7 +148,7 @@ extension OutputWorker {
         }
         if let result = attempt.result { return result }
         attempt.abandoned = true
-        shared.stuckOpen = attempt
+        opener.stuck = attempt
         return .failure(
             EngineFailure(
                 .deviceUnavailable,

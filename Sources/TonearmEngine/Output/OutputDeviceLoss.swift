@@ -20,7 +20,7 @@ extension OutputWorker {
     func rewind(to heard: (itemID: Int, frame: Int64, sampleRate: Int), now: Double) {
         shared.clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: now)
         shared.clock.consuming = false
-        guard shared.outputEpoch == shared.epoch, let item = shared.knownItem(heard.itemID) else { return }
+        guard shared.output.epoch == shared.epoch, let item = shared.knownItem(heard.itemID) else { return }
         shared.target = DecodeTarget(
             item: item, startSeconds: Double(heard.frame) / Double(heard.sampleRate),
             runStart: .seek(token: EngineControl.internalSeekToken))
@@ -46,8 +46,8 @@ extension OutputWorker {
         }
         shared.resumeOnRestore = shared.playRequested && configuration.resumeAfterInterruption
         shared.playRequested = false
-        shared.deviceLostReason = reason
-        shared.nextReopenAt = now + reopenInterval
+        shared.output.deviceLostReason = reason
+        state.nextReopenAt = now + reopenInterval
         let heard = shared.clock.position(now: now)
         if !sameLossAgain {
             state.announcedLoss = (reason, shared.intent)
@@ -65,17 +65,17 @@ extension OutputWorker {
     /// tries at once), then try to open the device again in the format it had.
     func reopenLostDevice(_ state: inout OutputState) {
         shared.assertOn(.output)
-        if !shared.playRequested, EngineLock.now() < shared.nextReopenAt {
-            shared.lock.waitOutput(untilMonotonic: shared.nextReopenAt)
+        if !shared.playRequested, EngineLock.now() < state.nextReopenAt {
+            shared.lock.waitOutput(untilMonotonic: state.nextReopenAt)
             return
         }
-        guard let format = shared.deviceFormat else {
-            shared.deviceLostReason = nil
+        guard let format = shared.output.deviceFormat else {
+            shared.output.deviceLostReason = nil
             return
         }
         var reopened: (any OutputDevice)?
         var failure = ""
-        switch openDevice(format) {
+        switch openDevice(format, &state) {
         case .success(let output) where output.format == format:
             reopened = output
         case .success(let output):
@@ -88,7 +88,7 @@ extension OutputWorker {
         let itemID = shared.heardItemID ?? 0
         if let reopened {
             adoptDevice(reopened, &state)
-            shared.deviceLostReason = nil
+            shared.output.deviceLostReason = nil
             let resume = shared.resumeOnRestore || shared.playRequested
             shared.resumeOnRestore = false
             shared.playRequested = resume
@@ -103,8 +103,8 @@ extension OutputWorker {
             shared.lock.wakeAll()
             return
         }
-        shared.deviceLostReason = failure
-        shared.nextReopenAt = EngineLock.now() + reopenInterval
+        shared.output.deviceLostReason = failure
+        state.nextReopenAt = EngineLock.now() + reopenInterval
         if shared.playRequested {
             // Play was asked while the device is away: say so, and play once it is back.
             shared.playRequested = false
@@ -128,12 +128,12 @@ extension OutputWorker {
     /// `waitForDevice`: a loaded item whose device is missing or busy is announced ready once
     /// and waits, as if its device were lost; a play asked meanwhile is answered with the loss
     /// and resumes when the device appears. The run's first chunk stays at the pipe's head, so
-    /// the next attempt (see `runOutput`) prepares the device exactly as a load does.
-    func awaitDevice(for head: PCMChunk, _ failure: EngineFailure) {
+    /// the next attempt (see `run`) prepares the device exactly as a load does.
+    func awaitDevice(for head: PCMChunk, _ failure: EngineFailure, _ state: inout OutputState) {
         shared.assertOn(.output)
         let now = EngineLock.now()
-        shared.deviceAwaited = (failure.message, shared.intent)
-        shared.nextReopenAt = now + reopenInterval
+        state.deviceAwaited = (failure.message, shared.intent)
+        state.nextReopenAt = now + reopenInterval
         if !head.announcedReady {
             head.announcedReady = true
             shared.clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)

@@ -12,7 +12,7 @@ extension OutputWorker {
     func pipeRanDry(_ state: inout OutputState) {
         shared.assertOn(.output)
         let now = EngineLock.now()
-        if let ended = shared.lastEndedItem, !moreComing(after: ended) {
+        if let ended = state.lastEnded.flatMap({ $0.epoch == shared.epoch ? $0.itemID : nil }), !moreComing(after: ended) {
             if shared.chainEndedAfter == ended {
                 if shared.playRequested {
                     // A play that crossed the end's news (its caller had not heard of it yet):
@@ -42,7 +42,7 @@ extension OutputWorker {
             let heard = shared.clock.heard(now: .infinity)
             shared.clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
             shared.clock.consuming = false
-            shared.chainEndedAfter = ended
+            shared.output.chainEnded = (shared.epoch, ended)
             shared.playRequested = false
             confirmRestore(&state, itemID: ended)
             shared.post(.didPlayToEnd(itemID: ended))
@@ -52,7 +52,7 @@ extension OutputWorker {
         if state.waitingReported {
             shared.lock.waitOutput()
         } else if !shared.lock.waitOutput(untilMonotonic: now + Self.starvationGrace), shared.pipe.isEmpty, shared.playRequested,
-            shared.decoderEpoch == shared.epoch
+            shared.decoder.epoch == shared.epoch
         {
             reportBuffering(itemID: shared.heardItemID ?? 0, &state)
             if state.writingNetwork { beginRefill(&state) }
@@ -71,9 +71,9 @@ extension OutputWorker {
 
     /// Whether the decoder will still deliver something after `itemID` in this epoch.
     func moreComing(after itemID: Int) -> Bool {
-        if shared.decoderEpoch != shared.epoch { return true }
-        if let working = shared.decoderItemID, working != itemID, !shared.abandoned.contains(working) { return true }
-        if let next = shared.next, next.after == itemID, next.item.id != shared.decoderFailedNextID { return true }
+        if shared.decoder.epoch != shared.epoch { return true }
+        if let working = shared.decoder.itemID, working != itemID, !shared.abandoned.contains(working) { return true }
+        if let next = shared.next, next.after == itemID, next.item.id != shared.decoder.failedNextID { return true }
         return false
     }
 }

@@ -7,22 +7,22 @@ extension OutputWorker {
     /// Output thread, lock held, after `head`'s write: the fade in force is whole on the device.
     func noteFadeWritten(_ head: PCMChunk, _ state: OutputState, now: Double) {
         shared.assertOn(.output)
-        guard shared.fadeHeardAt?.serial != state.fadeSerial, state.gain.fadeIsSettled, head.gained <= head.written else { return }
-        shared.fadeHeardAt = (state.fadeSerial, shared.clock.writtenHeardAt ?? now)
+        guard shared.output.fadeHeardAt?.serial != state.fadeSerial, state.gain.fadeIsSettled, head.gained <= head.written else { return }
+        shared.output.fadeHeardAt = (state.fadeSerial, shared.clock.writtenHeardAt ?? now)
     }
 }
 
 extension EngineControl {
     /// Whether the output is writing what plays, so that a fade asked now will be heard. Lock held.
     var fadeCanBeHeard: Bool {
-        playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill && deviceLostReason == nil
+        playRequested && clock.consuming && target != nil && !shuttingDown && !output.awaitsFill && output.deviceLostReason == nil
     }
 
     /// Whether a caller waiting for fade `serial` may go: it is heard, replaced, or cannot be
     /// heard. Lock held.
     func fadeWaitIsOver(_ serial: Int, now: Double) -> Bool {
-        let heard = fadeHeardAt.map { $0.serial == serial && $0.at <= now } ?? false
-        return heard || !fadeCanBeHeard || serial != fadeRequest.serial
+        let heard = output.fadeHeardAt.map { $0.serial == serial && $0.at <= now } ?? false
+        return heard || !fadeCanBeHeard || serial != fadeSerials.fade
     }
 
     /// Resumes the callers whose wait is over. Lock held.

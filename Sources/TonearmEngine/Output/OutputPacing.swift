@@ -44,7 +44,7 @@ extension OutputWorker {
     /// clock's steps may be coarse.
     func chunkFrames(_ device: any OutputDevice, _ state: OutputState) -> Int {
         if configuration.pace { return max(1, state.paceRoom) }
-        return shared.outputTakesBatches ? .max : device.periodFrames
+        return shared.output.takesBatches ? .max : device.periodFrames
     }
 
     /// With pacing, how far ahead of the clock the output stays at least (a period, at least

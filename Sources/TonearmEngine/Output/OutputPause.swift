@@ -31,7 +31,7 @@ extension OutputWorker {
     func fadeOutForPause(_ head: PCMChunk?, _ state: inout OutputState) -> PauseFadeStep {
         shared.assertOn(.output)
         // A network item that ran dry holds nothing to fade: it pauses at once.
-        guard configuration.fadesOnPause, shared.clock.consuming, let device = state.device, shared.deviceLostReason == nil,
+        guard configuration.fadesOnPause, shared.clock.consuming, let device = state.device, shared.output.deviceLostReason == nil,
             !state.refilling
         else {
             state.pauseFadeToWrite = nil
@@ -55,7 +55,7 @@ extension OutputWorker {
             }
         }
         if let left = state.pauseFadeToWrite, left > 0, let head, head.remainingFrames > 0,
-            head.runStart == nil || (head.runStart == .advance && head.format == shared.deviceFormat)
+            head.runStart == nil || (head.runStart == .advance && head.format == shared.output.deviceFormat)
         {
             return .writeFade
         }
@@ -112,7 +112,7 @@ extension OutputWorker {
         let end = (from.itemID, from.frame + Int64(ramp), from.sampleRate)
         state.refillFrom = end
         shared.pauseStandsAt = (shared.epoch, end.0, end.1, end.2)
-        shared.lastWrittenItem = from.itemID
+        shared.output.lastWrittenItem = from.itemID
         shared.resumePauseWaitersIfDone()
         shared.lock.unlock()
         let outcome = device.write(fade, frames: ramp)
@@ -169,7 +169,7 @@ extension OutputWorker {
         shared.clock.heldFrames = allHeard ? 0 : shared.clock.held(now: now).rounded(.up)
         shared.clock.heldAt = now
         shared.clock.consuming = false
-        shared.stoppedConsumingAt = now
+        shared.output.stoppedConsumingAt = now
         shared.lock.unlock()
         let inPlace = device.pauseNow()
         shared.lock.lock()

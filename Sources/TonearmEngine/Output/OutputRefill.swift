@@ -13,7 +13,7 @@ extension OutputWorker {
     func awaitFill(_ head: PCMChunk, _ state: inout OutputState) -> Bool {
         shared.assertOn(.output)
         guard !shared.prebuffered(head.itemID) else {
-            shared.outputAwaitsFill = false
+            shared.output.awaitsFill = false
             if state.refilling && head.runStart == nil {
                 // Going on after a refill: the pace counts from now, not from before the gap.
                 state.refilling = false
@@ -27,7 +27,7 @@ extension OutputWorker {
             // Rejoining a live stream while playing: buffering until it is heard.
             reportBuffering(itemID: head.itemID, &state)
         }
-        shared.outputAwaitsFill = true
+        shared.output.awaitsFill = true
         shared.resumePauseWaitersIfDone()
         shared.lock.waitOutput()
         return true

@@ -9,7 +9,7 @@ extension OutputWorker {
     /// enough to be released. Output thread, lock held.
     func idle(_ state: inout OutputState) {
         shared.assertOn(.output)
-        guard let after = configuration.releaseAfterSeconds, state.device != nil || shared.hooksOpened else {
+        guard let after = configuration.releaseAfterSeconds, state.device != nil || state.hooksOpened else {
             shared.lock.waitOutput()
             return
         }
@@ -39,7 +39,7 @@ extension OutputWorker {
             closeDevice(&state)
             shared.post(.deviceReleased(itemID: shared.heardItemID ?? 0))
         }
-        releaseHooks()
+        releaseHooks(&state)
     }
 
     /// Play was asked while the device is released: opens it in the format of what is heard
@@ -49,13 +49,13 @@ extension OutputWorker {
         shared.assertOn(.output)
         let wanted = head.format
         let myEpoch = shared.epoch
-        let result = openDevice(wanted)
+        let result = openDevice(wanted, &state)
         switch result {
         case .success(let device):
             adoptDevice(device, &state)
-            shared.deviceFormat = device.format
+            shared.output.deviceFormat = device.format
             guard device.format != wanted else { return }
-            shared.grantedFormats[wanted] = device.format
+            shared.output.grantedFormats[wanted] = device.format
             if shared.epoch == myEpoch, let item = shared.knownItem(head.itemID) {
                 shared.target = DecodeTarget(
                     item: item, startSeconds: Double(head.position + Int64(head.written)) / Double(wanted.sampleRate),
@@ -64,9 +64,9 @@ extension OutputWorker {
             }
         case .failure(let failure):
             guard shared.epoch == myEpoch else { return }
-            shared.deviceFormat = wanted
-            shared.deviceLostReason = failure.message
-            shared.nextReopenAt = EngineLock.now() + reopenInterval
+            shared.output.deviceFormat = wanted
+            shared.output.deviceLostReason = failure.message
+            state.nextReopenAt = EngineLock.now() + reopenInterval
             if shared.playRequested {
                 shared.playRequested = false
                 shared.resumeOnRestore = true

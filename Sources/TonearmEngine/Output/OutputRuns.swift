@@ -13,7 +13,7 @@ extension OutputWorker {
         shared.assertOn(.output)
         let now = EngineLock.now()
         state.idleSince = nil
-        if state.device != nil, shared.deviceLostReason == nil {
+        if state.device != nil, shared.output.deviceLostReason == nil {
             shared.lock.unlock()
             state.device?.discard()
             shared.lock.lock()
@@ -21,8 +21,8 @@ extension OutputWorker {
         }
         shared.clock.park(itemID: head.itemID, frame: head.position, sampleRate: head.format.sampleRate, now: now)
         shared.clock.consuming = false
-        shared.stoppedConsumingAt = now
-        shared.outputAwaitsFill = false
+        shared.output.stoppedConsumingAt = now
+        shared.output.awaitsFill = false
         state.refilling = false
         state.titleToAnnounce = nil
         state.pauseFadeToWrite = nil
@@ -33,18 +33,19 @@ extension OutputWorker {
         if run != .seek(token: EngineControl.internalSeekToken) { state.waitingReported = false }
         // While the device is away a seek just moves the position; a load tries the device now.
         // A released device opens again for a load, or when play is asked; not for a paused seek.
-        let needsDevice = (shared.deviceLostReason == nil || run == .opened) && (!state.released || shared.playRequested || run == .opened)
-        if needsDevice && (shared.deviceFormat != head.format || state.device == nil) {
+        let needsDevice =
+            (shared.output.deviceLostReason == nil || run == .opened) && (!state.released || shared.playRequested || run == .opened)
+        if needsDevice && (shared.output.deviceFormat != head.format || state.device == nil) {
             guard prepareDevice(for: head, run, &state) else { return }
         }
         head.runStart = nil
-        shared.outputEpoch = head.epoch
-        shared.lastEndedItem = nil
+        shared.output.epoch = head.epoch
+        state.lastEnded = nil
         let position = Double(head.position) / Double(head.format.sampleRate)
         shared.publishHeard(head.itemID, position: position)
         if head.announcedReady {
             // Its device appeared: it was announced ready (and interrupted, if play was asked).
-            shared.deviceAwaited = nil
+            state.deviceAwaited = nil
             let resume = shared.resumeOnRestore || shared.playRequested
             shared.resumeOnRestore = false
             shared.playRequested = resume
@@ -70,14 +71,14 @@ extension OutputWorker {
         shared.assertOn(.output)
         closeDevice(&state)
         let requested = head.format
-        switch openDevice(requested) {
+        switch openDevice(requested, &state) {
         case .failure(let failure)
         where configuration.waitForDevice && failure.kind == .deviceUnavailable
             && run == .opened && head.epoch == shared.epoch:
-            awaitDevice(for: head, failure)
+            awaitDevice(for: head, failure, &state)
             return false
         case .failure(let failure):
-            shared.deviceLostReason = nil
+            shared.output.deviceLostReason = nil
             if head.epoch == shared.epoch {
                 // The item cannot be heard: it fails, and nothing more is decoded.
                 shared.target = nil
@@ -91,15 +92,15 @@ extension OutputWorker {
             return false
         case .success(let device):
             adoptDevice(device, &state)
-            shared.deviceFormat = device.format
+            shared.output.deviceFormat = device.format
             state.devicePaused = false
-            if shared.deviceLostReason != nil {
+            if shared.output.deviceLostReason != nil {
                 // A load while the device was away brought it back.
-                shared.deviceLostReason = nil
+                shared.output.deviceLostReason = nil
             }
             if device.format != requested, head.epoch == shared.epoch {
                 // The device plays another format: the decoder converts to it, from this run's start.
-                shared.grantedFormats[requested] = device.format
+                shared.output.grantedFormats[requested] = device.format
                 if let item = shared.knownItem(head.itemID) {
                     shared.target = DecodeTarget(
                         item: item, startSeconds: Double(head.position) / Double(requested.sampleRate),

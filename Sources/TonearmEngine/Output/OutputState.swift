@@ -58,5 +58,35 @@ extension OutputWorker {
         /// void, and the decoder starts again here once the device pauses (or play comes first).
         var refillFrom: (itemID: Int, frame: Int64, sampleRate: Int)?
         var pauseFadePadded = false
+        /// Stops the `on_close` hook of the last release if an open comes before it ended.
+        var closeHookStop: HookStop?
+        /// `output.on_open` ran (or there is none) and the device has not been released since: the
+        /// next open needs no hook, and a release runs `output.on_close`.
+        var hooksOpened = false
+        /// When the lost or awaited device is tried again next.
+        var nextReopenAt = 0.0
+        /// Set while a loaded item waits for a device that was missing or busy when it was loaded
+        /// (`waitForDevice`): why, and the play/pause intent of the last attempt (a new play or pause
+        /// tries again at once; otherwise every `reopenInterval`, at `nextReopenAt`).
+        var deviceAwaited: (reason: String, intent: Int)?
+        /// What callers asked by command (`EngineCommand`), taken at the top of the loop.
+        var inbox: [EngineCommand] = []
+        /// Software volume as a gain factor (1 = unchanged); the gain ramps to it.
+        var volume = 1.0
+        /// The latest fade over the volume and duck beside it; applied from the next write when
+        /// their serials differ from `fadeSerial` and `duckSerial`.
+        var fadeRequest = FadeRequest()
+        var duckRequest = FadeRequest()
+        /// ReplayGain, applied to every chunk from its item's tags.
+        var replayGain = ReplayGainSettings()
+        /// Once paused: what the device holds unheard is dropped and decoded again.
+        var refillRequested = false
+        /// The item after `after` is to be taken back from the device (`takeBack`), if `epoch` is
+        /// still the engine's.
+        var takeBackAfter: (after: Int, epoch: Int)?
+        /// The last item whose final chunk was handed to the device, in `epoch`.
+        var lastEnded: (epoch: Int, itemID: Int)?
+
+        init() { inbox.reserveCapacity(16) }
     }
 }

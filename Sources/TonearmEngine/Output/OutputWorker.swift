@@ -15,6 +15,8 @@ import TonearmSync
 struct OutputWorker {
     let shared: EngineControl
     let configuration: OutputConfiguration
+    /// Opens devices off this thread, one at a time (`openDevice`).
+    let opener = DeviceOpener()
 
     init(shared: EngineControl) {
         self.shared = shared
@@ -39,21 +41,23 @@ extension OutputWorker {
             shared.resumeFadeWaitersIfHeard(now: EngineLock.now())
             if shared.shuttingDown {
                 closeDevice(&state)
-                finishQueuedHooks()
-                if shared.hooksOpened, !configuration.onClose.isEmpty {
+                finishQueuedHooks(state)
+                if state.hooksOpened, !configuration.onClose.isEmpty {
                     // Run here, not queued: the daemon exits once this thread has left.
-                    shared.hooksOpened = false
+                    state.hooksOpened = false
                     shared.lock.unlock()
                     runHook(.onClose, configuration.onClose)
                     shared.lock.lock()
                 }
-                shared.outputFinished = true
+                shared.output.finished = true
                 shared.lock.wakeAll()
                 shared.lock.unlock()
                 return
             }
-            if let after = shared.takeBackAfter {
-                takeBack(after: after, &state)
+            takeCommands(&state)
+            if let request = state.takeBackAfter {
+                state.takeBackAfter = nil
+                if request.epoch == shared.epoch { takeBack(after: request.after, &state) }
                 continue
             }
             dropVoidChunks()
@@ -64,19 +68,19 @@ extension OutputWorker {
                 continue
             }
             if let head, let run = head.runStart, run != .advance {
-                if let awaited = shared.deviceAwaited, head.announcedReady, awaited.intent == shared.intent,
-                    EngineLock.now() < shared.nextReopenAt
+                if let awaited = state.deviceAwaited, head.announcedReady, awaited.intent == shared.intent,
+                    EngineLock.now() < state.nextReopenAt
                 {
                     // The item waits for its device: the next attempt is due then, or at a play or pause.
-                    shared.lock.waitOutput(untilMonotonic: shared.nextReopenAt)
+                    shared.lock.waitOutput(untilMonotonic: state.nextReopenAt)
                     continue
                 }
                 beginRun(head, run, &state)
                 continue
             }
             // The item that waited for its device was replaced or stopped.
-            shared.deviceAwaited = nil
-            if shared.deviceLostReason != nil {
+            state.deviceAwaited = nil
+            if shared.output.deviceLostReason != nil {
                 reopenLostDevice(&state)
                 continue
             }
@@ -98,9 +102,9 @@ extension OutputWorker {
                     // Pausing the device releases the lock: anything that came meanwhile is looked at
                     // before sleeping, or its wake-up would be lost.
                     if pauseDevice(&state) { continue }
-                    if shared.refillRequested {
+                    if state.refillRequested {
                         // Once paused: what the device holds unheard is dropped and decoded again.
-                        shared.refillRequested = false
+                        state.refillRequested = false
                         if state.device != nil {
                             rewindToHeard(now: EngineLock.now())
                             continue
@@ -136,7 +140,7 @@ extension OutputWorker {
                 startConsuming(&state)
                 continue
             }
-            if let head, head.runStart == .advance, head.format != shared.deviceFormat {
+            if let head, head.runStart == .advance, head.format != shared.output.deviceFormat {
                 // The next item needs another format: the device plays out what it holds first.
                 if reopenForAdvance(head, &state) { continue }
             }
@@ -154,6 +158,25 @@ extension OutputWorker {
         }
     }
 
+    /// Takes what callers queued for this thread into its own state. Lock held.
+    func takeCommands(_ state: inout OutputState) {
+        guard !shared.commands.output.isEmpty else { return }
+        shared.commands.take(for: .output, into: &state.inbox)
+        for command in state.inbox {
+            switch command {
+            case .setVolume(let factor): state.volume = factor
+            case .fade(let request): state.fadeRequest = request
+            case .duck(let request): state.duckRequest = request
+            case .setReplayGain(let settings): state.replayGain = settings
+            case .refillWhilePaused(let wanted): state.refillRequested = wanted
+            case .takeBack(let after, let epoch): state.takeBackAfter = (after, epoch)
+            case .forgetLostDevice: shared.output.deviceLostReason = nil
+            case .setCrossfade: break
+            }
+        }
+        state.inbox.removeAll(keepingCapacity: true)
+    }
+
     // MARK: Chunks
 
     /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
@@ -169,7 +192,7 @@ extension OutputWorker {
     /// A chunk was written out: release it, note an item's end, wake the decoder at half free.
     func finishChunk(_ head: PCMChunk, _ state: inout OutputState) {
         shared.assertOn(.output)
-        if head.endsItem { shared.lastEndedItem = head.itemID }
+        if head.endsItem { state.lastEnded = (shared.epoch, head.itemID) }
         let halfEmptyBefore = shared.pipeIsHalfEmpty
         shared.pipe.popFirst()
         if !halfEmptyBefore && shared.pipeIsHalfEmpty { shared.lock.wakeDecoder() }
@@ -199,29 +222,29 @@ extension OutputWorker {
             frames = min(frames, max(device.periodFrames, room))
         }
         let pointer = head.bytes + head.written * format.bytesPerFrame
-        if shared.loudnessInForce?.itemID != head.itemID {
+        if shared.output.loudnessInForce?.itemID != head.itemID {
             let taken = shared.leveling(head.itemID)
-            shared.loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
+            shared.output.loudnessInForce = (head.itemID, taken.measurement, taken.provisional)
         }
-        let itemGain = shared.replayGain.gain(
-            tags: head.replayGain, loudness: shared.loudnessInForce?.measurement,
-            prefersAlbum: head.prefersAlbumGain, provisional: shared.loudnessInForce?.provisional ?? false)
-        shared.liveGainInForce = head.liveGainDB
+        let itemGain = state.replayGain.gain(
+            tags: head.replayGain, loudness: shared.output.loudnessInForce?.measurement,
+            prefersAlbum: head.prefersAlbumGain, provisional: shared.output.loudnessInForce?.provisional ?? false)
+        shared.output.liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked with or after the
         // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.
         if shared.playRequested && state.pauseFadeToWrite == nil {
-            if shared.fadeRequest.serial != state.fadeSerial {
-                state.fadeSerial = shared.fadeRequest.serial
+            if state.fadeRequest.serial != state.fadeSerial {
+                state.fadeSerial = state.fadeRequest.serial
                 state.gain.fade(
-                    from: shared.fadeRequest.from, to: shared.fadeRequest.to, frames: shared.fadeRequest.frames(format, shared.speed))
+                    from: state.fadeRequest.from, to: state.fadeRequest.to, frames: state.fadeRequest.frames(format, shared.speed))
             }
-            if shared.duckRequest.serial != state.duckSerial {
-                state.duckSerial = shared.duckRequest.serial
-                state.gain.duck(to: shared.duckRequest.to, frames: shared.duckRequest.frames(format, shared.speed))
+            if state.duckRequest.serial != state.duckSerial {
+                state.duckSerial = state.duckRequest.serial
+                state.gain.duck(to: state.duckRequest.to, frames: state.duckRequest.frames(format, shared.speed))
             }
         }
-        let gainTarget = shared.volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
-        shared.lastWrittenItem = head.itemID
+        let gainTarget = state.volume * GainStage.factor(decibels: itemGain.decibels + (head.liveGainDB ?? 0))
+        shared.output.lastWrittenItem = head.itemID
         state.writingNetwork = head.isNetwork
         state.endHandedOn = false
         if let title = head.streamTitle {
@@ -248,7 +271,7 @@ extension OutputWorker {
                 itemID: head.itemID, trackFrame: head.position + Int64(head.written), frames: count,
                 sampleRate: format.sampleRate)
             head.written += count
-            shared.framesWrittenTotal &+= count
+            shared.output.framesWritten &+= count
             state.written?.append(pointer, frames: count)
             if let left = state.pauseFadeToWrite { state.pauseFadeToWrite = max(0, left - count) }
             if let restore = state.unconfirmedRestore {
@@ -264,7 +287,7 @@ extension OutputWorker {
                 shared.clock.heldFrames = Double(deviceDelay)
                 shared.clock.heldAt = writtenAt
                 state.unheldWrites = count > 0 && deviceDelay == 0 ? state.unheldWrites + 1 : 0
-                shared.outputTakesBatches = state.unheldWrites >= 2
+                shared.output.takesBatches = state.unheldWrites >= 2
             }
             state.idleSince = nil
             if head.remainingFrames == 0 { finishChunk(head, &state) }
@@ -299,8 +322,7 @@ extension OutputWorker {
     /// came too close meanwhile) plays what it holds; the chain still goes on with the new item.
     func takeBack(after: Int, _ state: inout OutputState) {
         shared.assertOn(.output)
-        shared.takeBackAfter = nil
-        guard shared.outputEpoch == shared.epoch, let device = state.device,
+        guard shared.output.epoch == shared.epoch, let device = state.device,
             let frames = shared.clock.framesWritten(after: after, now: shared.clockNow)
         else { return }
         shared.lock.unlock()
@@ -318,8 +340,8 @@ extension OutputWorker {
             shared.clock.heldFrames = Double(delay)
             shared.clock.heldAt = now
         }
-        shared.lastWrittenItem = after
-        shared.lastEndedItem = after
+        shared.output.lastWrittenItem = after
+        state.lastEnded = (shared.epoch, after)
         // The gain ramps from what is heard next; the taken-back item's ramp never sounded.
         state.endHandedOn = false
         shared.lock.wakeDecoder()
@@ -330,7 +352,7 @@ extension OutputWorker {
         shared.assertOn(.output)
         // A border of a run that a seek, load or stop has voided is never announced: the player
         // has moved on to what it asked for, and news of the old item would be taken as current.
-        guard shared.outputEpoch == shared.epoch, let itemID = shared.clock.advance(now: now) else { return }
+        guard shared.output.epoch == shared.epoch, let itemID = shared.clock.advance(now: now) else { return }
         shared.publishHeard(itemID, position: shared.clock.position(now: now).seconds)
         shared.post(.started(itemID: itemID))
     }
@@ -350,16 +372,16 @@ extension OutputWorker {
                 capacity: device.bufferFrames + device.periodFrames + paceLeadFrames(device) + pacePieceFrames(device),
                 scratchFrames: GainStage.rampFrames(sampleRate: device.format.sampleRate))
             : nil
-        shared.deviceOpen = true
+        shared.output.deviceOpen = true
         let rate = Double(device.format.sampleRate)
-        shared.outputLeadSeconds =
+        shared.output.leadSeconds =
             configuration.pace
             ? Double(paceLeadFrames(device) + pacePieceFrames(device)) / rate
             : Double(device.bufferFrames) / rate
-        shared.outputRewinds = device.canRewind
+        shared.output.rewinds = device.canRewind
         // Paced, the thread sleeps on its condition and a take-back wakes it; otherwise it may be
         // in a write that blocks until a period has room.
-        shared.outputResponseSeconds = 0.002 + (configuration.pace ? 0 : Double(device.periodFrames) / rate)
+        shared.output.responseSeconds = 0.002 + (configuration.pace ? 0 : Double(device.periodFrames) / rate)
     }
 
     func closeDevice(_ state: inout OutputState) {
@@ -369,11 +391,11 @@ extension OutputWorker {
         state.written = nil
         state.devicePaused = false
         state.unheldWrites = 0
-        shared.outputTakesBatches = false
-        shared.outputLeadSeconds = 0
-        shared.outputRewinds = false
-        shared.deviceOpen = false
-        if shared.deviceLostReason == nil { shared.deviceFormat = nil }
+        shared.output.takesBatches = false
+        shared.output.leadSeconds = 0
+        shared.output.rewinds = false
+        shared.output.deviceOpen = false
+        if shared.output.deviceLostReason == nil { shared.output.deviceFormat = nil }
         shared.lock.unlock()
         device.close()
         shared.lock.lock()

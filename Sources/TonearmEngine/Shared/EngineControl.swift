@@ -85,8 +85,6 @@ final class EngineControl: @unchecked Sendable {
     let input: InputConfiguration
     let lock = EngineLock()
     let observers = ObserverRegistry()
-    /// Opens devices off the output thread (`openDevice`), one at a time, for the engine's life.
-    let deviceOpener = JobThread(name: "tonearm-open")
     /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
     /// at most `decodeAheadSeconds` in it.
     let pipe = ChunkPipe(chunkCount: 64)
@@ -109,10 +107,6 @@ final class EngineControl: @unchecked Sendable {
     /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
     /// the decoder leaves them. Written by callers; emptied by `beginEpoch` (any thread).
     var abandoned: [Int] = []
-    /// The next item after this one was replaced after some of it was handed to the device, not
-    /// yet heard: the output takes those frames back (`OutputWorker.takeBack`). Set by callers
-    /// (`setNext`), cleared by the output thread.
-    var takeBackAfter: Int?
     /// Whether the user wants sound. Written by callers, and by the output thread at the end and
     /// when the device is lost or restored.
     var playRequested = false
@@ -138,27 +132,9 @@ final class EngineControl: @unchecked Sendable {
     /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
     /// the output thread when the device goes and comes back; cleared by callers' pause and stop.
     var resumeOnRestore = false
-    /// Software volume as a gain factor (1 = unchanged); the output ramps to it. Callers.
-    var volume: Double = 1
-    /// A slow fade over the volume, applied by the output from its next write (`fade`). Callers.
-    var fadeRequest = FadeRequest()
-    /// The music's level under a ducked announcement, a factor beside the fade's (`duck`). Callers.
-    var duckRequest = FadeRequest()
     /// Callers waiting for a fade to be heard (`fadeHeard`), with its serial: appended by
     /// callers, resumed by the output thread (`OutputFadeHeard`). Engine lock.
     var fadeWaiters: [(serial: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    /// The fade whose last frame the output wrote last, and when that frame is heard. Output
-    /// thread, engine lock.
-    var fadeHeardAt: (serial: Int, at: Double)?
-    /// Paused: the device's unheard audio is dropped and refilled from the heard sample (after a
-    /// fade-out, so that play resumes at full level at once). Set by callers, cleared by the
-    /// output thread.
-    var refillRequested = false
-    /// ReplayGain, applied by the output to every chunk from its item's tags. Callers.
-    var replayGain = ReplayGainSettings()
-    /// How long an item and the next overlap, seconds (0: gapless joins). The decoder reads it
-    /// when it nears an item's end. Callers.
-    var crossfadeSeconds = 0.0
     /// A clip to mix over the music, and a serial that tells each request from the one before.
     /// Set and cleared by callers (`playOverlay`, `stopOverlay`); cleared by the decoder thread
     /// when the clip cannot be opened, and by whichever thread ends it (`endOverlay`). The
@@ -173,106 +149,54 @@ final class EngineControl: @unchecked Sendable {
     let overlayCancellation = CancellationFlag()
     /// Callers (`shutdown`); both threads leave when they see it.
     var shuttingDown = false
-    /// Lets blocking FFmpeg I/O give up when what it serves is no longer wanted. The decoder
-    /// installs a fresh one for each open; callers cancel it on an epoch change.
-    var decoderCancellation = CancellationFlag()
     /// The last items named by callers (loads and nexts), so a rewind can decode one again, and
     /// where the output finds an item's loudness. Callers (`setLoudness` updates one in place).
     var knownItems: [EngineItem] = []
 
-    // MARK: Written by the decoder thread.
+    /// Commands queued for the threads (`EngineCommand`).
+    var commands = EngineCommands()
+    /// The serials of the latest fade and duck asked (`PlayerEngine.fade`, `duck`): a fade
+    /// waited for is over once a newer one replaced it.
+    var fadeSerials = (fade: 0, duck: 0)
 
-    /// The item the decoder is opening, decoding or has decoded to its end; nil when idle.
-    var decoderItemID: Int?
-    /// The epoch the decoder last took up.
-    var decoderEpoch = -1
-    /// The `next` item that failed to open; the decoder waits for another `next`.
-    var decoderFailedNextID: Int?
-    /// The item the decoder fills the pipe with is read over the network (see `fillTarget`).
-    var decodingNetwork = false
-    /// Media info of items opened and not yet left behind (the heard one and those decoded ahead).
-    var infos: [(itemID: Int, info: MediaInfo)] = []
+    // MARK: What each thread tells the others.
+
+    private var outputReport = OutputReport()
+    private var decoderReport = DecoderReport()
+
+    /// Written by the output thread only: debug builds stop where another thread writes it.
+    var output: OutputReport {
+        _read { yield outputReport }
+        _modify {
+            assertOn(.output)
+            yield &outputReport
+        }
+    }
+
+    /// Written by the decoder thread only: debug builds stop where another thread writes it.
+    var decoder: DecoderReport {
+        _read { yield decoderReport }
+        _modify {
+            assertOn(.decoder)
+            yield &decoderReport
+        }
+    }
+
+    /// Playback reached the end after this item, in this epoch: nothing followed it.
+    var chainEndedAfter: Int? { output.chainEnded.flatMap { $0.epoch == epoch ? $0.after : nil } }
 
     // MARK: Written by the output thread.
 
-    /// The output waits for a network item's audio to fill up to `input.prebufferSeconds`: the
-    /// decoder wakes it at every chunk it pushes until then.
-    var outputAwaitsFill = false
-    /// The open device is not clocked: it took writes and held none of them (ALSA's `null` and
-    /// `file` plugins, unpaced), so it can never run short. Waking the output for each chunk
-    /// would only cost (two context switches a chunk: a quarter of a Vorbis decode's CPU on a
-    /// 2-vCPU VM), so the decoder hands it audio half a pipe at a time (see `place`). Cleared
-    /// when the device closes; a write the device holds part of clears it too.
-    var outputTakesBatches = false
-    /// The most audio the open device may hold ahead of what is heard, in track seconds: a
-    /// paced write beyond the pace's lead, or the device's buffer (see `adoptDevice`). A network source's reads pause
-    /// only while more than this is decoded (`DecoderWorker.decodeStep`). 0 when closed.
-    var outputLeadSeconds = 0.0
-    /// When the clock last stopped consuming (a pause carried out, a run parked ready).
-    var stoppedConsumingAt = 0.0
-    /// The open device can take back frames it holds unheard (`OutputDevice.rewind`), and how
-    /// soon the output thread acts on a take-back at worst (it may be in a blocking write of a
-    /// period). false and 0 when closed.
-    var outputRewinds = false
-    var outputResponseSeconds = 0.0
-    /// Stops the `on_close` hook of the last release if an open comes before it ended (output thread).
-    var closeHookStop: HookStop?
-
     /// What is being heard; see `PlaybackClock`.
     var clock: PlaybackClock
-    /// The loudness the output levels the item it writes with (`provisional`: its opening's):
-    /// taken from `knownItems` at the item's first write (`leveling`) and kept until another
-    /// item is written. Output thread (`write`).
-    var loudnessInForce: (itemID: Int, measurement: LoudnessMeasurement?, provisional: Bool)?
-    /// The automatic gain of the live stream chunk written last (nil: none). Output thread.
-    var liveGainInForce: Double?
-    /// The epoch whose first chunk the output has acted on (device prepared, news posted).
-    var outputEpoch = -1
-    /// The last item whose final chunk was handed to the device (cleared by `beginEpoch`).
-    var lastEndedItem: Int?
-    /// Playback reached the end after this item: nothing followed it (cleared by `beginEpoch`).
-    var chainEndedAfter: Int?
-    /// The item of the last chunk handed to the device.
-    var lastWrittenItem: Int?
-    /// Frames the device has taken since the engine started: proof that the output thread is not
-    /// wedged (the service watchdog reads it).
-    var framesWrittenTotal = 0
-    /// The device's format while it is open (or lost and being reopened); nil when closed.
-    var deviceFormat: PCMFormat?
-    var deviceOpen = false
-    /// `output.on_open` ran (or there is none) and the device has not been released since: the
-    /// next open needs no hook, and a release runs `output.on_close`. Output thread.
-    var hooksOpened = false
-    /// The output thread has closed the device, run its closing hook and left (shutdown).
-    /// Written by the output thread, lock held; `waitUntilShutDown` waits for it.
-    var outputFinished = false
-    /// What the device granted when asked for a format it could not play as is; the decoder
-    /// converts to the granted one from then on.
-    var grantedFormats: [PCMFormat: PCMFormat] = [:]
-    /// Set while the device is gone: why (cleared by `stop` too), and when the output thread
-    /// tries to reopen it next.
-    var deviceLostReason: String?
-    var nextReopenAt = 0.0
-    /// Set while a loaded item waits for a device that was missing or busy when it was loaded
-    /// (`waitForDevice`): why, and the play/pause intent of the last attempt (a new play or pause
-    /// tries again at once; otherwise every `reopenInterval`, at `nextReopenAt`).
-    var deviceAwaited: (reason: String, intent: Int)?
-    /// A device open that timed out and has not returned yet (see `DeviceOpenAttempt`): set by the
-    /// output thread, cleared by the opener thread once the open returns.
-    var stuckOpen: DeviceOpenAttempt?
 
     init(configuration: OutputConfiguration, input: InputConfiguration) {
         self.configuration = configuration
         self.input = input
         clock = PlaybackClock(speed: configuration.pace ? max(configuration.speed, 0.001) : 1)
         abandoned.reserveCapacity(16)
-        infos.reserveCapacity(8)
         knownItems.reserveCapacity(8)
     }
-
-    /// The decoder and output threads have left (they hold the control until then): the opener
-    /// thread ends too. An open still stuck keeps its job, and so its thread, until it returns.
-    deinit { deviceOpener.finish() }
 
     /// Track time advances this many seconds per wall-clock second.
     var speed: Double { clock.speed }
@@ -322,19 +246,16 @@ final class EngineControl: @unchecked Sendable {
     /// prebuffer is full, or no more of the item is coming, or the pipe can hold no more. Lock held.
     func prebuffered(_ itemID: Int) -> Bool {
         lock.assertHeld()
-        return pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoderEpoch != epoch
-            || decoderItemID != itemID || pipe.contains { $0.itemID == itemID && $0.endsItem }
+        return pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoder.epoch != epoch
+            || decoder.itemID != itemID || pipe.contains { $0.itemID == itemID && $0.endsItem }
     }
 
     /// Starts a new epoch: everything queued so far is void. Lock held.
     func beginEpoch() {
         lock.assertHeld()
         epoch += 1
-        takeBackAfter = nil
         abandoned.removeAll(keepingCapacity: true)
-        chainEndedAfter = nil
-        lastEndedItem = nil
-        decoderCancellation.cancel()
+        decoder.cancellation.cancel()
         lock.wakeAll()
     }
 
@@ -351,14 +272,14 @@ final class EngineControl: @unchecked Sendable {
     /// output took at its first write; before that, its measurement if known, else its
     /// opening's. Lock held.
     func leveling(_ itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool) {
-        if let inForce = loudnessInForce, inForce.itemID == itemID { return (inForce.measurement, inForce.provisional) }
+        if let inForce = output.loudnessInForce, inForce.itemID == itemID { return (inForce.measurement, inForce.provisional) }
         let item = knownItem(itemID)
         if let loudness = item?.loudness { return (loudness, false) }
         return (item?.openingLoudness, item?.openingLoudness != nil)
     }
 
     func info(for itemID: Int) -> MediaInfo? {
-        infos.last(where: { $0.itemID == itemID })?.info
+        decoder.infos.last(where: { $0.itemID == itemID })?.info
     }
 
     /// The instant the clock is read at: now, or when a pause was asked that the output has
@@ -372,7 +293,7 @@ final class EngineControl: @unchecked Sendable {
     /// A pause was asked that the output has not carried out yet (a fade-out may be under way).
     /// Not while the output waits for a network item to fill again: that pause comes with the
     /// audio, however long the network takes. Lock held.
-    var pauseIsPending: Bool { !playRequested && clock.consuming && target != nil && !shuttingDown && !outputAwaitsFill }
+    var pauseIsPending: Bool { !playRequested && clock.consuming && target != nil && !shuttingDown && !output.awaitsFill }
 
     /// The place a pending pause stands at, once known. Lock held.
     var pendingPauseStands: (itemID: Int, seconds: Double)? {
@@ -427,7 +348,7 @@ final class EngineControl: @unchecked Sendable {
     /// thread to act before it (lock held).
     func canTakeBack(after itemID: Int) -> Bool {
         lock.assertHeld()
-        guard outputRewinds, outputEpoch == epoch else { return false }
+        guard output.rewinds, output.epoch == epoch else { return false }
         let now = clockNow
         guard clock.heard(now: now).itemID == itemID else { return false }
         guard clock.consuming else { return true }  // paused or parked: nothing moves
@@ -436,7 +357,7 @@ final class EngineControl: @unchecked Sendable {
         // what was written before.
         guard let border = clock.framesWritten(after: itemID, now: now) != nil ? clock.nextSegmentHeardAt : clock.writtenHeardAt
         else { return true }
-        return border - now > outputResponseSeconds
+        return border - now > output.responseSeconds
     }
 
     /// Makes `itemID` the snapshot's item (lock held): its info, duration and status.

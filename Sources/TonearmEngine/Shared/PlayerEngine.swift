@@ -126,15 +126,15 @@ package final class PlayerEngine: Sendable {
         control.lock.withLock {
             let c = control
             if c.chainEndedAfter == after { return false }
-            if let written = c.lastWrittenItem, written > after, c.outputEpoch == c.epoch {
+            if let written = c.output.lastWrittenItem, written > after, c.output.epoch == c.epoch {
                 guard item?.id != c.next?.item.id else { return true }
                 guard c.canTakeBack(after: after) else { return false }
-                c.takeBackAfter = after
+                c.commands.send(.takeBack(after: after, epoch: c.epoch))
             }
             if let old = c.next, old.after == after, old.item.id != item?.id {
                 // What was decoded ahead is not wanted any more.
                 c.abandoned.append(old.item.id)
-                if c.decoderItemID == old.item.id { c.decoderCancellation.cancel() }
+                if c.decoder.itemID == old.item.id { c.decoder.cancellation.cancel() }
             }
             if let item {
                 c.remember(item)
@@ -193,7 +193,7 @@ package final class PlayerEngine: Sendable {
             // A pause asked while the device is away is kept: the device's return must not undo it.
             if !playing { c.resumeOnRestore = false }
             // A refill asked while playing has nothing to drop; left set, a later pause would redo it.
-            if playing { c.refillRequested = false }
+            if playing { c.commands.send(.refillWhilePaused(false)) }
             if c.playRequested != playing {
                 if playing { rejoinIfLiveAndStale() }
                 c.playRequested = playing
@@ -217,7 +217,7 @@ package final class PlayerEngine: Sendable {
     private func rejoinIfLiveAndStale() {
         let c = control
         guard let heard = c.heardItemID, c.info(for: heard)?.isLive == true, let item = c.knownItem(heard),
-            c.target != nil, !c.clock.consuming, EngineLock.now() - c.stoppedConsumingAt > Self.liveRejoinAfter
+            c.target != nil, !c.clock.consuming, EngineLock.now() - c.output.stoppedConsumingAt > Self.liveRejoinAfter
         else { return }
         c.target = DecodeTarget(item: item, startSeconds: 0, runStart: .seek(token: EngineControl.internalSeekToken))
         c.beginEpoch()
@@ -254,7 +254,7 @@ package final class PlayerEngine: Sendable {
     /// the next item whose end the decoder has not reached yet.
     package func setCrossfade(seconds: Double) {
         control.lock.withLock {
-            control.crossfadeSeconds = seconds.isFinite ? min(max(seconds, 0), 15) : 0
+            control.commands.send(.setCrossfade(seconds.isFinite ? min(max(seconds, 0), 15) : 0))
         }
     }
 
@@ -290,7 +290,7 @@ package final class PlayerEngine: Sendable {
     /// Software volume, 0…1 as a linear factor of the signal (1 = untouched); ramps, no click.
     package func setVolume(_ factor: Double) {
         control.lock.withLock {
-            control.volume = min(max(factor.isFinite ? factor : 1, 0), 1)
+            control.commands.send(.setVolume(min(max(factor.isFinite ? factor : 1, 0), 1)))
         }
     }
 
@@ -299,7 +299,7 @@ package final class PlayerEngine: Sendable {
     /// (Ids increase: an item at or before the one written last has been written.)
     package func setLoudness(_ measurement: LoudnessMeasurement, for itemID: Int) {
         control.lock.withLock {
-            if let inForce = control.loudnessInForce, inForce.itemID >= itemID { return }
+            if let inForce = control.output.loudnessInForce, inForce.itemID >= itemID { return }
             guard let index = control.knownItems.lastIndex(where: { $0.id == itemID }) else { return }
             control.knownItems[index].loudness = measurement
         }
@@ -312,7 +312,7 @@ package final class PlayerEngine: Sendable {
     package func loudnessInForce(for itemID: Int) -> (measurement: LoudnessMeasurement?, provisional: Bool, liveGainDB: Double?) {
         control.lock.withLock {
             let leveling = control.leveling(itemID)
-            let live = control.loudnessInForce?.itemID == itemID ? control.liveGainInForce : nil
+            let live = control.output.loudnessInForce?.itemID == itemID ? control.output.liveGainInForce : nil
             return (leveling.measurement, leveling.provisional, live)
         }
     }
@@ -324,10 +324,12 @@ package final class PlayerEngine: Sendable {
     @discardableResult
     package func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
         control.lock.withLock {
-            let serial = control.fadeRequest.serial + 1
-            control.fadeRequest = FadeRequest(
-                from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1),
-                seconds: max(seconds, 0), serial: serial)
+            control.fadeSerials.fade += 1
+            let serial = control.fadeSerials.fade
+            control.commands.send(
+                .fade(
+                    FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1), seconds: max(seconds, 0), serial: serial))
+            )
             return serial
         }
     }
@@ -353,9 +355,9 @@ package final class PlayerEngine: Sendable {
     /// other stands.
     package func duck(to level: Double, over seconds: Double) {
         control.lock.withLock {
-            control.duckRequest = FadeRequest(
-                from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0),
-                serial: control.duckRequest.serial + 1)
+            control.fadeSerials.duck += 1
+            control.commands.send(
+                .duck(FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0), serial: control.fadeSerials.duck)))
         }
     }
 
@@ -363,17 +365,17 @@ package final class PlayerEngine: Sendable {
     /// heard last, so that play resumes from there with the gain of now. No effect while playing.
     package func refillWhilePaused() {
         control.lock.withLock {
-            control.refillRequested = true
+            control.commands.send(.refillWhilePaused(true))
             control.lock.wakeOutput()
         }
     }
 
     /// How far ahead of what is heard the output writes, at most, in seconds (0 when closed):
     /// a change applied at the next write is heard this much later.
-    package var outputLead: Double { control.lock.withLock { control.outputLeadSeconds / control.speed } }
+    package var outputLead: Double { control.lock.withLock { control.output.leadSeconds / control.speed } }
 
     package func setReplayGain(_ settings: ReplayGainSettings) {
-        control.lock.withLock { control.replayGain = settings }
+        control.lock.withLock { control.commands.send(.setReplayGain(settings)) }
     }
 
     /// Stops playback and releases the file; the device is released `output.release_after_s` later.
@@ -384,7 +386,7 @@ package final class PlayerEngine: Sendable {
             c.next = nil
             c.playRequested = false
             c.resumeOnRestore = false
-            c.deviceLostReason = nil
+            c.commands.send(.forgetLostDevice)
             c.beginEpoch()
             c.publish { snapshot in
                 snapshot.status = .unknown
@@ -396,10 +398,10 @@ package final class PlayerEngine: Sendable {
     }
 
     /// Frames the device has taken since the engine started; it grows while audio flows.
-    package var framesWritten: Int { control.lock.withLock { control.framesWrittenTotal } }
+    package var framesWritten: Int { control.lock.withLock { control.output.framesWritten } }
 
     /// Whether the output device is open now (see `OutputConfiguration.releaseAfterSeconds`).
-    package var isDeviceOpen: Bool { control.lock.withLock { control.deviceOpen } }
+    package var isDeviceOpen: Bool { control.lock.withLock { control.output.deviceOpen } }
 
     /// Stops the threads (the output closes the device at once). Idempotent.
     package func shutdown() {
@@ -418,7 +420,7 @@ package final class PlayerEngine: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 control.lock.withLock {
-                    while !control.outputFinished { control.lock.waitDecoder() }
+                    while !control.output.finished { control.lock.waitDecoder() }
                 }
                 continuation.resume()
             }
