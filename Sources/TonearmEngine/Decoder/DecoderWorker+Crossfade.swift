@@ -91,7 +91,7 @@ extension DecoderWorker {
             let half = next.item.durationHint.map { Int($0 / 2 * Double(state.gathering.format.sampleRate)) }
             return .crossfade(keeping: min(state.gathering.count, half ?? .max))
         }
-        guard shared.playRequested else { return .wait(until: nil) }
+        guard shared.play.requested else { return .wait(until: nil) }
         // One timed wait at most, counted from the first while playing.
         let now = EngineLock.now()
         let deadline = state.tailDeadline ?? now + max(0, shared.pipe.bufferedSeconds - Self.undecidedTailSeconds) / shared.speed
@@ -150,7 +150,7 @@ extension DecoderWorker {
         let tail = state.mixing
         guard !shared.pipeIsFull, let chunk = shared.pipe.takeFree() else {
             let myEpoch = shared.epoch
-            while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.shuttingDown, tailIsOrphaned(state) {
+            while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.play.shuttingDown, tailIsOrphaned(state) {
                 shared.lock.waitDecoder()
             }
             return

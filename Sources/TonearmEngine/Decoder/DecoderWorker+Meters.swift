@@ -32,9 +32,9 @@ extension DecoderWorker {
         let opening = Loudness.measureOpening(item.url, seconds: Self.openingSeconds, input: input, cancellation: cancellation)
         shared.lock.lock()
         guard shared.epoch == myEpoch, let opening, (shared.output.loudnessInForce?.itemID ?? .min) < item.id,
-            let index = shared.knownItems.lastIndex(where: { $0.id == item.id }), shared.knownItems[index].loudness == nil
+            let index = shared.items.known.lastIndex(where: { $0.id == item.id }), shared.items.known[index].loudness == nil
         else { return }
-        shared.knownItems[index].openingLoudness = .measured(opening)
+        shared.items.known[index].openingLoudness = .measured(opening)
     }
 
     /// Posts that the measurement on the way was given up, if one was wanted. Lock held.

@@ -202,7 +202,7 @@ extension DecoderWorker {
             state.failedNextID = item.id
             shared.decoder.failedNextID = item.id
             shared.decoder.itemID = previous?.id
-            if !shared.abandoned.contains(item.id) { shared.post(.failed(itemID: item.id, failure)) }
+            if !shared.items.abandoned.contains(item.id) { shared.post(.failed(itemID: item.id, failure)) }
             shared.lock.wakeOutput()
         case .success(let (decoder, _)):
             noteOpened(item, decoder)

@@ -48,7 +48,8 @@ extension DecoderWorker {
                 // once a second however small the codec's frames are. The output thread wakes us
                 // (a clip over the music, at half of its ring, too: that is served meanwhile).
                 let myEpoch = shared.epoch
-                while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.shuttingDown, !shared.abandoned.contains(item.id),
+                while !shared.pipeIsHalfEmpty, shared.epoch == myEpoch, !shared.play.shuttingDown,
+                    !shared.items.abandoned.contains(item.id),
                     !overlayNeedsWork(state, urgent: true)
                 {
                     shared.lock.waitDecoder()

@@ -14,10 +14,10 @@ struct DecoderWorker {
     let configuration: OutputConfiguration
     let input: InputConfiguration
 
-    init(shared: EngineControl) {
+    init(shared: EngineControl, configuration: OutputConfiguration, input: InputConfiguration) {
         self.shared = shared
-        configuration = shared.configuration
-        input = shared.input
+        self.configuration = configuration
+        self.input = input
     }
 }
 
@@ -45,11 +45,11 @@ extension DecoderWorker {
         var state = DecoderState()
         shared.lock.lock()
         shared.recordThread(.decoder)
-        while !shared.shuttingDown {
+        while !shared.play.shuttingDown {
             takeCommands(&state)
             if shared.decoder.epoch != shared.epoch {
                 takeTarget(&state)
-            } else if let item = state.item, shared.abandoned.contains(item.id) {
+            } else if let item = state.item, shared.items.abandoned.contains(item.id) {
                 leaveAbandoned(&state)
             } else if !state.overlayTookTurn, overlayNeedsWork(state, urgent: true) {
                 overlayStep(&state)
@@ -161,7 +161,7 @@ extension DecoderWorker {
                 state.readPausedUntil = EngineLock.now() + pause
             }
         }
-        guard shared.epoch == myEpoch, !shared.abandoned.contains(item.id) else { return }
+        guard shared.epoch == myEpoch, !shared.items.abandoned.contains(item.id) else { return }
         switch result {
         case .success(.frames(let count, let decodedPosition, inDestination: true)):
             // Converted straight into the chunk being filled: nothing to copy.

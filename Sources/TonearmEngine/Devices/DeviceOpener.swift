@@ -143,7 +143,7 @@ extension OutputWorker {
         // runs the opening one, which may take up to the hook timeout.
         let hooks = configuration.onOpen.isEmpty && configuration.onClose.isEmpty ? 0 : hookTimeout + 1
         let deadline = EngineLock.now() + openTimeout + hooks
-        while attempt.result == nil, !shared.shuttingDown, EngineLock.now() < deadline {
+        while attempt.result == nil, !shared.play.shuttingDown, EngineLock.now() < deadline {
             shared.lock.waitOutput(untilMonotonic: deadline)
         }
         if let result = attempt.result { return result }

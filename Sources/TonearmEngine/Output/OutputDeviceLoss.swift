@@ -37,25 +37,25 @@ extension OutputWorker {
         state.unconfirmedRestore = nil
         let sameLossAgain =
             unconfirmed != nil && state.announcedLoss?.reason == reason
-            && state.announcedLoss?.intent == shared.intent
+            && state.announcedLoss?.intent == shared.play.intent
         if sameLossAgain, let from = unconfirmed?.from {
             // The device never worked since it came back: nothing it took was heard.
             rewind(to: from, now: now)
         } else {
             rewindToHeard(now: now)
         }
-        shared.resumeOnRestore = shared.playRequested && configuration.resumeAfterInterruption
-        shared.playRequested = false
+        shared.play.resumeOnRestore = shared.play.requested && configuration.resumeAfterInterruption
+        shared.play.requested = false
         shared.output.deviceLostReason = reason
         state.nextReopenAt = now + reopenInterval
         let heard = shared.clock.position(now: now)
         if !sameLossAgain {
-            state.announcedLoss = (reason, shared.intent)
+            state.announcedLoss = (reason, shared.play.intent)
             shared.post(
                 .deviceLost(
                     itemID: heard.itemID,
                     EngineFailure(.deviceLost, "audio device '\(configuration.device)' lost: \(reason)"),
-                    intent: shared.intent))
+                    intent: shared.play.intent))
         }
         shared.setTimeControl(.paused)
         closeDevice(&state)
@@ -65,7 +65,7 @@ extension OutputWorker {
     /// tries at once), then try to open the device again in the format it had.
     func reopenLostDevice(_ state: inout OutputState) {
         shared.assertOn(.output)
-        if !shared.playRequested, EngineLock.now() < state.nextReopenAt {
+        if !shared.play.requested, EngineLock.now() < state.nextReopenAt {
             shared.lock.waitOutput(untilMonotonic: state.nextReopenAt)
             return
         }
@@ -89,27 +89,27 @@ extension OutputWorker {
         if let reopened {
             adoptDevice(reopened, &state)
             shared.output.deviceLostReason = nil
-            let resume = shared.resumeOnRestore || shared.playRequested
-            shared.resumeOnRestore = false
-            shared.playRequested = resume
+            let resume = shared.play.resumeOnRestore || shared.play.requested
+            shared.play.resumeOnRestore = false
+            shared.play.requested = resume
             if resume {
                 // Announced once the device took a buffer's worth (see `unconfirmedRestore`);
                 // until then it says nothing, so a device failing the same way each time is quiet.
                 let now = EngineLock.now()
                 state.unconfirmedRestore = (reopened.bufferFrames + reopened.periodFrames, shared.clock.heard(now: now))
             } else {
-                shared.post(.deviceRestored(itemID: itemID, resumes: false, intent: shared.intent))
+                shared.post(.deviceRestored(itemID: itemID, resumes: false, intent: shared.play.intent))
             }
             shared.lock.wakeAll()
             return
         }
         shared.output.deviceLostReason = failure
         state.nextReopenAt = EngineLock.now() + reopenInterval
-        if shared.playRequested {
+        if shared.play.requested {
             // Play was asked while the device is away: say so, and play once it is back.
-            shared.playRequested = false
-            shared.resumeOnRestore = true
-            shared.post(.deviceLost(itemID: itemID, EngineFailure(.deviceLost, failure), intent: shared.intent))
+            shared.play.requested = false
+            shared.play.resumeOnRestore = true
+            shared.post(.deviceLost(itemID: itemID, EngineFailure(.deviceLost, failure), intent: shared.play.intent))
         }
     }
 
@@ -119,8 +119,8 @@ extension OutputWorker {
         guard state.unconfirmedRestore != nil else { return }
         state.unconfirmedRestore = nil
         state.announcedLoss = nil
-        shared.post(.deviceRestored(itemID: itemID, resumes: true, intent: shared.intent))
-        if shared.playRequested {
+        shared.post(.deviceRestored(itemID: itemID, resumes: true, intent: shared.play.intent))
+        if shared.play.requested {
             shared.setTimeControl(.playing)
         }
     }
@@ -132,7 +132,7 @@ extension OutputWorker {
     func awaitDevice(for head: PCMChunk, _ failure: EngineFailure, _ state: inout OutputState) {
         shared.assertOn(.output)
         let now = EngineLock.now()
-        state.deviceAwaited = (failure.message, shared.intent)
+        state.deviceAwaited = (failure.message, shared.play.intent)
         state.nextReopenAt = now + reopenInterval
         if !head.announcedReady {
             head.announcedReady = true
@@ -142,10 +142,10 @@ extension OutputWorker {
             shared.setTimeControl(.paused)
             shared.post(.ready(itemID: head.itemID))
         }
-        if shared.playRequested {
-            shared.playRequested = false
-            shared.resumeOnRestore = true
-            shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.intent))
+        if shared.play.requested {
+            shared.play.requested = false
+            shared.play.resumeOnRestore = true
+            shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.play.intent))
         }
     }
 }

@@ -14,10 +14,10 @@ extension OutputWorker {
         let now = EngineLock.now()
         if let ended = state.lastEnded.flatMap({ $0.epoch == shared.epoch ? $0.itemID : nil }), !moreComing(after: ended) {
             if shared.chainEndedAfter == ended {
-                if shared.playRequested {
+                if shared.play.requested {
                     // A play that crossed the end's news (its caller had not heard of it yet):
                     // the end is said again, never waited out in silence as if playing.
-                    shared.playRequested = false
+                    shared.play.requested = false
                     shared.post(.didPlayToEnd(itemID: ended))
                     shared.setTimeControl(.paused)
                 }
@@ -34,7 +34,7 @@ extension OutputWorker {
                     shared.lock.unlock()
                     device.drain()
                     shared.lock.lock()
-                    if shared.epoch != myEpoch || !shared.playRequested || !shared.pipe.isEmpty { return }
+                    if shared.epoch != myEpoch || !shared.play.requested || !shared.pipe.isEmpty { return }
                 }
                 if waitUntilPlayedOut(device, state, now: EngineLock.now()) { return }
             }
@@ -43,7 +43,7 @@ extension OutputWorker {
             shared.clock.park(itemID: heard.itemID, frame: heard.frame, sampleRate: heard.sampleRate, now: EngineLock.now())
             shared.clock.consuming = false
             shared.output.chainEnded = (shared.epoch, ended)
-            shared.playRequested = false
+            shared.play.requested = false
             confirmRestore(&state, itemID: ended)
             shared.post(.didPlayToEnd(itemID: ended))
             shared.setTimeControl(.paused)
@@ -51,7 +51,7 @@ extension OutputWorker {
         }
         if state.waitingReported {
             shared.lock.waitOutput()
-        } else if !shared.lock.waitOutput(untilMonotonic: now + Self.starvationGrace), shared.pipe.isEmpty, shared.playRequested,
+        } else if !shared.lock.waitOutput(untilMonotonic: now + Self.starvationGrace), shared.pipe.isEmpty, shared.play.requested,
             shared.decoder.epoch == shared.epoch
         {
             reportBuffering(itemID: shared.heardItemID ?? 0, &state)
@@ -72,7 +72,7 @@ extension OutputWorker {
     /// Whether the decoder will still deliver something after `itemID` in this epoch.
     func moreComing(after itemID: Int) -> Bool {
         if shared.decoder.epoch != shared.epoch { return true }
-        if let working = shared.decoder.itemID, working != itemID, !shared.abandoned.contains(working) { return true }
+        if let working = shared.decoder.itemID, working != itemID, !shared.items.abandoned.contains(working) { return true }
         if let next = shared.next, next.after == itemID, next.item.id != shared.decoder.failedNextID { return true }
         return false
     }

@@ -15,28 +15,28 @@ extension OutputWorker {
 extension EngineControl {
     /// Whether the output is writing what plays, so that a fade asked now will be heard. Lock held.
     var fadeCanBeHeard: Bool {
-        playRequested && clock.consuming && target != nil && !shuttingDown && !output.awaitsFill && output.deviceLostReason == nil
+        play.requested && clock.consuming && target != nil && !play.shuttingDown && !output.awaitsFill && output.deviceLostReason == nil
     }
 
     /// Whether a caller waiting for fade `serial` may go: it is heard, replaced, or cannot be
     /// heard. Lock held.
     func fadeWaitIsOver(_ serial: Int, now: Double) -> Bool {
         let heard = output.fadeHeardAt.map { $0.serial == serial && $0.at <= now } ?? false
-        return heard || !fadeCanBeHeard || serial != fadeSerials.fade
+        return heard || !fadeCanBeHeard || serial != waits.latestFade
     }
 
     /// Resumes the callers whose wait is over. Lock held.
     func resumeFadeWaitersIfHeard(now: Double) {
-        guard !fadeWaiters.isEmpty else { return }
+        guard !waits.fades.isEmpty else { return }
         var waiting = 0
-        for waiter in fadeWaiters {
+        for waiter in waits.fades {
             if fadeWaitIsOver(waiter.serial, now: now) {
                 waiter.continuation.resume()
             } else {
-                fadeWaiters[waiting] = waiter
+                waits.fades[waiting] = waiter
                 waiting += 1
             }
         }
-        fadeWaiters.removeLast(fadeWaiters.count - waiting)
+        waits.fades.removeLast(waits.fades.count - waiting)
     }
 }

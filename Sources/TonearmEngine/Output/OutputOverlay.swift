@@ -22,7 +22,7 @@ extension OutputWorker {
     /// Output thread, lock held.
     func overlayPiece(for head: PCMChunk, frames: Int) -> OverlayPiece? {
         shared.assertOn(.output)
-        guard frames > 0, let ring = shared.overlay else { return nil }
+        guard frames > 0, let ring = shared.overlay.ring else { return nil }
         guard ring.format == head.format else {
             shared.endOverlay(ring)
             return nil
@@ -34,7 +34,7 @@ extension OutputWorker {
             fadeOut = (left, GainStage.rampFrames(sampleRate: ring.format.sampleRate))
             if count == 0 {
                 // Faded out (or nothing left to fade): it goes, its news was given by its withdrawal.
-                shared.overlay = nil
+                shared.overlay.ring = nil
                 return nil
             }
         }
@@ -46,12 +46,12 @@ extension OutputWorker {
     func overlayMixed(_ piece: OverlayPiece) {
         shared.assertOn(.output)
         let ring = piece.ring
-        guard shared.overlay === ring else { return }
+        guard shared.overlay.ring === ring else { return }
         let halfFreeBefore = ring.room >= ring.capacity / 2
         ring.mixed += piece.frames
         if let left = ring.fadeOutLeft {
             ring.fadeOutLeft = left - piece.frames
-            if left - piece.frames <= 0 || ring.available == 0 { shared.overlay = nil }
+            if left - piece.frames <= 0 || ring.available == 0 { shared.overlay.ring = nil }
             return
         }
         if !halfFreeBefore && ring.room >= ring.capacity / 2 { shared.lock.wakeDecoder() }

@@ -50,7 +50,7 @@ extension OutputWorker {
             // Where it will stand, when the whole fade comes from this chunk (at a border, or
             // with the pipe running dry, the answer waits for the fade to be heard).
             if let head, head.runStart == nil, head.frames - head.gained >= frames {
-                shared.pauseStandsAt = (shared.epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
+                shared.play.pauseStandsAt = (shared.epoch, head.itemID, head.position + Int64(head.gained + frames), head.format.sampleRate)
                 shared.resumePauseWaitersIfDone()
             }
         }
@@ -68,7 +68,7 @@ extension OutputWorker {
         }
         let now = EngineLock.now()
         let due = shared.clock.writtenHeardAt ?? now
-        shared.pauseRequestedAt = due
+        shared.play.pauseRequestedAt = due
         if now < due {
             shared.lock.waitOutput(untilMonotonic: due)
             return .waited
@@ -85,7 +85,7 @@ extension OutputWorker {
     /// Returns false, and the fade goes after what the device holds, when the device cannot give
     /// the frames back, when the fade would cross a border, or an announcement is mixed in.
     private func fadeOutFromPlayingPoint(_ device: any OutputDevice, _ state: inout OutputState) -> Bool {
-        guard let written = state.written, !state.writingNetwork, shared.overlay == nil else { return false }
+        guard let written = state.written, !state.writingNetwork, shared.overlay.ring == nil else { return false }
         let format = device.format
         let now = configuration.pace ? shared.clockNow : EngineLock.now()
         let ramp = GainStage.rampFrames(sampleRate: format.sampleRate)
@@ -111,7 +111,7 @@ extension OutputWorker {
         state.pauseFadePadded = configuration.pace
         let end = (from.itemID, from.frame + Int64(ramp), from.sampleRate)
         state.refillFrom = end
-        shared.pauseStandsAt = (shared.epoch, end.0, end.1, end.2)
+        shared.play.pauseStandsAt = (shared.epoch, end.0, end.1, end.2)
         shared.output.lastWrittenItem = from.itemID
         shared.resumePauseWaitersIfDone()
         shared.lock.unlock()

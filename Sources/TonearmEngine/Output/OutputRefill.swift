@@ -23,7 +23,7 @@ extension OutputWorker {
             }
             return false
         }
-        if head.runStart == .seek(token: EngineControl.internalSeekToken), shared.playRequested, !state.waitingReported {
+        if head.runStart == .seek(token: EngineControl.internalSeekToken), shared.play.requested, !state.waitingReported {
             // Rejoining a live stream while playing: buffering until it is heard.
             reportBuffering(itemID: head.itemID, &state)
         }
@@ -37,7 +37,7 @@ extension OutputWorker {
         shared.assertOn(.output)
         state.waitingReported = true
         shared.setTimeControl(.waitingToPlay)
-        shared.post(.bufferingStarted(itemID: itemID, intent: shared.intent))
+        shared.post(.bufferingStarted(itemID: itemID, intent: shared.play.intent))
     }
 
     /// A network item ran dry while playing: the device plays out what it holds and stops

@@ -67,10 +67,10 @@ extension OutputWorker {
             shared.output.deviceFormat = wanted
             shared.output.deviceLostReason = failure.message
             state.nextReopenAt = EngineLock.now() + reopenInterval
-            if shared.playRequested {
-                shared.playRequested = false
-                shared.resumeOnRestore = true
-                shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.intent))
+            if shared.play.requested {
+                shared.play.requested = false
+                shared.play.resumeOnRestore = true
+                shared.post(.deviceLost(itemID: head.itemID, EngineFailure(.deviceLost, failure.message), intent: shared.play.intent))
             }
         }
     }

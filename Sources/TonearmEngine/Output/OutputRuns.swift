@@ -34,7 +34,7 @@ extension OutputWorker {
         // While the device is away a seek just moves the position; a load tries the device now.
         // A released device opens again for a load, or when play is asked; not for a paused seek.
         let needsDevice =
-            (shared.output.deviceLostReason == nil || run == .opened) && (!state.released || shared.playRequested || run == .opened)
+            (shared.output.deviceLostReason == nil || run == .opened) && (!state.released || shared.play.requested || run == .opened)
         if needsDevice && (shared.output.deviceFormat != head.format || state.device == nil) {
             guard prepareDevice(for: head, run, &state) else { return }
         }
@@ -46,11 +46,11 @@ extension OutputWorker {
         if head.announcedReady {
             // Its device appeared: it was announced ready (and interrupted, if play was asked).
             state.deviceAwaited = nil
-            let resume = shared.resumeOnRestore || shared.playRequested
-            shared.resumeOnRestore = false
-            shared.playRequested = resume
-            if resume { shared.playRequestedAt = EngineLock.now() }
-            shared.post(.deviceRestored(itemID: head.itemID, resumes: resume, intent: shared.intent))
+            let resume = shared.play.resumeOnRestore || shared.play.requested
+            shared.play.resumeOnRestore = false
+            shared.play.requested = resume
+            if resume { shared.play.requestedAt = EngineLock.now() }
+            shared.post(.deviceRestored(itemID: head.itemID, resumes: resume, intent: shared.play.intent))
             return
         }
         switch run {
@@ -83,8 +83,8 @@ extension OutputWorker {
                 // The item cannot be heard: it fails, and nothing more is decoded.
                 shared.target = nil
                 shared.next = nil
-                shared.playRequested = false
-                shared.resumeOnRestore = false
+                shared.play.requested = false
+                shared.play.resumeOnRestore = false
                 shared.beginEpoch()
                 shared.publish { $0.status = .failed(failure) }
                 shared.post(.failed(itemID: head.itemID, failure))
@@ -124,7 +124,7 @@ extension OutputWorker {
             shared.lock.unlock()
             device.drain()
             shared.lock.lock()
-            if shared.epoch != myEpoch || !shared.playRequested { return true }
+            if shared.epoch != myEpoch || !shared.play.requested { return true }
         }
         // The previous item is heard to its last sample; the next one's first write starts a new
         // segment, and crossing into it posts `started` as at a gapless border.

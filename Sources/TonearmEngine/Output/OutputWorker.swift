@@ -18,9 +18,9 @@ struct OutputWorker {
     /// Opens devices off this thread, one at a time (`openDevice`).
     let opener = DeviceOpener()
 
-    init(shared: EngineControl) {
+    init(shared: EngineControl, configuration: OutputConfiguration) {
         self.shared = shared
-        configuration = shared.configuration
+        self.configuration = configuration
     }
 }
 
@@ -39,7 +39,7 @@ extension OutputWorker {
         while true {
             shared.resumePauseWaitersIfDone()
             shared.resumeFadeWaitersIfHeard(now: EngineLock.now())
-            if shared.shuttingDown {
+            if shared.play.shuttingDown {
                 closeDevice(&state)
                 finishQueuedHooks(state)
                 if state.hooksOpened, !configuration.onClose.isEmpty {
@@ -68,7 +68,7 @@ extension OutputWorker {
                 continue
             }
             if let head, let run = head.runStart, run != .advance {
-                if let awaited = state.deviceAwaited, head.announcedReady, awaited.intent == shared.intent,
+                if let awaited = state.deviceAwaited, head.announcedReady, awaited.intent == shared.play.intent,
                     EngineLock.now() < state.nextReopenAt
                 {
                     // The item waits for its device: the next attempt is due then, or at a play or pause.
@@ -89,11 +89,11 @@ extension OutputWorker {
                 idle(&state)
                 continue
             }
-            if !shared.playRequested {
+            if !shared.play.requested {
                 if state.unconfirmedRestore != nil {
                     // Paused before the restored device proved itself: it is back, not resuming.
                     state.unconfirmedRestore = nil
-                    shared.post(.deviceRestored(itemID: shared.heardItemID ?? 0, resumes: false, intent: shared.intent))
+                    shared.post(.deviceRestored(itemID: shared.heardItemID ?? 0, resumes: false, intent: shared.play.intent))
                 }
                 switch fadeOutForPause(head, &state) {
                 case .waited: continue
@@ -182,7 +182,7 @@ extension OutputWorker {
     /// Recycles chunks at the head that belong to an older epoch or an abandoned item.
     func dropVoidChunks() {
         var dropped = false
-        while let head = shared.pipe.first, head.epoch != shared.epoch || shared.abandoned.contains(head.itemID) {
+        while let head = shared.pipe.first, head.epoch != shared.epoch || shared.items.abandoned.contains(head.itemID) {
             shared.pipe.popFirst()
             dropped = true
         }
@@ -206,7 +206,7 @@ extension OutputWorker {
         if state.waitingReported {
             state.waitingReported = false
             shared.setTimeControl(.playing)
-            shared.post(.bufferingEnded(itemID: head.itemID, intent: shared.intent))
+            shared.post(.bufferingEnded(itemID: head.itemID, intent: shared.play.intent))
         }
         let format = head.format
         var frames = min(head.remainingFrames, chunkFrames(device, state), state.pauseFadeToWrite ?? .max)
@@ -232,7 +232,7 @@ extension OutputWorker {
         shared.output.liveGainInForce = head.liveGainDB
         // A pause's fade-out goes on at the level it began with: a level asked with or after the
         // pause (the sleep timer's back to full, a duck lifted) is in force from the resume.
-        if shared.playRequested && state.pauseFadeToWrite == nil {
+        if shared.play.requested && state.pauseFadeToWrite == nil {
             if state.fadeRequest.serial != state.fadeSerial {
                 state.fadeSerial = state.fadeRequest.serial
                 state.gain.fade(
@@ -291,8 +291,8 @@ extension OutputWorker {
             }
             state.idleSince = nil
             if head.remainingFrames == 0 { finishChunk(head, &state) }
-            if let requestedAt = shared.playRequestedAt, count > 0 {
-                shared.playRequestedAt = nil
+            if let requestedAt = shared.play.requestedAt, count > 0 {
+                shared.play.requestedAt = nil
                 shared.post(.firstAudioWritten(itemID: head.itemID, latency: writtenAt - requestedAt))
             }
             crossBorders(now: writtenAt)

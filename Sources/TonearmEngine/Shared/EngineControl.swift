@@ -81,8 +81,6 @@ struct DecodeTarget {
 /// with `lock` held (the per-field comments say which thread's code writes it); `let`s are
 /// immutable or Sendable; `pipe` is guarded by `lock` as a whole (see `ChunkPipe`).
 final class EngineControl: @unchecked Sendable {
-    let configuration: OutputConfiguration
-    let input: InputConfiguration
     let lock = EngineLock()
     let observers = ObserverRegistry()
     /// Up to 4 MiB of PCM between the threads (1.4 s of 8-channel 96 kHz float); the decoder keeps
@@ -91,7 +89,10 @@ final class EngineControl: @unchecked Sendable {
     /// Marks the seek the engine makes itself, so no caller mistakes its completion for its own.
     static let internalSeekToken = Int.min
 
-    // MARK: Commands. Written by callers (any thread), and where noted by the output thread.
+    /// How much of a network item is buffered before it plays (`prebufferSeconds`).
+    let prebufferSeconds: Double
+
+    // MARK: Written by callers (any thread), and where noted by the output thread.
 
     /// Bumped by every open, seek and stop, and by the output thread when the device dropped
     /// what it held: chunks of an older epoch are void and the decoder starts over.
@@ -104,60 +105,17 @@ final class EngineControl: @unchecked Sendable {
     /// the decoder opened it, so a seek back into `after` decodes it again. Written by callers
     /// (and cleared by the output thread when the device cannot be opened).
     var next: (after: Int, item: EngineItem)?
-    /// Items decoded ahead and replaced before they were heard: the output drops their chunks and
-    /// the decoder leaves them. Written by callers; emptied by `beginEpoch` (any thread).
-    var abandoned: [Int] = []
-    /// Whether the user wants sound. Written by callers, and by the output thread at the end and
-    /// when the device is lost or restored.
-    var playRequested = false
-    /// Bumped by every play and pause command (callers); output news carries the value it acted on.
-    var intent = 0
-    /// When sound was asked for (callers, and the output thread on a restore); the output thread
-    /// clears it when it reports the first audio.
-    var playRequestedAt: Double?
-    /// When the latest pause was asked (callers): from then on the position holds, even before the output
-    /// thread has paused the device (with pacing, the output pauses its clock at this instant).
-    /// A pause that fades out (`fadesOnPause`) sets it to infinity, and the output thread sets it
-    /// to when the fade is heard once it has written it (`fadeOutForPause`).
-    var pauseRequestedAt = 0.0
-    /// Callers waiting for a pause to take effect (`pauseTakesEffect`): resumed by the output
-    /// thread once it knows where the pause stands (`pauseStandsAt`), or none is pending
-    /// (paused, played again, stopped), or at shutdown.
-    var pauseWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Where a pause that fades out will stand: the track frame its fade ends on, known once the
-    /// output thread planned the fade (engine lock: the output thread sets it, callers clear it
-    /// with a new play or pause). While that pause is pending the position reads as this: the pause is answered at
-    /// once, with the place it stops at, not after what the device holds is heard.
-    var pauseStandsAt: (epoch: Int, itemID: Int, frame: Int64, sampleRate: Int)?
-    /// Play once a lost device is back (it was playing, or play was asked meanwhile). Written by
-    /// the output thread when the device goes and comes back; cleared by callers' pause and stop.
-    var resumeOnRestore = false
-    /// Callers waiting for a fade to be heard (`fadeHeard`), with its serial: appended by
-    /// callers, resumed by the output thread (`OutputFadeHeard`). Engine lock.
-    var fadeWaiters: [(serial: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    /// A clip to mix over the music, and a serial that tells each request from the one before.
-    /// Set and cleared by callers (`playOverlay`, `stopOverlay`); cleared by the decoder thread
-    /// when the clip cannot be opened, and by whichever thread ends it (`endOverlay`). The
-    /// decoder thread opens what it names.
-    var overlayRequest: (item: EngineItem, gain: Double)?
-    var overlaySerial = 0
-    /// The clip's ring once the decoder thread opened it (it publishes and fills it); mixed by the
-    /// output thread, which clears it at its end or at the end of its fade-out; a new request
-    /// (callers) replaces it at once; `endOverlay` clears it from either thread.
-    var overlay: OverlayRing?
-    /// Lets the clip's blocking I/O give up: withdrawn, replaced, or past its deadline.
-    let overlayCancellation = CancellationFlag()
-    /// Callers (`shutdown`); both threads leave when they see it.
-    var shuttingDown = false
-    /// The last items named by callers (loads and nexts), so a rewind can decode one again, and
-    /// where the output finds an item's loudness. Callers (`setLoudness` updates one in place).
-    var knownItems: [EngineItem] = []
 
+    /// What callers want of the sound (`PlayIntent`).
+    var play = PlayIntent()
+    /// The items callers named, and those they replaced before they were heard.
+    var items = ItemBook()
+    /// The clip mixed over the music, asked by callers, opened by the decoder, mixed by the output.
+    var overlay = OverlayShared()
+    /// Callers waiting for a pause or a fade to take effect.
+    var waits = EngineWaits()
     /// Commands queued for the threads (`EngineCommand`).
     var commands = EngineCommands()
-    /// The serials of the latest fade and duck asked (`PlayerEngine.fade`, `duck`): a fade
-    /// waited for is over once a newer one replaced it.
-    var fadeSerials = (fade: 0, duck: 0)
 
     // MARK: What each thread tells the others.
 
@@ -191,11 +149,8 @@ final class EngineControl: @unchecked Sendable {
     var clock: PlaybackClock
 
     init(configuration: OutputConfiguration, input: InputConfiguration) {
-        self.configuration = configuration
-        self.input = input
+        prebufferSeconds = input.prebufferSeconds
         clock = PlaybackClock(speed: configuration.pace ? max(configuration.speed, 0.001) : 1)
-        abandoned.reserveCapacity(16)
-        knownItems.reserveCapacity(8)
     }
 
     /// Track time advances this many seconds per wall-clock second.
@@ -203,50 +158,26 @@ final class EngineControl: @unchecked Sendable {
 
     // MARK: Thread ownership, checked in debug builds.
 
-    #if DEBUG
-        /// The engine's two threads, each recorded by itself as it starts, with the lock held.
-        private var outputThread: pthread_t?
-        private var decoderThread: pthread_t?
-    #endif
-
     /// Called by each worker thread first thing, lock held.
-    func recordThread(_ role: EngineThread) {
-        #if DEBUG
-            lock.assertHeld()
-            switch role {
-            case .output: outputThread = pthread_self()
-            case .decoder: decoderThread = pthread_self()
-            }
-        #endif
-    }
+    func recordThread(_ role: EngineThread) { lock.record(role) }
 
-    /// Stops a debug build where code the comments give to `role`'s thread runs on another (the
-    /// fields it writes are then written from two threads). Lock held.
+    /// Stops a debug build where code given to `role`'s thread runs on another (what that thread
+    /// alone writes would then be written from two threads). Lock held.
     func assertOn(_ role: EngineThread, file: StaticString = #fileID, line: UInt = #line) {
-        #if DEBUG
-            lock.assertHeld(file: file, line: line)
-            let owner =
-                switch role {
-                case .output: outputThread
-                case .decoder: decoderThread
-                }
-            precondition(
-                owner.map { pthread_equal($0, pthread_self()) != 0 } == true,
-                "runs on the \(role) thread only", file: file, line: line)
-        #endif
+        lock.assertOn(role, file: file, line: line)
     }
 
     // MARK: Helpers for code that holds the lock.
 
     /// How far the decoder runs ahead of what is heard: enough to open the next item well before
     /// the current one ends (gapless), and more than a network source's prebuffer.
-    var decodeAheadSeconds: Double { max(Self.decodeAheadSeconds, input.prebufferSeconds + 1) }
+    var decodeAheadSeconds: Double { max(Self.decodeAheadSeconds, prebufferSeconds + 1) }
 
     /// Whether a network item's audio in the pipe is enough to start (or go on) playing it: the
     /// prebuffer is full, or no more of the item is coming, or the pipe can hold no more. Lock held.
     func prebuffered(_ itemID: Int) -> Bool {
         lock.assertHeld()
-        return pipe.bufferedSeconds >= input.prebufferSeconds || pipe.freeCount == 0 || decoder.epoch != epoch
+        return pipe.bufferedSeconds >= prebufferSeconds || pipe.freeCount == 0 || decoder.epoch != epoch
             || decoder.itemID != itemID || pipe.contains { $0.itemID == itemID && $0.endsItem }
     }
 
@@ -254,7 +185,7 @@ final class EngineControl: @unchecked Sendable {
     func beginEpoch() {
         lock.assertHeld()
         epoch += 1
-        abandoned.removeAll(keepingCapacity: true)
+        items.abandoned.removeAll(keepingCapacity: true)
         decoder.cancellation.cancel()
         lock.wakeAll()
     }
@@ -262,11 +193,11 @@ final class EngineControl: @unchecked Sendable {
     /// Remembers an item a caller named (lock held); the 8 newest are kept.
     func remember(_ item: EngineItem) {
         lock.assertHeld()
-        if knownItems.count >= 8 { knownItems.removeFirst() }
-        knownItems.append(item)
+        if items.known.count >= 8 { items.known.removeFirst() }
+        items.known.append(item)
     }
 
-    func knownItem(_ itemID: Int) -> EngineItem? { knownItems.last(where: { $0.id == itemID }) }
+    func knownItem(_ itemID: Int) -> EngineItem? { items.known.last(where: { $0.id == itemID }) }
 
     /// The loudness an item is leveled with, and whether it is only its opening's: what the
     /// output took at its first write; before that, its measurement if known, else its
@@ -287,17 +218,17 @@ final class EngineControl: @unchecked Sendable {
     var clockNow: Double {
         lock.assertHeld()
         let now = EngineLock.now()
-        return !playRequested && clock.consuming ? min(now, pauseRequestedAt) : now
+        return !play.requested && clock.consuming ? min(now, play.pauseRequestedAt) : now
     }
 
     /// A pause was asked that the output has not carried out yet (a fade-out may be under way).
     /// Not while the output waits for a network item to fill again: that pause comes with the
     /// audio, however long the network takes. Lock held.
-    var pauseIsPending: Bool { !playRequested && clock.consuming && target != nil && !shuttingDown && !output.awaitsFill }
+    var pauseIsPending: Bool { !play.requested && clock.consuming && target != nil && !play.shuttingDown && !output.awaitsFill }
 
     /// The place a pending pause stands at, once known. Lock held.
     var pendingPauseStands: (itemID: Int, seconds: Double)? {
-        guard let stands = pauseStandsAt, stands.epoch == epoch, pauseIsPending else { return nil }
+        guard let stands = play.pauseStandsAt, stands.epoch == epoch, pauseIsPending else { return nil }
         return (stands.itemID, Double(stands.frame) / Double(stands.sampleRate))
     }
 
@@ -307,9 +238,9 @@ final class EngineControl: @unchecked Sendable {
 
     /// Resumes the callers waiting for a pause once it is answered. Lock held.
     func resumePauseWaitersIfDone() {
-        guard !pauseWaiters.isEmpty, pauseIsAnswered else { return }
-        let waiters = pauseWaiters
-        pauseWaiters = []
+        guard !waits.pause.isEmpty, pauseIsAnswered else { return }
+        let waiters = waits.pause
+        waits.pause = []
         for waiter in waiters { waiter.resume() }
     }
 

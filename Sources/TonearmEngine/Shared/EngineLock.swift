@@ -55,6 +55,39 @@ final class EngineLock: @unchecked Sendable {
         private let holder = Atomic<UInt>(0)
     #endif
 
+    #if DEBUG
+        /// The engine's two threads, each recorded by itself as it starts (mutex held), for
+        /// debug builds' `assertOn`.
+        private var roles: (output: pthread_t?, decoder: pthread_t?) = (nil, nil)
+    #endif
+
+    /// Records the calling thread as `role`'s. Mutex held.
+    func record(_ role: EngineThread) {
+        #if DEBUG
+            assertHeld()
+            switch role {
+            case .output: roles.output = pthread_self()
+            case .decoder: roles.decoder = pthread_self()
+            }
+        #endif
+    }
+
+    /// Stops a debug build where code given to `role`'s thread runs on another, or without the
+    /// mutex.
+    func assertOn(_ role: EngineThread, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+            assertHeld(file: file, line: line)
+            let owner =
+                switch role {
+                case .output: roles.output
+                case .decoder: roles.decoder
+                }
+            precondition(
+                owner.map { pthread_equal($0, pthread_self()) != 0 } == true,
+                "runs on the \(role) thread only", file: file, line: line)
+        #endif
+    }
+
     func lock() {
         pthread_mutex_lock(mutex)
         #if DEBUG

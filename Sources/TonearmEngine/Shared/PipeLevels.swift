@@ -10,7 +10,7 @@ extension EngineControl {
 
     /// The pipe level the decoder fills to: `decodeAheadSeconds` for a file; for a network
     /// source its prebuffer (at least 1 s): more than that waits in the socket. Lock held.
-    var fillTarget: Double { decoder.network ? max(input.prebufferSeconds, 1) : decodeAheadSeconds }
+    var fillTarget: Double { decoder.network ? max(prebufferSeconds, 1) : decodeAheadSeconds }
 
     /// Lock held.
     var pipeIsFull: Bool { pipe.freeCount == 0 || pipe.bufferedSeconds >= fillTarget }

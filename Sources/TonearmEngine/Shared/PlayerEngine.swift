@@ -20,8 +20,8 @@ package final class PlayerEngine: Sendable {
         self.configuration = configuration
         self.input = input
         control = EngineControl(configuration: configuration, input: input)
-        DecoderWorker(shared: control).start()
-        OutputWorker(shared: control).start()
+        DecoderWorker(shared: control, configuration: configuration, input: input).start()
+        OutputWorker(shared: control, configuration: configuration).start()
     }
 
     deinit { shutdown() }
@@ -103,16 +103,16 @@ package final class PlayerEngine: Sendable {
     package func open(_ item: EngineItem, startAt: Double = 0, playing: Bool = false) -> Int {
         control.lock.withLock {
             control.remember(item)
-            control.intent += 1
-            control.playRequested = playing
-            if !playing { control.resumeOnRestore = false }
+            control.play.intent += 1
+            control.play.requested = playing
+            if !playing { control.play.resumeOnRestore = false }
             // Playing, the new item's first frames reaching the device are news too.
-            if playing { control.playRequestedAt = EngineLock.now() }
+            if playing { control.play.requestedAt = EngineLock.now() }
             control.target = DecodeTarget(item: item, startSeconds: max(0, startAt.isFinite ? startAt : 0), runStart: .opened)
             control.next = nil
             control.beginEpoch()
             control.post(.loadStarted(itemID: item.id, url: item.url.absoluteString))
-            return control.intent
+            return control.play.intent
         }
     }
 
@@ -133,7 +133,7 @@ package final class PlayerEngine: Sendable {
             }
             if let old = c.next, old.after == after, old.item.id != item?.id {
                 // What was decoded ahead is not wanted any more.
-                c.abandoned.append(old.item.id)
+                c.items.abandoned.append(old.item.id)
                 if c.decoder.itemID == old.item.id { c.decoder.cancellation.cancel() }
             }
             if let item {
@@ -178,7 +178,7 @@ package final class PlayerEngine: Sendable {
                     continuation.resume()
                     return
                 }
-                control.pauseWaiters.append(continuation)
+                control.waits.pause.append(continuation)
                 control.lock.wakeOutput()
             }
         }
@@ -187,27 +187,27 @@ package final class PlayerEngine: Sendable {
     private func setPlaying(_ playing: Bool) -> Int {
         control.lock.withLock {
             let c = control
-            c.intent += 1
+            c.play.intent += 1
             // A new play or pause: where an earlier pause was to stand says nothing of it.
-            c.pauseStandsAt = nil
+            c.play.pauseStandsAt = nil
             // A pause asked while the device is away is kept: the device's return must not undo it.
-            if !playing { c.resumeOnRestore = false }
+            if !playing { c.play.resumeOnRestore = false }
             // A refill asked while playing has nothing to drop; left set, a later pause would redo it.
             if playing { c.commands.send(.refillWhilePaused(false)) }
-            if c.playRequested != playing {
+            if c.play.requested != playing {
                 if playing { rejoinIfLiveAndStale() }
-                c.playRequested = playing
+                c.play.requested = playing
                 if playing {
-                    c.playRequestedAt = EngineLock.now()
+                    c.play.requestedAt = EngineLock.now()
                 } else {
                     // A pause that fades out runs on until the output says when its fade is heard.
-                    c.pauseRequestedAt = c.configuration.fadesOnPause && c.clock.consuming ? .infinity : EngineLock.now()
+                    c.play.pauseRequestedAt = configuration.fadesOnPause && c.clock.consuming ? .infinity : EngineLock.now()
                 }
                 c.lock.wakeOutput()
                 // A decoder that waits, paused, to hear whether an item crossfades counts from now.
                 if playing { c.lock.wakeDecoder() }
             }
-            return c.intent
+            return c.play.intent
         }
     }
 
@@ -242,9 +242,9 @@ package final class PlayerEngine: Sendable {
             else { return nil }
             c.target = DecodeTarget(item: item, startSeconds: max(0, seconds.isFinite ? seconds : 0), runStart: .seek(token: token))
             c.beginEpoch()
-            if c.playRequested != playing {
-                c.playRequested = playing
-                if playing { c.playRequestedAt = EngineLock.now() } else { c.pauseRequestedAt = EngineLock.now() }
+            if c.play.requested != playing {
+                c.play.requested = playing
+                if playing { c.play.requestedAt = EngineLock.now() } else { c.play.pauseRequestedAt = EngineLock.now() }
             }
             return itemID
         }
@@ -264,10 +264,10 @@ package final class PlayerEngine: Sendable {
     /// opened as `failed`. Nothing playing (no device open): it fails at once.
     package func playOverlay(_ item: EngineItem, gain: Double) {
         control.lock.withLock {
-            control.overlayRequest = (item, min(max(gain.isFinite ? gain : 1, 0), 1))
-            control.overlaySerial += 1
-            control.overlay = nil
-            control.overlayCancellation.cancel()
+            control.overlay.request = (item, min(max(gain.isFinite ? gain : 1, 0), 1))
+            control.overlay.serial += 1
+            control.overlay.ring = nil
+            control.overlay.cancellation.cancel()
             control.lock.wakeDecoder()
         }
     }
@@ -276,13 +276,13 @@ package final class PlayerEngine: Sendable {
     /// (no news of it follows).
     package func stopOverlay() {
         control.lock.withLock {
-            guard control.overlayRequest != nil else { return }
-            control.overlayRequest = nil
-            control.overlaySerial += 1
-            if let ring = control.overlay, ring.fadeOutLeft == nil {
+            guard control.overlay.request != nil else { return }
+            control.overlay.request = nil
+            control.overlay.serial += 1
+            if let ring = control.overlay.ring, ring.fadeOutLeft == nil {
                 ring.fadeOutLeft = GainStage.rampFrames(sampleRate: ring.format.sampleRate)
             }
-            control.overlayCancellation.cancel()
+            control.overlay.cancellation.cancel()
             control.lock.wakeDecoder()
         }
     }
@@ -300,8 +300,8 @@ package final class PlayerEngine: Sendable {
     package func setLoudness(_ measurement: LoudnessMeasurement, for itemID: Int) {
         control.lock.withLock {
             if let inForce = control.output.loudnessInForce, inForce.itemID >= itemID { return }
-            guard let index = control.knownItems.lastIndex(where: { $0.id == itemID }) else { return }
-            control.knownItems[index].loudness = measurement
+            guard let index = control.items.known.lastIndex(where: { $0.id == itemID }) else { return }
+            control.items.known[index].loudness = measurement
         }
     }
 
@@ -324,8 +324,8 @@ package final class PlayerEngine: Sendable {
     @discardableResult
     package func fade(from: Double? = nil, to level: Double, over seconds: Double) -> Int {
         control.lock.withLock {
-            control.fadeSerials.fade += 1
-            let serial = control.fadeSerials.fade
+            control.waits.latestFade += 1
+            let serial = control.waits.latestFade
             control.commands.send(
                 .fade(
                     FadeRequest(from: from.map { min(max($0, 0), 1) }, to: min(max(level, 0), 1), seconds: max(seconds, 0), serial: serial))
@@ -344,7 +344,7 @@ package final class PlayerEngine: Sendable {
                     continuation.resume()
                     return
                 }
-                c.fadeWaiters.append((serial, continuation))
+                c.waits.fades.append((serial, continuation))
                 c.lock.wakeOutput()
             }
         }
@@ -355,9 +355,9 @@ package final class PlayerEngine: Sendable {
     /// other stands.
     package func duck(to level: Double, over seconds: Double) {
         control.lock.withLock {
-            control.fadeSerials.duck += 1
+            control.waits.latestDuck += 1
             control.commands.send(
-                .duck(FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0), serial: control.fadeSerials.duck)))
+                .duck(FadeRequest(from: nil, to: min(max(level, 0), 1), seconds: max(seconds, 0), serial: control.waits.latestDuck)))
         }
     }
 
@@ -384,8 +384,8 @@ package final class PlayerEngine: Sendable {
             let c = control
             c.target = nil
             c.next = nil
-            c.playRequested = false
-            c.resumeOnRestore = false
+            c.play.requested = false
+            c.play.resumeOnRestore = false
             c.commands.send(.forgetLostDevice)
             c.beginEpoch()
             c.publish { snapshot in
@@ -406,8 +406,8 @@ package final class PlayerEngine: Sendable {
     /// Stops the threads (the output closes the device at once). Idempotent.
     package func shutdown() {
         control.lock.withLock {
-            control.overlayCancellation.cancel()
-            control.shuttingDown = true
+            control.overlay.cancellation.cancel()
+            control.play.shuttingDown = true
             control.target = nil
             control.beginEpoch()
         }
