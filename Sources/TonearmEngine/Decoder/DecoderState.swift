@@ -3,7 +3,7 @@ import TonearmMedia
 import TonearmSync
 
 /// The decoder thread's own state (`DecoderState`): reachable only from its entry point,
-/// `runDecoder`, which passes it down; no lock needed.
+/// `DecoderWorker.run`, which passes it down; no lock needed.
 extension DecoderWorker {
     /// What only the decoder thread sees; no lock needed.
     struct DecoderState {

@@ -125,7 +125,7 @@ extension DecoderWorker {
         // the device, while a fast one settles on full chunks (each hand-off wakes the output
         // thread: a consumer that never waits, the `null` device unpaced, would otherwise get
         // twice as many wake-ups).
-        // A device without a clock (see `outputTakesBatches`) is never short of audio: it gets
+        // A device without a clock (see `OutputReport.takesBatches`) is never short of audio: it gets
         // full chunks, and is woken once half the pipe's target is there, or at an item's end.
         let outputHasNothing = shared.pipe.isEmpty && !shared.output.takesBatches
         let starvedHandOff = min(chunk.capacityFrames, max(chunk.capacityFrames / 16, 2 * state.lastPushedFrames))

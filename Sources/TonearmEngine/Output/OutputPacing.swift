@@ -40,7 +40,7 @@ extension OutputWorker {
     /// What one write hands the device: a period; with pacing what is left of this wake-up's
     /// piece (`paceRoom`, up to the device's `pacedWriteFrames`), since the clock (not the
     /// device) decides when to write and each wake-up costs. A device without a clock
-    /// (`outputTakesBatches`) takes a whole chunk at once: nothing is heard from it, so the
+    /// (`OutputReport.takesBatches`) takes a whole chunk at once: nothing is heard from it, so the
     /// clock's steps may be coarse.
     func chunkFrames(_ device: any OutputDevice, _ state: OutputState) -> Int {
         if configuration.pace { return max(1, state.paceRoom) }

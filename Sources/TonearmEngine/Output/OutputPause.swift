@@ -27,7 +27,7 @@ extension OutputWorker {
         case pauseNow
     }
 
-    /// One step of a pause: output thread, lock held, pause asked (`playRequested` false).
+    /// One step of a pause: output thread, lock held, pause asked (`play.requested` false).
     func fadeOutForPause(_ head: PCMChunk?, _ state: inout OutputState) -> PauseFadeStep {
         shared.assertOn(.output)
         // A network item that ran dry holds nothing to fade: it pauses at once.

@@ -3,7 +3,7 @@ import TonearmMedia
 import TonearmSync
 
 /// The output thread's own state (`OutputState`): reachable only from its entry point,
-/// `runOutput`, which passes it down; no lock needed.
+/// `OutputWorker.run`, which passes it down; no lock needed.
 extension OutputWorker {
     /// What only the output thread sees; no lock needed.
     struct OutputState {
@@ -37,7 +37,7 @@ extension OutputWorker {
         /// A stream title written to the device and not yet heard: announced once the clock
         /// reaches its first frame.
         var titleToAnnounce: (itemID: Int, frame: Int64, title: StreamTitle)?
-        /// Writes in a row that the device held none of, unpaced (see `outputTakesBatches`):
+        /// Writes in a row that the device held none of, unpaced (see `OutputReport.takesBatches`):
         /// one could be a real device that underran at once; two are a sink without a clock.
         var unheldWrites = 0
         /// When the device last had nothing to play (stopped, paused, the queue ended); nil

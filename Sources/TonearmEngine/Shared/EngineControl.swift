@@ -27,7 +27,7 @@ package struct EngineItem: Sendable, Equatable {
     /// The loudness of its opening (its first `openingSeconds`), measured by the decoder as it
     /// opened the item with `loudness` not known: taken by the output, provisionally and for
     /// the whole item, only if `loudness` is still not known at the item's first write. Set in
-    /// `knownItems` by the decoder thread.
+    /// `items.known` by the decoder thread.
     package internal(set) var openingLoudness: LoudnessMeasurement?
     /// Decoded as the next item: joins the item before it gaplessly even when a crossfade is set
     /// (the two are tracks of one album, as the player judges it). nil: not known yet (their
