@@ -30,11 +30,11 @@ final class MediaDecoder {
 
     let sourceFormat: PCMFormat
     private(set) var outputFormat: PCMFormat
-    let info:
-        (
-            duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
-            tags: [MediaTags.Entry], replayGain: ReplayGainInfo?
-        )
+    typealias Info = (
+        duration: Double?, codec: String, container: String, bits: Int?, bitRate: Int?,
+        tags: [MediaTags.Entry], replayGain: ReplayGainInfo?
+    )
+    let info: Info
 
     /// The latest ICY StreamTitle read, and whether `takeStreamTitle` has handed it on.
     private var streamTitle: String?
@@ -115,43 +115,10 @@ final class MediaDecoder {
         if isNetwork {
             connection = try Self.connect(path, input: input, interrupt: interrupt, gate: gate, cancellation: cancellation)
         }
-        var context: UnsafeMutablePointer<AVFormatContext>?
-        var budget: RequestBudget?
-        let network = isNetwork
-        func openInput(_ format: UnsafePointer<AVInputFormat>?) -> Int32 {
-            context = avformat_alloc_context()
-            budget = context.map { RequestBudget(installedOn: $0, verifyAgainst: input.tlsVerify ? input.caFile : nil) }
-            context?.pointee.interrupt_callback = interrupt
-            context?.pointee.pb = connection
-            var options: OpaquePointer?
-            // Bound probing so a huge file of garbage cannot hold the decoder thread for long; a
-            // stream arrives in real time, so it is probed on less.
-            av_dict_set(&options, "probesize", network ? "262144" : "5000000", 0)
-            av_dict_set(&options, "analyzeduration", network ? "1000000" : "5000000", 0)
-            av_dict_set(&options, "protocol_whitelist", network ? input.networkWhitelist : input.ffmpegWhitelist, 0)
-            defer { av_dict_free(&options) }
-            return avformat_open_input(&context, openPath, format, &options)
-        }
-        let hint = url.isFileURL ? DemuxerHint.format(forFileNamed: url.lastPathComponent, readingFrom: openPath) : nil
-        var openResult = openInput(hint)
-        // A file its own demuxer refuses is probed as any other: the probe has the last word.
-        if openResult < 0 && hint != nil { openResult = openInput(nil) }
+        let (context, budget) = try Self.openContainer(
+            url, path: path, openPath: openPath, input: input, isNetwork: isNetwork, interrupt: interrupt,
+            connection: &connection, cancellation: cancellation)
         requestBudget = budget
-        guard openResult >= 0, let context else {
-            // A context FFmpeg freed on failure leaves the connection to us.
-            avio_closep(&connection)
-            if let refusal = cancellation.refusal { throw EngineFailure(.permissionDenied, "\(path): \(refusal)") }
-            if let budget, budget.refused > 0 { throw EngineFailure(.unsupportedFormat, "\(path): \(budget.description)") }
-            if isNetwork && !Self.isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
-                throw EngineFailure(.network, "\(path): the connection failed while probing: \(Self.describe(openResult, cancellation))")
-            }
-            if url.isFileURL && openResult == tonearm_averror(tonearm_errno_enoent()) {
-                // The file was there a moment ago (checked above): a demuxer that answers ENOENT
-                // (AIFF with a frame count of 0xFFFFFFFE) means the content, not a missing file.
-                throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (its header is damaged)")
-            }
-            throw Self.openFailure(openResult, path: path, isNetwork: false, cancellation: cancellation)
-        }
         self.connection = connection
         // Right after the header: where a raw PCM file's samples start (WAV, AIFF, AU).
         let dataStart = context.pointee.pb.map { avio_tell($0) } ?? -1
@@ -228,59 +195,10 @@ final class MediaDecoder {
             channels: Int(codec.pointee.ch_layout.nb_channels))
         outputFormat = sourceFormat
 
-        var duration: Double?
-        if context.pointee.duration > 0 {
-            // The audio stream's own extent (positions count from its first sample), not the
-            // container's: another stream may start long before it. FFmpeg's duration runs from
-            // the container's first timestamp, except Matroska's, which runs from 0.
-            let containerDuration = Double(context.pointee.duration) / Double(AV_TIME_BASE)
-            let containerStart =
-                context.pointee.start_time == tonearm_av_nopts_value()
-                ? 0 : Double(context.pointee.start_time) / Double(AV_TIME_BASE)
-            let isMatroska = String(cString: context.pointee.iformat.pointee.name).hasPrefix("matroska")
-            let end = isMatroska ? containerDuration : containerStart + containerDuration
-            duration = max(0, end - Double(streamStart) * av_q2d(stream.pointee.time_base))
-        } else if stream.pointee.duration > 0 {
-            duration = Double(stream.pointee.duration) * av_q2d(stream.pointee.time_base)
-        }
-        if let held = Self.rawPCMSeconds(
-            stream.pointee.codecpar, container: context.pointee.iformat, dataStart: dataStart,
-            size: context.pointee.pb.map { avio_size($0) } ?? -1),
-            Self.headerContradicts(duration, held: held, container: context.pointee.iformat)
-        {
-            duration = held
-        }
-        func tag(_ key: String) -> String? {
-            for dictionary in [context.pointee.metadata, stream.pointee.metadata] {
-                if let entry = av_dict_get(dictionary, key, nil, 0) {
-                    return String(cString: entry.pointee.value)
-                }
-            }
-            return nil
-        }
-        func entries(_ dictionary: OpaquePointer?) -> [(key: String, value: String)] {
-            var all: [(key: String, value: String)] = []
-            var entry: UnsafeMutablePointer<AVDictionaryEntry>?
-            while let next = av_dict_get(dictionary, "", entry, AV_DICT_IGNORE_SUFFIX) {
-                all.append((String(cString: next.pointee.key), String(cString: next.pointee.value)))
-                entry = next
-            }
-            return all
-        }
-        let tags = MediaTags.collect(
-            [entries(context.pointee.metadata), entries(stream.pointee.metadata)],
-            fromID3: String(cString: context.pointee.iformat.pointee.name) == "mp3")
-        let rawBits = Int(codec.pointee.bits_per_raw_sample)
-        // The audio stream's own rate when the container says, else the whole file's.
-        var bitRate = stream.pointee.codecpar.pointee.bit_rate > 0 ? stream.pointee.codecpar.pointee.bit_rate : context.pointee.bit_rate
-        if bitRate <= 0, headerSuffices, let duration, duration > 0, let size = context.pointee.pb.map({ avio_size($0) }), size > 0 {
-            // What the analysis would have said: the file's size over its duration.
-            bitRate = Int64(Double(size) * 8 / duration)
-        }
-        info = (
-            duration, String(cString: decoder.pointee.name), String(cString: context.pointee.iformat.pointee.name),
-            rawBits > 0 ? rawBits : nil, bitRate > 0 ? Int(bitRate) : nil, tags, ReplayGainInfo.read(tag)
-        )
+        info = Self.describe(
+            context, stream: stream, streamStart: streamStart, decoder: decoder, codec: codec, dataStart: dataStart,
+            headerSuffices: headerSuffices)
+        let duration = info.duration
 
         // Live means without end: no duration and no length. A file on a server that cannot
         // seek (no ranges) still has an end, where it ends; it is not rejoined from its start.
@@ -500,7 +418,7 @@ final class MediaDecoder {
         let previousGate = gate.enter()
         defer { RequestGate.leave(restoring: previousGate) }
         let seconds = Double(target) / Double(outputFormat.sampleRate)
-        let from = max(0, target - seekPrerollFrames(codec))
+        let from = max(0, target - Self.seekPrerollFrames(codec, outputRate: outputFormat.sampleRate))
         let timestamp = streamStart + Int64(Double(from) / Double(outputFormat.sampleRate) / av_q2d(streamTimeBase))
         // Over the network a seek is a new request: it is bounded like the first open, so a
         // server that trickles its answer's headers cannot hold it for ever.
@@ -525,23 +443,5 @@ final class MediaDecoder {
         draining = false
         finished = false
         nextFramePosition = from
-    }
-
-    /// Frames decoded before a seek's target and dropped. A lossy decoder's first frames after
-    /// a jump lack what came before them (an MP3's bit reservoir and the overlap of its
-    /// transform, AAC's and Vorbis's overlap, Opus's stated `seek_preroll`): started this far
-    /// before, what reaches the target is what a decode from the start gives there. A lossless
-    /// codec's frames stand alone: it starts at the target.
-    private func seekPrerollFrames(_ codec: UnsafeMutablePointer<AVCodecContext>) -> Int64 {
-        if let descriptor = avcodec_descriptor_get(codec.pointee.codec_id),
-            descriptor.pointee.props & AV_CODEC_PROP_LOSSLESS != 0
-        {
-            return 0
-        }
-        let rate = Int64(outputFormat.sampleRate)
-        let stated =
-            codec.pointee.sample_rate > 0
-            ? Int64(codec.pointee.seek_preroll) * rate / Int64(codec.pointee.sample_rate) : 0
-        return max(rate / 10, stated)
     }
 }
