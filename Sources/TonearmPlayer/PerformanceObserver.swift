@@ -46,7 +46,12 @@ package final class PerformanceObserver: Sendable {
     private let playedItem = Locked<Int?>(nil)
     private let tokens = Locked<[ObservationToken]>([])
 
-    package init(engine: PlayerEngine) {
+    package init() {}
+
+    /// Starts watching `engine`. The player calls this after registering its own handler: each
+    /// engine event reaches handlers in the order they were registered, so a client told of an
+    /// event (a device back, say) finds the player's state already changed when it asks.
+    package func observe(_ engine: PlayerEngine) {
         let observations = [
             engine.observeEvents { [weak self] _, event in self?.handle(event) },
             engine.observe(\.timeControlStatus, options: [.new]) { [weak self] _, change in

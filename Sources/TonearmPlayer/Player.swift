@@ -113,11 +113,12 @@ package final class Player: Sendable {
         let level = min(max(volume, 0), 100)
         model = Locked(Model(volume: level, replayGain: replayGain))
         alarms = AlarmClock(timer: timer, logger: logger)
-        performance = PerformanceObserver(engine: engine)
+        performance = PerformanceObserver()
         engine.setVolume(Self.factor(level))
         engine.setReplayGain(replayGain)
         let token = engine.observeEvents { [weak self] _, event in self?.handle(event) }
         tokens.withLock { $0 = [token] }
+        performance.observe(engine)
         alarms.onRing { [weak self] alarm in self?.ring(alarm) }
         tags.onRead { [weak self] url in self?.tagsRead(url) }
         measureLoudness(store: nil, measuresLibrary: false)
