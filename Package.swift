@@ -28,6 +28,9 @@ let package = Package(
         .systemLibrary(
             name: "CEBUR128", path: "Modulemaps/CEBUR128", pkgConfig: "libebur128",
             providers: [.apt(["libebur128-dev"])]),
+        .systemLibrary(
+            name: "CZlib", path: "Modulemaps/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
         // What glibc has and Swift's Glibc module leaves out (thread names).
         .systemLibrary(name: "CLinux", path: "Modulemaps/CLinux"),
 
@@ -94,12 +97,17 @@ let package = Package(
         .target(
             name: "TonearmWeb",
             dependencies: [
-                "TonearmFrontEnd", "TonearmRPC", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmSync",
+                "CZlib", "TonearmFrontEnd", "TonearmRPC", "TonearmProtocol", "TonearmPlayer", "TonearmLibrary", "TonearmSync",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ], exclude: ["Page"]),
+            ],
+            // The page, built into the binary from the files as they are (`PackageResources`).
+            resources: [
+                .embedInCode("Page/app.js"), .embedInCode("Page/icon.svg"), .embedInCode("Page/index.html"),
+                .embedInCode("Page/style.css"),
+            ]),
         // The daemon's server: config, the front-ends on one event loop, systemd.
         .target(
             name: "TonearmServer",
@@ -111,7 +119,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]),
+            ],
+            // The documented default config (a link to config/tonearmd.toml), built into tonearmd.
+            resources: [.embedInCode("tonearmd.toml")]),
         .executableTarget(
             name: "tonearmd",
             dependencies: [

@@ -15,7 +15,7 @@
 # With --deb, also what makes and checks the package: dpkg-dev (dpkg-shlibdeps), lintian, and
 # binutils (strip).
 set -euo pipefail
-packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev libebur128-dev pkg-config make gcc)
+packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev libebur128-dev zlib1g-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
     packages+=(systemd strace util-linux mpc mpd ncmpcpp tmux python3-venv icecast2 ffmpeg snapserver snapclient openssl
                python3-mpd python3-dbus python3-gi python3-musicbrainzngs chromium chromium-driver python3-selenium)

@@ -56,9 +56,13 @@ package struct DaemonConfiguration: Sendable, Equatable {
         init(_ description: String) { self.description = description }
     }
 
+    /// The documented config/tonearmd.toml, built into tonearmd (`PackageResources`) so that it
+    /// runs with no file.
+    static let embeddedDefaultTOML = String(decoding: PackageResources.tonearmd_toml, as: UTF8.self)
+
     /// The default config, byte for byte the documented config/tonearmd.toml.
     package static func embeddedDefault() -> DaemonConfiguration {
-        // The embedded text is valid TOML; a test checks it equals config/tonearmd.toml.
+        // The embedded text is valid TOML; a test parses the file and compares.
         (try? DaemonConfiguration().applying(toml: embeddedDefaultTOML, source: "embedded default")) ?? DaemonConfiguration()
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 
 /// The page's files as served: each with its type, its bytes, the same gzipped (sent to a
-/// browser that accepts gzip) and an ETag. Embedded at build time (`EmbeddedPage.swift`, made
-/// by scripts/embed-web-page.py from Sources/TonearmWeb/Page): nothing is read or fetched at
-/// run time.
+/// browser that accepts gzip) and an ETag. The files of Sources/TonearmWeb/Page are built into
+/// the binary (`PackageResources`, SwiftPM's `embedInCode`): nothing is read or fetched at run
+/// time. Made when the page is first served, so a daemon without the web remote never makes it.
 struct WebPage: Sendable {
     struct File: Sendable {
         let type: String
@@ -19,14 +19,19 @@ struct WebPage: Sendable {
 
     private init() {
         var files: [String: File] = [:]
-        for file in embeddedPageFiles {
-            let body = Array(file.text.utf8)
-            files["/" + file.name] = File(
-                type: file.type, body: body, gzipped: Array(Data(base64Encoded: file.gzip) ?? Data()),
-                etag: Self.etag(body))
+        for (name, type, body) in Self.embedded {
+            files["/" + name] = File(type: type, body: body, gzipped: Gzip.compress(body), etag: Self.etag(body))
         }
         self.files = files
     }
+
+    /// The page's files: name, type and bytes.
+    static let embedded: [(name: String, type: String, body: [UInt8])] = [
+        ("app.js", "text/javascript; charset=utf-8", PackageResources.app_js),
+        ("icon.svg", "image/svg+xml", PackageResources.icon_svg),
+        ("index.html", "text/html; charset=utf-8", PackageResources.index_html),
+        ("style.css", "text/css; charset=utf-8", PackageResources.style_css),
+    ]
 
     /// A strong validator: FNV-1a of the bytes (a cache key, not a secret).
     static func etag(_ bytes: [UInt8]) -> String {

@@ -14,7 +14,7 @@ struct ConfigurationTests {
 
     @Test func embeddedDefaultIsTheDocumentedFile() throws {
         let file = try String(contentsOfFile: Self.documented, encoding: .utf8)
-        #expect(file == embeddedDefaultTOML, "config/tonearmd.toml and EmbeddedDefaultConfig.swift must say the same")
+        #expect(file == DaemonConfiguration.embeddedDefaultTOML, "the built-in default is config/tonearmd.toml, built in")
         let parsed = try DaemonConfiguration().applying(tomlFile: Self.documented)
         #expect(parsed == DaemonConfiguration.embeddedDefault())
         #expect(parsed.output == OutputConfiguration(device: "default", bufferMilliseconds: 200, pace: false, speed: 1))

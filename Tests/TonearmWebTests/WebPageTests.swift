@@ -11,23 +11,39 @@ struct WebPageTests {
     static let pageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/TonearmWeb/Page")
 
-    /// EmbeddedPage.swift is what scripts/embed-web-page.py makes of the page's files now: each
-    /// file's text exactly, and a gzip of that many bytes.
-    @Test func theEmbeddedPageIsThePagesFiles() throws {
+    /// The page served is the page's files, each with its type, and a gzip copy that unpacks to
+    /// the same bytes.
+    @Test func theServedPageIsThePagesFiles() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.pageDirectory.path).sorted()
-        #expect(embeddedPageFiles.map(\.name) == names, "run scripts/embed-web-page.py")
-        for file in embeddedPageFiles {
-            let disk = try String(contentsOf: Self.pageDirectory.appendingPathComponent(file.name), encoding: .utf8)
-            #expect(file.text == disk, "\(file.name) changed since it was embedded: run scripts/embed-web-page.py")
-            let gzip = try #require(Data(base64Encoded: file.gzip))
-            #expect(gzip.starts(with: [0x1F, 0x8B]))
-            // gzip's trailer ends with the uncompressed length (mod 2^32), little-endian.
-            let size = gzip.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
-            #expect(size == file.text.utf8.count, "\(file.name)'s gzip is of other bytes")
+        #expect(WebPage.embedded.map(\.name) == names, "a file of the page is not in Package.swift's resources")
+        for file in WebPage.embedded {
+            let disk = try Data(contentsOf: Self.pageDirectory.appendingPathComponent(file.name))
+            #expect(file.body == Array(disk), "\(file.name) is not what is built in")
+            let served = try #require(WebPage.shared.files["/" + file.name])
+            #expect(served.body == file.body && served.type == file.type)
+            #expect(served.gzipped.starts(with: [0x1F, 0x8B]))
+            #expect(try Self.gunzip(served.gzipped) == file.body, "\(file.name)'s gzip is of other bytes")
         }
         let page = WebPage.shared
         #expect(page.files["/index.html"]?.type == "text/html; charset=utf-8")
         #expect(page.files.values.reduce(0) { $0 + $1.body.count } <= 150_000, "the page's budget: 150 KB in all")
+    }
+
+    /// What gzip(1) makes of `bytes` when it unpacks them (the page's files are small: the
+    /// pipes never fill).
+    static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tonearm-page-\(UUID().uuidString).gz")
+        try Data(bytes).write(to: path)
+        defer { try? FileManager.default.removeItem(at: path) }
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        gzip.arguments = ["-dc", path.path]
+        let output = Pipe()
+        gzip.standardOutput = output
+        try gzip.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        gzip.waitUntilExit()
+        return Array(data)
     }
 
     @Test func etagsFollowTheBytes() {
