@@ -250,6 +250,17 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         if gathered!.readableBytes >= Self.gatherLimit { flushIfNeeded(context: context) }
     }
 
+    /// Writes a line the client did not ask for (an event it subscribed to): at once, after
+    /// what was written before, and never held until changes are durable (it tells what
+    /// happened). It counts against `maxOutputBytes` as replies do: a client that stops reading
+    /// its news is closed as one that stops reading its replies.
+    func writeNews(_ buffer: ByteBuffer) {
+        guard let context, !closing else { return }
+        bytesWritten += buffer.readableBytes
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        _ = checkOutput(context: context)
+    }
+
     /// Writes one part of a long reply (the line stays being served), then calls `ready` once the
     /// client has taken enough of what was written that the next part may be made: the daemon
     /// holds about one part per such client, however long the reply. `ready(false)`: the
@@ -343,7 +354,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         move(to: .closing)
         queued.removeAll()
         logger.warning(
-            "client does not read its replies; closing it",
+            "client does not read what it is sent; closing it",
             metadata: [
                 "peer": "\(peer)", "unread_bytes": "\(pending)", "limit": "\(limits.maxOutputBytes)",
             ])
@@ -453,6 +464,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 /// What a session sees of its connection (on the event loop only).
 package protocol RequestConnection: AnyObject {
     func write(_ buffer: ByteBuffer)
+    func writeNews(_ buffer: ByteBuffer)
     func writePart(_ buffer: ByteBuffer, whenReady ready: @escaping (Bool) -> Void)
     func writeAndClose(_ buffer: ByteBuffer?)
     func close(because reason: String)

@@ -9,23 +9,22 @@ import TonearmPlayer
 import TonearmProtocol
 import TonearmSync
 
-/// One connected client's subscriptions. Notifications go straight to the channel (NIO queues
-/// them on its event loop, after any answer already written). A client that stops reading lets
-/// its channel become unwritable; past `backlogLimit` notifications sent while unwritable it is
-/// disconnected with a log line, so it never holds memory without end or slows anyone else.
+/// One connected client's subscriptions. Notifications go out through the connection's request
+/// path (`RequestConnection.writeNews`, on its event loop, after any answer already written):
+/// a client that stops reading them is closed past `max_output_buffer_size` of unread output,
+/// as one that stops reading its replies, so it never holds memory without end or slows anyone
+/// else.
 final class ClientSession: Sendable {
     enum EventKind: String, Sendable, Hashable {
         case transition, performance, position, queue, item, library
     }
 
-    static let backlogLimit = 4096
-
     private let player: Player
     private let library: Library?
     private let logger: Logger
-    private let channel: any Channel
+    /// Hands a notification to the connection (set once the request path starts).
+    private let outbox = Locked<(@Sendable (ByteBuffer) -> Void)?>(nil)
     private let tasks = Locked<[Task<Void, Never>]>([])
-    private let sentWhileUnwritable = Atomic<Int>(0)
     private let refusalsLogged = Locked<Set<String>>([])
     /// The current subscription's number (0: none yet).
     private let subscription = Locked<Int>(0)
@@ -36,14 +35,13 @@ final class ClientSession: Sendable {
     let peer: ClientPeer
 
     init(
-        player: Player, library: Library? = nil, channel: any Channel, logger: Logger, access: AccessPolicy.Level = .control,
+        player: Player, library: Library? = nil, logger: Logger, access: AccessPolicy.Level = .control,
         peer: ClientPeer = ClientPeer(credentials: nil, description: "")
     ) {
         self.player = player
         self.library = library
         self.access = access
         self.peer = peer
-        self.channel = channel
         self.logger = logger
     }
 
@@ -121,28 +119,18 @@ final class ClientSession: Sendable {
         previous.forEach { $0.cancel() }
     }
 
-    private func notify(_ params: JSONValue, _ generation: Int) {
-        // Checked and written under the lock: an event of a subscription replaced meanwhile is
-        // not written after the new one's. Closing takes the lock again, so it comes after.
-        let overrun = subscription.withLock { current -> Bool in
-            guard current == generation else { return false }
-            return !write(params)
-        }
-        if overrun { close() }
+    /// Where notifications go: the connection's request path.
+    func attach(_ send: @escaping @Sendable (ByteBuffer) -> Void) {
+        outbox.withLock { $0 = send }
     }
 
-    /// Writes an event; false when the client has left too many unread (it is to be closed).
-    private func write(_ params: JSONValue) -> Bool {
-        if channel.isWritable {
-            sentWhileUnwritable.store(0, ordering: .relaxed)
-        } else if sentWhileUnwritable.add(1, ordering: .relaxed).newValue > Self.backlogLimit {
-            logger.warning(
-                "client is not reading its events; disconnecting it",
-                metadata: ["peer": "\(peer)", "backlog": "\(Self.backlogLimit)"])
-            return false
+    private func notify(_ params: JSONValue, _ generation: Int) {
+        // Checked and handed on under the lock: an event of a subscription replaced meanwhile
+        // is not written after the new one's, and events keep their order.
+        subscription.withLock { current in
+            guard current == generation, let send = outbox.withLock({ $0 }) else { return }
+            send(RPCFraming.line(RPC.notification(method: "event", params: params)))
         }
-        channel.writeAndFlush(RPCFraming.line(RPC.notification(method: "event", params: params)), promise: nil)
-        return true
     }
 
     /// A method refused to this read-only client, logged once per client and method (a flood
@@ -166,10 +154,5 @@ final class ClientSession: Sendable {
             return tasks
         }
         ended.forEach { $0.cancel() }
-    }
-
-    func close() {
-        endSubscriptions()
-        channel.close(promise: nil)
     }
 }

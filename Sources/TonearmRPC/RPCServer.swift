@@ -73,7 +73,7 @@ package struct RPCServer: Sendable {
         /// the channel's event loop.
         package func serve(_ channel: any Channel, access: AccessPolicy.Level, peer: ClientPeer) throws {
             let client = ClientSession(
-                player: server.player, library: server.library, channel: channel, logger: server.logger,
+                player: server.player, library: server.library, logger: server.logger,
                 access: access, peer: peer)
             let session = RPCSession(router: router, client: client, maxLineLength: maxLineLength, eventLoop: channel.eventLoop)
             let log = server.player.changes

@@ -25,6 +25,13 @@ final class RPCSession: RequestSession {
 
     func start(_ connection: any RequestConnection) {
         self.connection = connection
+        // Events come from the player's tasks: each is written on the event loop, through the
+        // request path, in the order handed on.
+        let eventLoop = self.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        client.attach { line in
+            eventLoop.execute { bound.value.connection?.writeNews(line) }
+        }
     }
 
     func connectionEnded() {
