@@ -119,8 +119,8 @@ final class ClientSession: Sendable {
         previous.forEach { $0.cancel() }
     }
 
-    /// Where notifications go: the connection's request path.
-    func attach(_ send: @escaping @Sendable (ByteBuffer) -> Void) {
+    /// Where notifications go: the connection's request path (nil once it has ended).
+    func attach(_ send: (@Sendable (ByteBuffer) -> Void)?) {
         outbox.withLock { $0 = send }
     }
 

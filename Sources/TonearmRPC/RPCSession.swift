@@ -26,16 +26,22 @@ final class RPCSession: RequestSession {
     func start(_ connection: any RequestConnection) {
         self.connection = connection
         // Events come from the player's tasks: each is written on the event loop, through the
-        // request path, in the order handed on.
+        // request path, in the order handed on. The client holds this closure and this session
+        // holds the client: the session is held weakly, or neither would ever go.
         let eventLoop = self.eventLoop
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let bound = NIOLoopBound(WeakSession(session: self), eventLoop: eventLoop)
         client.attach { line in
-            eventLoop.execute { bound.value.connection?.writeNews(line) }
+            eventLoop.execute { bound.value.session?.connection?.writeNews(line) }
         }
     }
 
     func connectionEnded() {
         client.endSubscriptions()
+        client.attach(nil)
+    }
+
+    private struct WeakSession {
+        weak var session: RPCSession?
     }
 
     func serve(_ line: InboundLine, _ connection: any RequestConnection) -> RequestServed {
