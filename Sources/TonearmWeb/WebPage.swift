@@ -8,7 +8,8 @@ struct WebPage: Sendable {
     struct File: Sendable {
         let type: String
         let body: [UInt8]
-        let gzipped: [UInt8]
+        /// nil when it could not be made: the body is sent as it is.
+        let gzipped: [UInt8]?
         let etag: String
     }
 

@@ -175,9 +175,9 @@ final class WebRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         if head.headers[canonicalForm: "if-none-match"].contains(where: { $0 == file.etag || $0 == "*" }) {
             return respond(context, head, .notModified, bytes: [], type: nil, extra: extra)
         }
-        let gzip = head.headers[canonicalForm: "accept-encoding"].contains { $0.lowercased().hasPrefix("gzip") }
-        if gzip { extra.append(("Content-Encoding", "gzip")) }
-        respond(context, head, .ok, bytes: gzip ? file.gzipped : file.body, type: file.type, extra: extra)
+        let gzipped = head.headers[canonicalForm: "accept-encoding"].contains { $0.lowercased().hasPrefix("gzip") } ? file.gzipped : nil
+        if gzipped != nil { extra.append(("Content-Encoding", "gzip")) }
+        respond(context, head, .ok, bytes: gzipped ?? file.body, type: file.type, extra: extra)
     }
 
     private func login(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ body: ByteBuffer?) {
