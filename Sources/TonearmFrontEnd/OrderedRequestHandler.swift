@@ -2,37 +2,6 @@ import Logging
 import NIOCore
 import TonearmProtocol
 
-/// What a protocol does with one client's lines (`RPCSession`, `MPDSession`). Called on the
-/// connection's event loop only, by its `OrderedRequestHandler`.
-package protocol RequestSession: AnyObject {
-    /// The connection is up (MPD greets here).
-    func start(_ connection: any RequestConnection)
-    /// Serves one line through `connection` (writes its reply, or none). `.waiting`: the reply
-    /// comes later, and the session then calls `connection.finished()` on the event loop; no other
-    /// line is served meanwhile.
-    func serve(_ line: InboundLine, _ connection: RequestConnection) -> RequestServed
-    /// The client waits for news (MPD's `idle`, a JSON-RPC subscription): silence is expected,
-    /// and the idle timeout does not apply.
-    var waitsForNews: Bool { get }
-    /// The connection is going away (closed by either side).
-    func connectionEnded()
-}
-
-package enum RequestServed { case answered, waiting }
-
-/// The limits every front-end applies to one client (`max_output_buffer_size`,
-/// `connection_timeout` in `[control]` and `[mpd]`).
-package struct ClientLimits: Sendable, Equatable {
-    /// Replies written and not yet taken by the client past which it is dropped (MPD's
-    /// `max_output_buffer_size`, 8 MiB by default).
-    package var maxOutputBytes = 8 << 20
-    /// A client that sends nothing this long, and waits for no news, is closed (MPD's
-    /// `connection_timeout`, 60 s). nil: never.
-    package var idleTimeout: TimeAmount? = .seconds(60)
-
-    package init() {}
-}
-
 /// One client's requests, served in order, on its event loop, for every protocol: the single
 /// request path. In the manner of swift-nio's `HTTPServerPipelineHandler`, it stops reading
 /// while a reply is pending: while a request waits (`.waiting`), while lines already read wait
@@ -71,17 +40,13 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     // Event-loop state.
     private var context: ChannelHandlerContext?
     private var queued = CircularBuffer<InboundLine>()
-    /// A served line's reply is still to come.
-    private var busy = false
-    /// Where the connection stands (`Lifecycle`): it only moves forward.
-    private var lifecycle = Lifecycle.added
-    private var closing: Bool { lifecycle >= .closingAfterHeld }
-    /// A `read` arrived while reading had to wait.
+    /// Where the connection stands and what it does with the line in hand (`RequestPathState`).
+    private var state = RequestPathState.added
+    /// A `read` arrived while reading had to wait: it is passed on once reading may go on. Not a
+    /// stage of the connection but an outbound call put off (swift-nio's
+    /// `HTTPServerPipelineHandler` keeps its `readPending` beside its state the same way).
     private var readHeld = false
-    /// Inside a read burst: replies are gathered in `gathered` and written once it is done, so a
-    /// client that sends many commands at once costs one write, and the channel holds one
-    /// buffer for them, not one per reply (a million unread `OK`s were 70 MiB of entries).
-    private var reading = false
+    /// Replies gathered during a read burst (or while held until durable), written as one.
     private var gathered: ByteBuffer?
     /// Past this many gathered bytes they go to the channel at once, so that its writability
     /// (and so back-pressure) sees them.
@@ -123,33 +88,36 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     }
 
     private func startSession() {
-        guard lifecycle == .added else { return }
-        move(to: .open)
+        guard state == .added else { return }
+        move(to: .open(.idle))
         session.start(self)
     }
 
-    /// The connection's stages, in the order it goes through them.
-    private enum Lifecycle: Int, Comparable {
-        /// In the pipeline; the session starts once the channel is active.
-        case added
-        /// Serving lines as they come.
-        case open
-        /// The client half-closed: the lines read are served, then it closes (`closeIfDone`).
-        case inputClosed
-        /// The session asked to close while output was held until durable: it closes once
-        /// that is written (`durable`). Nothing more is served.
-        case closingAfterHeld
-        /// Closing or closed: nothing more is served or written.
-        case closing
-
-        static func < (a: Lifecycle, b: Lifecycle) -> Bool { a.rawValue < b.rawValue }
+    /// Moves the connection to a later stage; a move back is a bug in this handler.
+    private func move(to next: RequestPathState) {
+        precondition(next.rank >= state.rank, "request path: \(state) → \(next)")
+        state = next
     }
 
-    /// Moves the connection on; a move back is a bug in this handler.
-    private func move(to next: Lifecycle) {
-        precondition(next >= lifecycle, "request path: \(lifecycle) → \(next)")
-        lifecycle = next
+    /// What an open connection does with its lines; nil once it closes (or before it starts).
+    private var line: RequestPathLine? {
+        switch state {
+        case .open(let line), .inputClosed(let line): line
+        case .added, .closingAfterHeld, .closing: nil
+        }
     }
+
+    /// Sets what an open connection does with its lines (a closing one keeps closing).
+    private func set(_ line: RequestPathLine) {
+        switch state {
+        case .open: state = .open(line)
+        case .inputClosed: state = .inputClosed(line)
+        case .added, .closingAfterHeld, .closing: break
+        }
+    }
+
+    private var busy: Bool { line == .awaitingReply }
+    private var closing: Bool { state.rank >= RequestPathState.closingAfterHeld.rank }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
@@ -163,9 +131,9 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
         lastHeard = .now()
         scheduleIdleCheck(context: context)
         queued.append(unwrapInboundIn(data))
-        reading = true
+        if line == .idle { set(.reading) }
         serveQueued(context: context)
-        reading = false
+        if line == .reading { set(.idle) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -178,7 +146,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             let line = queued.popFirst()
         {
             servedSince = changes?.recorded() ?? 0
-            if session.serve(line, self) == .waiting { busy = true }
+            if session.serve(line, self) == .waiting { set(.awaitingReply) }
             guard checkOutput(context: context) else { return }
         }
         closeIfDone(context: context)
@@ -188,7 +156,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     /// from now (the idle check lapsed while the reply was awaited).
     func finished() {
         guard let context else { return }
-        busy = false
+        if busy { set(.idle) }
         heard()
         serveQueued(context: context)
         flushIfNeeded(context: context)
@@ -235,7 +203,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
             let now = changes.recorded()
             if now != servedSince { hold(until: now) }
         }
-        guard reading || heldUntil != nil else {
+        guard line == .reading || heldUntil != nil else {
             bytesWritten += buffer.readableBytes
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             _ = checkOutput(context: context)
@@ -379,7 +347,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
     private func durable(through sequence: Int) {
         guard let held = heldUntil, sequence >= held, let context else { return }
         heldUntil = nil
-        if lifecycle == .closingAfterHeld {
+        if state == .closingAfterHeld {
             let buffer = gathered
             gathered = nil
             close(context, after: buffer)
@@ -396,7 +364,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .inputClosed = event as? ChannelEvent {
-            if lifecycle < .inputClosed { move(to: .inputClosed) }
+            if case .open(let line) = state { move(to: .inputClosed(line)) }
             closeIfDone(context: context)
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -405,7 +373,7 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     /// After a half-close: closes once nothing is running or queued (the replies are flushed first).
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard lifecycle == .inputClosed, !busy, heldUntil == nil, queued.isEmpty else { return }
+        guard case .inputClosed(.idle) = state, heldUntil == nil, queued.isEmpty else { return }
         writeAndClose(nil)
     }
 
@@ -458,31 +426,5 @@ final class OrderedRequestHandler<Session: RequestSession>: ChannelDuplexHandler
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-}
-
-/// What a session sees of its connection (on the event loop only).
-package protocol RequestConnection: AnyObject {
-    func write(_ buffer: ByteBuffer)
-    func writeNews(_ buffer: ByteBuffer)
-    func writePart(_ buffer: ByteBuffer, whenReady ready: @escaping (Bool) -> Void)
-    func writeAndClose(_ buffer: ByteBuffer?)
-    func close(because reason: String)
-    func finished()
-    func heard()
-}
-
-extension ChannelPipeline.SynchronousOperations {
-    /// Puts the request path in a new connection's pipeline: lines of at most `maxLineLength`
-    /// bytes, served in order by `session`. The one way every front-end serves its clients.
-    package func addRequestPath<Session: RequestSession>(
-        _ session: Session, maxLineLength: Int, keepsEmptyLines: Bool = false, limits: ClientLimits, logger: Logger,
-        peer: ClientPeer, changes: ChangeDurability?
-    ) throws {
-        try addHandlers(
-            ByteToMessageHandler(LineDecoder(maxLength: maxLineLength, keepsEmptyLines: keepsEmptyLines)),
-            OrderedRequestHandler(
-                session: session, limits: limits, logger: logger, peer: peer.description,
-                changes: changes))
     }
 }
