@@ -23,11 +23,9 @@ package struct QueueOptions: Sendable, Equatable, Codable {
     package var random: Bool
     /// With `single`: single mode ends once the current item has ended (MPD's `single oneshot`).
     package var oneshot: Bool
-    /// How long the end of an item and the start of the next overlap, seconds, 0…`longestCrossfade`
-    /// (0: gapless joins). Kept with the queue's play options, as MPD keeps it.
+    /// How long the end of an item and the start of the next overlap, seconds (0: gapless joins).
+    /// Kept with the queue's play options, as MPD keeps it; the player keeps it in its bounds.
     package var crossfade: Double
-
-    package static let longestCrossfade = 15.0
 
     package init(
         repeat: Bool = false, single: Bool = false, consume: Bool = false, random: Bool = false,
@@ -51,9 +49,8 @@ package struct QueueOptions: Sendable, Equatable, Codable {
         random = try c.decode(Bool.self, forKey: .random)
         // State files from before oneshot existed have none.
         oneshot = try c.decodeIfPresent(Bool.self, forKey: .oneshot) ?? false
-        // Nor crossfade; a value out of range (a hand-edited file) is brought into it.
-        let crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade) ?? 0
-        self.crossfade = crossfade.isFinite ? min(max(crossfade, 0), Self.longestCrossfade) : 0
+        // Nor crossfade (the player brings a hand-edited value into its bounds).
+        crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade) ?? 0
     }
 }
 

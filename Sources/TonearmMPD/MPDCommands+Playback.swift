@@ -161,8 +161,8 @@ extension MPDCommands {
             "crossfade", .control, 1...1,
             .now { call, _ throws(MPDError) in
                 let seconds = try call.unsigned(0)
-                guard Double(seconds) <= QueueOptions.longestCrossfade else {
-                    throw .argument("Crossfade is at most \(Int(QueueOptions.longestCrossfade)) seconds")
+                guard Bounds.crossfadeSeconds.contains(Double(seconds)) else {
+                    throw .argument("Crossfade is at most \(Int(Bounds.crossfadeSeconds.upperBound)) seconds")
                 }
                 _ = call.player.setOptions { $0.crossfade = Double(seconds) }
             }),

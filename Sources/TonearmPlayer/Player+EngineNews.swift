@@ -62,7 +62,7 @@ extension Player {
                 endOneshot(&m)
                 if next != current {
                     let before = m.queue.version
-                    try? edit(&m, .finish(id: current))
+                    _ = try? edit(&m, .finish(id: current))
                     if m.queue.version != before { publishQueue(m) }
                 }
                 if let next {
@@ -117,7 +117,7 @@ extension Player {
             }
             return
         }
-        try? edit(&m, .advance(from: finished, to: queueID))
+        _ = try? edit(&m, .advance(from: finished, to: queueID))
         endOneshot(&m)
         for left in m.inPlay.keys where left != id { takeLoadWaiter(left, &m)?.resume(returning: .superseded) }
         m.inPlay = m.inPlay.filter { $0.key == id }
@@ -137,7 +137,7 @@ extension Player {
         var options = m.queue.options
         options.single = false
         options.oneshot = false
-        try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
+        _ = try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
         settingsEvents.yield(.queueOptions)
     }
 

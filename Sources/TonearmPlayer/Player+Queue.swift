@@ -77,7 +77,7 @@ extension Player {
     package func clear() -> Int {
         model.withLock { m in
             let before = m.queue.version
-            try? edit(&m, .clear)
+            _ = try? edit(&m, .clear)
             if m.queue.version != before { publishQueue(m) }
             if machine.currentState != .idle {
                 machine.send(.stop)
@@ -91,11 +91,11 @@ extension Player {
         model.withLock { m in
             var options = m.queue.options
             change(&options)
-            options.crossfade = options.crossfade.isFinite ? min(max(options.crossfade, 0), QueueOptions.longestCrossfade) : 0
+            options.crossfade = Self.bounded(crossfade: options.crossfade)
             engine.setCrossfade(seconds: options.crossfade)
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
-            try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
+            _ = try? edit(&m, .setOptions(options: options, randomSeed: m.randomSeed))
             if m.queue.version != before {
                 publishQueue(m)
                 settingsEvents.yield(.queueOptions)
@@ -118,5 +118,13 @@ extension Player {
             }
             return m.queue.version
         }
+    }
+}
+
+extension Player {
+    /// A crossfade brought into `Bounds.crossfadeSeconds` (a hand-edited state file, a client
+    /// that sent too much): not a number is no crossfade.
+    static func bounded(crossfade seconds: Double) -> Double {
+        seconds.isFinite ? min(max(seconds, Bounds.crossfadeSeconds.lowerBound), Bounds.crossfadeSeconds.upperBound) : 0
     }
 }

@@ -80,7 +80,11 @@ extension Player {
         model.withLock { m in
             changes.start(at: saved.journalSequence ?? 0)
             m.queue = saved.queue
-            engine.setCrossfade(seconds: saved.queue.options.crossfade)
+            var options = m.queue.options
+            options.crossfade = Self.bounded(crossfade: options.crossfade)
+            // Only a hand-edited file changes here; the seed is unused as `random` stays as it was.
+            m.queue.setOptions(options, randomSeed: 0)
+            engine.setCrossfade(seconds: m.queue.options.crossfade)
             if mode != .off, let current = saved.queue.currentID, saved.playback != .stopped {
                 m.pendingResume = (current, saved.playback, saved.position)
             }

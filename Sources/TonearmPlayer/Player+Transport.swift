@@ -19,7 +19,7 @@ extension Player {
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
-                try? edit(&m, .clear)
+                _ = try? edit(&m, .clear)
                 guard let added = try? edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: nil)], at: nil)),
                     let item = added.first
                 else {
@@ -154,7 +154,7 @@ extension Player {
         m.inPlay = [engineID: InPlay(queueID: queueID, reason: cause.reason, playsOnReady: cause.play, loadWaiter: waiter)]
         m.interruption = nil
         let before = m.queue.version
-        try? edit(&m, .setCurrent(id: queueID))
+        _ = try? edit(&m, .setCurrent(id: queueID))
         if m.queue.version != before { publishQueue(m) }
         machine.send(.load(item.url))
         m.context.intent = engine.open(engineItem(engineID, item, m, opensAt: start), startAt: start, playing: cause.play)

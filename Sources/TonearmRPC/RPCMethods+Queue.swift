@@ -1,6 +1,7 @@
 import NIOCore
 import TonearmCore
 import TonearmFrontEnd
+import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 
@@ -58,8 +59,10 @@ extension RPCMethods {
                 let consume = try params.bool("consume")
                 let random = try params.bool("random")
                 let crossfade = try params.number("crossfade")
-                if let crossfade, !(0...QueueOptions.longestCrossfade).contains(crossfade) {
-                    throw RPC.Failure(.invalidParams, "invalid params: 'crossfade' must be a number of seconds from 0 to 15")
+                if let crossfade, !Bounds.crossfadeSeconds.contains(crossfade) {
+                    throw RPC.Failure(
+                        .invalidParams,
+                        "invalid params: 'crossfade' must be a number of seconds from \(Bounds.text(Bounds.crossfadeSeconds))")
                 }
                 let options = call.player.setOptions { options in
                     if let repeatFlag { options.repeat = repeatFlag }

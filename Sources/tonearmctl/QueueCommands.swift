@@ -132,7 +132,7 @@ struct QueueOptionsCommand: AsyncParsableCommand {
     var random: OnOff?
     @Option(
         help: ArgumentHelp(
-            "Overlap the end of an item and the start of the next, 0 to 15 (0: gapless).",
+            "Overlap the end of an item and the start of the next, \(Bounds.text(Bounds.crossfadeSeconds)) (0: gapless).",
             valueName: "seconds"))
     var crossfade: Double?
 
