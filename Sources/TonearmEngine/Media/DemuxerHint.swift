@@ -12,8 +12,9 @@ import Foundation
 enum DemuxerHint {
     /// The demuxer for `path` (a local file) if its name and its first bytes agree, else nil.
     static func format(forFileNamed name: String, readingFrom path: String) -> UnsafePointer<AVInputFormat>? {
-        let ext = (name as NSString).pathExtension.lowercased()
-        guard let candidate = candidates[ext] else { return nil }
+        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")),
+            let candidate = candidates[String(name[name.index(after: dot)...]).lowercased()]
+        else { return nil }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -32,8 +33,13 @@ enum DemuxerHint {
             head = after
         }
         guard candidate.matches(head) else { return nil }
-        return av_find_input_format(candidate.demuxer)
+        return demuxers[candidate.demuxer] ?? nil
     }
+
+    /// Each candidate's demuxer, looked up once: the lookup compares names with every demuxer's.
+    /// `nonisolated(unsafe)`: written once, when first read; FFmpeg's demuxers are immutable.
+    nonisolated(unsafe) private static let demuxers: [String: UnsafePointer<AVInputFormat>?] = Dictionary(
+        uniqueKeysWithValues: Set(candidates.values.map(\.demuxer)).map { ($0, av_find_input_format($0)) })
 
     private struct Candidate: Sendable {
         let demuxer: String

@@ -3,12 +3,12 @@ import Foundation
 import TonearmMedia
 
 extension MediaDecoder {
-    /// Opens the container at `openPath` (the file, `/proc/self/fd/N` for one opened inside the
+    /// Opens the container at `openPath` (`path` itself, the file, `/proc/self/fd/N` for one opened inside the
     /// roots, or the URL over `connection`): with its own demuxer when the name and header agree
     /// (`DemuxerHint`), else probed. Returns the context and the request budget installed on it,
     /// which must outlive it. On failure the connection is closed and the error says why.
     static func openContainer(
-        _ url: URL, path: String, openPath: String, input: InputConfiguration, isNetwork: Bool, interrupt: AVIOInterruptCB,
+        path: String, openPath: String, input: InputConfiguration, isNetwork: Bool, isFile: Bool, interrupt: AVIOInterruptCB,
         connection: inout UnsafeMutablePointer<AVIOContext>?, cancellation: CancellationFlag
     ) throws(EngineFailure) -> (UnsafeMutablePointer<AVFormatContext>, RequestBudget?) {
         var context: UnsafeMutablePointer<AVFormatContext>?
@@ -27,7 +27,8 @@ extension MediaDecoder {
             defer { av_dict_free(&options) }
             return avformat_open_input(&context, openPath, format, &options)
         }
-        let hint = url.isFileURL ? DemuxerHint.format(forFileNamed: url.lastPathComponent, readingFrom: openPath) : nil
+        let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(path[path.index(after: $0)...]) } ?? path
+        let hint = isFile ? DemuxerHint.format(forFileNamed: name, readingFrom: openPath) : nil
         var openResult = openInput(hint)
         // A file its own demuxer refuses is probed as any other: the probe has the last word.
         if openResult < 0 && hint != nil { openResult = openInput(nil) }
@@ -39,7 +40,7 @@ extension MediaDecoder {
             if isNetwork && !isContentError(openResult) && openResult != tonearm_averror(EINVAL) {
                 throw EngineFailure(.network, "\(path): the connection failed while probing: \(describe(openResult, cancellation))")
             }
-            if url.isFileURL && openResult == tonearm_averror(tonearm_errno_enoent()) {
+            if isFile && openResult == tonearm_averror(tonearm_errno_enoent()) {
                 // The file was there a moment ago (checked first): a demuxer that answers ENOENT
                 // (AIFF with a frame count of 0xFFFFFFFE) means the content, not a missing file.
                 throw EngineFailure(.unsupportedFormat, "not a media file FFmpeg can read: \(path) (its header is damaged)")
@@ -53,7 +54,7 @@ extension MediaDecoder {
     /// codec, container, bits, bit rate, tags and ReplayGain.
     static func describe(
         _ context: UnsafeMutablePointer<AVFormatContext>, stream: UnsafeMutablePointer<AVStream>, streamStart: Int64,
-        decoder: UnsafePointer<AVCodec>, codec: UnsafeMutablePointer<AVCodecContext>, dataStart: Int64, headerSuffices: Bool
+        decoder: UnsafePointer<AVCodec>, bits rawBits: Int, dataStart: Int64, headerSuffices: Bool
     ) -> Info {
         var duration: Double?
         if context.pointee.duration > 0 {
@@ -97,7 +98,6 @@ extension MediaDecoder {
         let tags = MediaTags.collect(
             [entries(context.pointee.metadata), entries(stream.pointee.metadata)],
             fromID3: String(cString: context.pointee.iformat.pointee.name) == "mp3")
-        let rawBits = Int(codec.pointee.bits_per_raw_sample)
         // The audio stream's own rate when the container says, else the whole file's.
         var bitRate = stream.pointee.codecpar.pointee.bit_rate > 0 ? stream.pointee.codecpar.pointee.bit_rate : context.pointee.bit_rate
         if bitRate <= 0, headerSuffices, let duration, duration > 0, let size = context.pointee.pb.map({ avio_size($0) }), size > 0 {

@@ -181,11 +181,12 @@ extension MediaDecoder {
             let info = parameters.pointee.extradata, stream.pointee.duration > 0, stream.pointee.time_base.den > 0
         else { return false }
         // STREAMINFO: 10 bytes of block and frame sizes, then 20 bits of sample rate and 3 of
-        // channels minus one.
+        // channels minus one, 5 of bits per sample minus one.
         let rate = Int32(info[10]) << 12 | Int32(info[11]) << 4 | Int32(info[12]) >> 4
         let channels = Int32(info[12] >> 1 & 0x7) + 1
         guard rate > 0 else { return false }
         parameters.pointee.sample_rate = rate
+        parameters.pointee.bits_per_raw_sample = (Int32(info[12] & 1) << 4 | Int32(info[13] >> 4)) + 1
         // The order is left unknown: the decoder sets FLAC's own layout for the count.
         av_channel_layout_uninit(&parameters.pointee.ch_layout)
         parameters.pointee.ch_layout.order = AV_CHANNEL_ORDER_UNSPEC

@@ -116,7 +116,7 @@ final class MediaDecoder {
             connection = try Self.connect(path, input: input, interrupt: interrupt, gate: gate, cancellation: cancellation)
         }
         let (context, budget) = try Self.openContainer(
-            url, path: path, openPath: openPath, input: input, isNetwork: isNetwork, interrupt: interrupt,
+            path: path, openPath: openPath, input: input, isNetwork: isNetwork, isFile: url.isFileURL, interrupt: interrupt,
             connection: &connection, cancellation: cancellation)
         requestBudget = budget
         self.connection = connection
@@ -196,7 +196,8 @@ final class MediaDecoder {
         outputFormat = sourceFormat
 
         info = Self.describe(
-            context, stream: stream, streamStart: streamStart, decoder: decoder, codec: codec, dataStart: dataStart,
+            context, stream: stream, streamStart: streamStart, decoder: decoder, bits: Int(codec.pointee.bits_per_raw_sample),
+            dataStart: dataStart,
             headerSuffices: headerSuffices)
         let duration = info.duration
 
