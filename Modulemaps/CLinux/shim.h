@@ -9,9 +9,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <errno.h>
+#include <malloc.h>
 
 /* A GNU extension: the Glibc module is built without _GNU_SOURCE, so declare it here. */
 extern int pthread_setname_np(pthread_t thread, const char *name);
+
+/// Gives the memory every thread freed back to the system (glibc keeps a thread's freed memory
+/// for its own next allocations): after a scan, which frees what it held all at once.
+static inline void tonearm_release_freed_memory(void) { malloc_trim(0); }
 
 /// Names the calling thread for top -H, perf and /proc (the kernel keeps 15 bytes).
 static inline int tonearm_name_current_thread(const char *name) {

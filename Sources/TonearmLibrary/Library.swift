@@ -55,10 +55,10 @@ package final class Library: Sendable {
     }
 
     /// Opens the library whose music directory is `configuration.musicDirectory` (required) and
-    /// whose database is `databasePath`. `reader` reads a file's tags (nil: not media).
+    /// whose database is `databasePath`. `reader` reads a file's tags by path (nil: not media).
     package init(
         configuration: LibraryConfiguration, databasePath: String, logger: Logger,
-        reader: @escaping @Sendable (URL) -> MediaTags?
+        reader: @escaping @Sendable (String) -> MediaTags?
     ) throws {
         guard let root = configuration.musicDirectory else {
             throw LibraryOffline(description: "no music directory configured")
@@ -69,7 +69,7 @@ package final class Library: Sendable {
         database = try LibraryDatabase(path: databasePath, logger: logger)
         scanner = LibraryScanner(
             root: root, database: database,
-            tags: TagReaderPool(threads: configuration.scanThreads, reader: reader),
+            crew: ScanCrew(threads: configuration.scanThreads, reader: reader),
             followSymlinks: configuration.followSymlinks, logger: logger)
     }
 
@@ -77,7 +77,7 @@ package final class Library: Sendable {
         // The last reference may go on the watch thread itself (its callbacks hold the library
         // for a moment): the watcher is told to stop, not waited for.
         watcher.withLock { $0?.stop(waiting: false) }
-        scans.async { [scanner] in scanner.tags.finish() }
+        scans.async { [scanner] in scanner.crew.finish() }
         scans.finish()
     }
 
@@ -89,7 +89,7 @@ package final class Library: Sendable {
         }
         current?.stop()
         // The tag readers end after the scans queued before them.
-        scans.async { [scanner] in scanner.tags.finish() }
+        scans.async { [scanner] in scanner.crew.finish() }
         scans.finish()
     }
 

@@ -8,7 +8,7 @@ package struct LibraryConfiguration: Sendable, Equatable {
     package var scanOnStart = true
     /// Directory links are followed (a link back up the tree is seen and skipped).
     package var followSymlinks = true
-    /// Threads that read files' tags during a scan.
+    /// Threads that walk the tree and read files' tags during a scan, beside the scan thread.
     package var scanThreads = ProcessInfo.processInfo.activeProcessorCount
     /// Changes to the music directory are seen as they happen (inotify).
     package var watch = true

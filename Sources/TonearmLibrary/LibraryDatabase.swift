@@ -57,6 +57,53 @@ final class LibraryDatabase: Sendable {
         return try result.withLock { $0! }.get()
     }
 
+    /// Queues `work` as one transaction on the writer thread and returns at once; `wait` on the
+    /// returned write waits for it and says how it went. A scan reads its next files while the
+    /// writer writes the last ones.
+    func writeLater(_ work: @escaping @Sendable (Database) throws -> Void) -> PendingWrite {
+        let pending = PendingWrite()
+        writer.async { [pool] in pending.finish(Result { try pool.write(work) }) }
+        return pending
+    }
+
+    /// A write queued by `writeLater`.
+    final class PendingWrite: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let outcome = Locked<Result<Void, any Error>?>(nil)
+
+        fileprivate func finish(_ result: Result<Void, any Error>) {
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+
+        /// Waits until the write is committed (or failed: then throws why).
+        func wait() throws {
+            done.wait()
+            done.signal()
+            try outcome.withLock { $0! }.get()
+        }
+    }
+
+    /// Sets how much the writer's connection caches of the database, in KiB (SQLite's default
+    /// is 2,000), and gives back what it no longer may hold. A scan raises it while it writes:
+    /// inserting into the tag indexes reads their pages back again and again otherwise.
+    func setWriterCache(kibibytes: Int) throws {
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked<Result<Void, any Error>?>(nil)
+        writer.async { [pool] in
+            let outcome = Result {
+                try pool.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA cache_size = \(-kibibytes)")
+                    try db.execute(sql: "PRAGMA shrink_memory")
+                }
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        try result.withLock { $0! }.get()
+    }
+
     /// Reads on the calling thread (a snapshot of the last committed write).
     func read<T>(_ work: (Database) throws -> T) throws -> T {
         try pool.read(work)

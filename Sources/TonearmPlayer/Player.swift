@@ -157,6 +157,8 @@ package final class Player: Sendable {
     /// Reads a local file's tags; nil when it cannot be opened as media. Blocks on file I/O:
     /// call it from a thread of its own, never the event loop or the cooperative pool.
     package static func readTags(_ url: URL) -> MediaTags? { MediaTags.read(url) }
+    /// `readTags(_:)` for a path.
+    package static func readTags(path: String) -> MediaTags? { MediaTags.read(path: path) }
     /// The picture a local file carries, read the same way. Blocks on file I/O.
     package static func readPicture(_ url: URL) -> EmbeddedPicture? { EmbeddedPicture.read(url) }
 

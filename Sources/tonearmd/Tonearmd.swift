@@ -278,7 +278,7 @@ struct Tonearmd: AsyncParsableCommand {
             return try Library(
                 configuration: configuration, databasePath: stateDirectory + "/library.sqlite",
                 logger: Logger(label: "tonearmd")
-            ) { Player.readTags($0) }
+            ) { Player.readTags(path: $0) }
         } catch {
             logger.error(
                 "the music library cannot be opened; MPD clients see the music directory without a database",

@@ -36,7 +36,7 @@ struct LibraryScanTests {
             try Library(
                 configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
                 databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
-            ) { MediaTags.read($0) }
+            ) { MediaTags.read(path: $0) }
         }
 
         /// Runs a scan and waits for its news.
@@ -286,10 +286,10 @@ struct LibraryScanTests {
         let library = try Library(
             configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
             databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
-        ) { url in
+        ) { path in
             gate.wait()
             gate.signal()
-            return MediaTags.read(url)
+            return MediaTags.read(path: path)
         }
         var news = library.subscribe().makeAsyncIterator()
         let running = try library.update()
@@ -330,7 +330,7 @@ struct LibraryScanTests {
             configuration: LibraryConfiguration(musicDirectory: directory.path("music")),
             databasePath: directory.path("library.sqlite"),
             logger: Logger(label: "test") { _ in CollectingLogHandler(lines: lines) }
-        ) { MediaTags.read($0) }
+        ) { MediaTags.read(path: $0) }
         defer { library.shutdown() }
         var news = library.subscribe().makeAsyncIterator()
         let job = try library.update()

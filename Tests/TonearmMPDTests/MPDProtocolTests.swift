@@ -164,7 +164,7 @@ struct MPDProtocolTests {
         let database = try Library(
             configuration: LibraryConfiguration(musicDirectory: music),
             databasePath: directory.path("library.sqlite"), logger: Logger(label: "test")
-        ) { MediaTags.read($0) }
+        ) { MediaTags.read(path: $0) }
         defer { database.shutdown() }
         var news = database.subscribe().makeAsyncIterator()
         let job = try database.update()
