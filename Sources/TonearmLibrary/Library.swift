@@ -71,6 +71,15 @@ package final class Library: Sendable {
             root: root, database: database,
             crew: ScanCrew(threads: configuration.scanThreads, reader: reader),
             followSymlinks: configuration.followSymlinks, logger: logger)
+        // Before any scan (the same thread runs them in order): until it is loaded, `list` and
+        // `count` are asked of SQL.
+        scans.async { [database, logger] in
+            do {
+                try database.tagIndex.load(from: database)
+            } catch {
+                logger.warning("the library's tags could not be read into memory", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     deinit {

@@ -42,6 +42,47 @@ extension LibrarySearch {
 
     /// The distinct rows of `groups`' values then `tag`'s among the songs `filter` means, sorted.
     func distinctValues(_ tag: MediaTag, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
+        if (groups + [tag]).allSatisfy(LibraryTagIndex.holds) {
+            let matching = try matchingIDs(filter)
+            if let rows = database.tagIndex.read({ LibraryIndexedAggregates(state: $0).distinct(groups + [tag], among: matching) }) ?? nil {
+                return rows
+            }
+        }
+        return try distinctValuesInSQL(tag, filter: filter, groups: groups)
+    }
+
+    /// How many songs `filter` means and their seconds, in all (`group` nil: one line) or by
+    /// each value of `group` (a song counts once under each of its values).
+    func totals(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
+        if group.map(LibraryTagIndex.holds) ?? true {
+            let matching = try matchingIDs(filter)
+            if let totals = database.tagIndex.read({ LibraryIndexedAggregates(state: $0).totals(among: matching, groupedBy: group) }) ?? nil
+            {
+                return totals
+            }
+        }
+        return try totalsInSQL(filter, groupedBy: group)
+    }
+
+    /// The ids of the listed songs `filter` means; nil: every one (no SQL asked).
+    private func matchingIDs(_ filter: LibraryFilter) throws -> Set<Int64>? {
+        if filter == .everything || filter == .base("") { return nil }
+        let condition = Self.condition(filter)
+        return try database.read { db in
+            var ids = Set<Int64>()
+            let rows = try Int64.fetchCursor(
+                db,
+                sql: """
+                    SELECT s.id FROM song s JOIN directory d ON d.id = s.directory_id WHERE s.failed = 0 AND \(condition.sql)
+                    """, arguments: Self.arguments(condition.arguments))
+            while let id = try rows.next() { ids.insert(id) }
+            return ids
+        }
+    }
+
+    /// `distinctValues` in SQL: while the tag index is not loaded yet, and for the tests that
+    /// hold the two equal.
+    func distinctValuesInSQL(_ tag: MediaTag, filter: LibraryFilter, groups: [MediaTag]) throws -> [[String]] {
         let columns = groups + [tag]
         let ctes = [Self.matchingCTE(filter)] + columns.enumerated().map { Self.valuesCTE("e\($0.offset)", $0.element) }
         let names = columns.indices.map { "e\($0)" }
@@ -57,9 +98,8 @@ extension LibrarySearch {
         }
     }
 
-    /// How many songs `filter` means and their seconds, in all (`group` nil: one line) or by
-    /// each value of `group` (a song counts once under each of its values).
-    func totals(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
+    /// `totals` in SQL (as `distinctValuesInSQL`).
+    func totalsInSQL(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {
         let matching = Self.matchingCTE(filter)
         return try database.read { db in
             guard let group else {
@@ -80,7 +120,7 @@ extension LibrarySearch {
         }
     }
 
-    private static func arguments(_ values: [(any DatabaseValueConvertible)?]) -> StatementArguments {
+    static func arguments(_ values: [(any DatabaseValueConvertible)?]) -> StatementArguments {
         StatementArguments(values.map { $0?.databaseValue ?? .null })
     }
 }

@@ -10,6 +10,8 @@ import TonearmSync
 final class LibraryDatabase: Sendable {
     private let pool: DatabasePool
     private let writer = JobThread(name: "tonearm-db")
+    /// The songs' tags in memory for `list` and `count`, kept in line by the writer.
+    let tagIndex = LibraryTagIndex()
 
     /// Opens (or creates) the database at `path`. A file that is not a database this build can
     /// use is moved aside (`library.sqlite.damaged`) and a new one made: the next scan fills it.
@@ -60,9 +62,18 @@ final class LibraryDatabase: Sendable {
     /// Queues `work` as one transaction on the writer thread and returns at once; `wait` on the
     /// returned write waits for it and says how it went. A scan reads its next files while the
     /// writer writes the last ones.
-    func writeLater(_ work: @escaping @Sendable (Database) throws -> Void) -> PendingWrite {
+    /// `committed` runs on the writer thread with what `work` returned, once it is committed.
+    func writeLater<T: Sendable>(
+        _ work: @escaping @Sendable (Database) throws -> T, committed: @escaping @Sendable (T) -> Void
+    ) -> PendingWrite {
         let pending = PendingWrite()
-        writer.async { [pool] in pending.finish(Result { try pool.write(work) }) }
+        writer.async { [pool] in
+            pending.finish(
+                Result {
+                    let result = try pool.write(work)
+                    committed(result)
+                })
+        }
         return pending
     }
 

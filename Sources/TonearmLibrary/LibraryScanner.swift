@@ -239,8 +239,10 @@ struct LibraryScanner {
             .replacingOccurrences(of: "_", with: "\\_")
     }
 
-    /// Writes `changes` (the writer thread, one transaction).
-    static func apply(_ changes: [Change], now: Int, _ db: Database) throws {
+    /// Writes `changes` (the writer thread, one transaction); returns what the tag index must
+    /// learn of them once they are committed.
+    static func apply(_ changes: [Change], now: Int, _ db: Database) throws -> [LibraryTagIndex.Update] {
+        var updates: [LibraryTagIndex.Update] = []
         var directoryIDs: [String: Int64] = [:]
         func directoryID(_ path: String) throws -> Int64? {
             if let id = directoryIDs[path] { return id }
@@ -271,6 +273,7 @@ struct LibraryScanner {
                             RETURNING id
                             """), arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
                 guard let songID else { continue }
+                updates.append(tags.map { .song(songID, duration: $0.duration, $0.entries) } ?? .removed([songID]))
                 if !new { try db.cachedStatement(sql: "DELETE FROM song_tag WHERE song_id = ?").execute(arguments: [songID]) }
                 let insert = try db.cachedStatement(sql: "INSERT INTO song_tag(song_id, seq, tag, value, folded) VALUES (?, ?, ?, ?, ?)")
                 for (seq, (entry, folded)) in zip(tags?.entries ?? [], folded).enumerated() {
@@ -279,12 +282,24 @@ struct LibraryScanner {
                 }
             case .removeSong(let directory, let name):
                 guard let directoryID = try directoryID(directory) else { continue }
-                try db.execute(sql: "DELETE FROM song WHERE directory_id = ? AND name = ?", arguments: [directoryID, name])
+                let gone = try Int64.fetchAll(
+                    db.cachedStatement(sql: "DELETE FROM song WHERE directory_id = ? AND name = ? RETURNING id"),
+                    arguments: [directoryID, name])
+                updates.append(.removed(gone))
             case .removeDirectory(let path):
+                // Its songs and its subdirectories' go with it (ON DELETE CASCADE).
+                let gone = try Int64.fetchAll(
+                    db,
+                    sql: """
+                        SELECT song.id FROM song JOIN directory ON song.directory_id = directory.id
+                        WHERE directory.path = ? OR directory.path LIKE ? ESCAPE '\\'
+                        """, arguments: [path, likeEscaped(path) + "/%"])
+                updates.append(.removed(gone))
                 try db.execute(sql: "DELETE FROM directory WHERE path = ?", arguments: [path])
                 directoryIDs[path] = nil
             }
         }
+        return updates
     }
 
     static func parentPath(_ path: String) -> String {

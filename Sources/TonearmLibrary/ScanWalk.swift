@@ -141,7 +141,10 @@ final class ScanWalk: @unchecked Sendable {
             pending.removeAll(keepingCapacity: true)
             let before = inFlight
             let now = self.now
-            inFlight = scanner.database.writeLater { db in try LibraryScanner.apply(changes, now: now, db) }
+            let index = scanner.database.tagIndex
+            inFlight = scanner.database.writeLater({ db in try LibraryScanner.apply(changes, now: now, db) }) {
+                index.apply($0)
+            }
             return before
         }
         try before?.wait()

@@ -32,6 +32,13 @@ struct LibraryScanTests {
             library = try Self.open(directory)
         }
 
+        /// Another library on the same tree and database.
+        init(reusing other: Setup, library: Library) {
+            directory = other.directory
+            tree = other.tree
+            self.library = library
+        }
+
         static func open(_ directory: TemporaryDirectory) throws -> Library {
             try Library(
                 configuration: LibraryConfiguration(musicDirectory: directory.path("music")),

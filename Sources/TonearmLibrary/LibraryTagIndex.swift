@@ -1,0 +1,185 @@
+import GRDB
+import TonearmMedia
+import TonearmSync
+
+/// Every listed song's grouping tags and length, in memory, for `list` and `count`: a first
+/// ask groups these in one pass where SQL joined the tag table with itself (`list album group
+/// albumartist` over 100,000 songs took 438 ms in SQL, MPD 48). Loaded once from the database
+/// (`load`, on the scan thread before any scan), then changed on the writer thread after each
+/// commit of a scan's changes (`apply`): it says what the last commit says.
+///
+/// Its memory counts in the daemon's RSS, so it holds only what is grouped: not the tags each
+/// song has its own value of (title, track, name, comment, the track's MusicBrainz ids), which
+/// `list` and `count` ask of SQL. Values are interned (a value many songs share is held once),
+/// and the songs' tags lie in one flat array, not an array per song.
+final class LibraryTagIndex: Sendable {
+    struct Tagged: Sendable {
+        let tag: MediaTag
+        /// The value's index in `State.values`.
+        let value: Int32
+    }
+
+    /// What a commit changed.
+    enum Update: Sendable {
+        /// Added or read again, with its tags (a song that cannot be read is `removed`: not listed).
+        case song(Int64, duration: Double?, [MediaTags.Entry])
+        case removed([Int64])
+    }
+
+    /// The tags the index holds.
+    static func holds(_ tag: MediaTag) -> Bool {
+        switch tag {
+        case .title, .track, .name, .comment, .musicBrainzTrackID, .musicBrainzReleaseTrackID: false
+        default: true
+        }
+    }
+
+    struct State: Sendable {
+        var loaded = false
+        /// By slot: the song's id (-1: a free slot), its length (0 when unknown, as `count`
+        /// sums it), and where its tags lie in `tags` (in the file's order).
+        var ids: [Int64] = []
+        var durations: [Double] = []
+        var firstTag: [Int32] = []
+        var tagCounts: [Int32] = []
+        var tags: [Tagged] = []
+        /// Slots by song id, the slots freed, and how many of `tags` no slot uses any more.
+        var slots: [Int64: Int32] = [:]
+        var freeSlots: [Int32] = []
+        var unusedTags = 0
+        var values: [String] = []
+        var valueIDs: [Bytes: Int32] = [:]
+
+        /// A song's tags, by slot.
+        func tags(of slot: Int) -> ArraySlice<Tagged> {
+            let first = Int(firstTag[slot])
+            return tags[first..<first + Int(tagCounts[slot])]
+        }
+
+        mutating func intern(_ value: String) -> Int32 {
+            if let id = valueIDs[Bytes(value)] { return id }
+            let id = Int32(values.count)
+            values.append(value)
+            valueIDs[Bytes(value)] = id
+            return id
+        }
+
+        mutating func set(_ id: Int64, duration: Double?, _ entries: [MediaTags.Entry]) {
+            var held: [Tagged] = []
+            for entry in entries where LibraryTagIndex.holds(entry.tag) {
+                held.append(Tagged(tag: entry.tag, value: intern(entry.value)))
+            }
+            let slot: Int
+            if let known = slots[id] {
+                slot = Int(known)
+                unusedTags += Int(tagCounts[slot])
+            } else if let free = freeSlots.popLast() {
+                slot = Int(free)
+            } else {
+                slot = ids.count
+                ids.append(0)
+                durations.append(0)
+                firstTag.append(0)
+                tagCounts.append(0)
+            }
+            slots[id] = Int32(slot)
+            ids[slot] = id
+            durations[slot] = duration ?? 0
+            firstTag[slot] = Int32(tags.count)
+            tagCounts[slot] = Int32(held.count)
+            tags.append(contentsOf: held)
+            compactIfWasteful()
+        }
+
+        mutating func remove(_ id: Int64) {
+            guard let slot = slots.removeValue(forKey: id).map(Int.init) else { return }
+            unusedTags += Int(tagCounts[slot])
+            ids[slot] = -1
+            tagCounts[slot] = 0
+            freeSlots.append(Int32(slot))
+            compactIfWasteful()
+        }
+
+        /// Rewrites `tags` without what no slot uses once that is over half of it.
+        private mutating func compactIfWasteful() {
+            guard unusedTags > 4096, unusedTags * 2 > tags.count else { return }
+            var kept: [Tagged] = []
+            kept.reserveCapacity(tags.count - unusedTags)
+            for slot in ids.indices where ids[slot] >= 0 {
+                let moved = tags(of: slot)
+                firstTag[slot] = Int32(kept.count)
+                kept.append(contentsOf: moved)
+            }
+            tags = kept
+            unusedTags = 0
+        }
+    }
+
+    /// A value as SQLite and MPD tell values apart, byte by byte: Swift's `String` calls
+    /// canonically equivalent ones equal ("é" and "e" with a combining accent), and hashes them
+    /// through Unicode normalization, which costs more than the bytes' hash.
+    struct Bytes: Hashable, Sendable {
+        let text: String
+        init(_ text: String) { self.text = text }
+        static func == (a: Bytes, b: Bytes) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+        func hash(into hasher: inout Hasher) {
+            var text = text
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    private let state = Locked(State())
+
+    /// Reads every listed song and its tags (two passes over the database).
+    func load(from database: LibraryDatabase) throws {
+        var loaded = State()
+        try database.read { db in
+            var durations: [Int64: Double?] = [:]
+            let songs = try Row.fetchCursor(db, sql: "SELECT id, duration FROM song WHERE failed = 0")
+            while let row = try songs.next() { durations[row[0]] = .some(row[1]) }
+            // The rows of one song come together (the table's key is song, then seq).
+            var current: Int64?
+            var entries: [MediaTags.Entry] = []
+            func finish() {
+                if let current, let duration = durations.removeValue(forKey: current) {
+                    loaded.set(current, duration: duration, entries)
+                }
+                entries.removeAll(keepingCapacity: true)
+            }
+            let tags = try Row.fetchCursor(db, sql: "SELECT song_id, tag, value FROM song_tag ORDER BY song_id, seq")
+            while let row = try tags.next() {
+                let id: Int64 = row[0]
+                if id != current {
+                    finish()
+                    current = id
+                }
+                guard let tag = StoredTag.tag(row[1]), Self.holds(tag) else { continue }
+                entries.append(MediaTags.Entry(tag, row[2]))
+            }
+            finish()
+            // Songs without a tag.
+            for (id, duration) in durations { loaded.set(id, duration: duration, []) }
+        }
+        loaded.loaded = true
+        state.withLock { $0 = loaded }
+    }
+
+    /// Brings the index in line with a commit (the writer thread, after it).
+    func apply(_ updates: [Update]) {
+        guard !updates.isEmpty else { return }
+        state.withLock { state in
+            guard state.loaded else { return }
+            for update in updates {
+                switch update {
+                case .song(let id, let duration, let entries): state.set(id, duration: duration, entries)
+                case .removed(let ids): for id in ids { state.remove(id) }
+                }
+            }
+        }
+    }
+
+    /// `body` over the index as it stands; nil until it is loaded.
+    func read<T>(_ body: (State) -> T) -> T? {
+        state.withLock { state in state.loaded ? body(state) : nil }
+    }
+}
