@@ -98,7 +98,7 @@ struct LibraryIndexedAggregates {
         values.removeAll(keepingCapacity: true)
         let tags = state.tags(of: slot)
         for tag in chain {
-            for tagged in tags where tagged.tag == tag { values.append(tagged.value) }
+            for tagged in tags where tagged.isTag(tag) { values.append(tagged.value) }
             if !values.isEmpty { return }
         }
         values.append(Self.none)

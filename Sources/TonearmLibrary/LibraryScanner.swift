@@ -111,6 +111,7 @@ struct LibraryScanner {
         defer {
             if recursive {
                 try? database.setWriterCache(kibibytes: 2000)
+                database.tagIndex.trim()
                 // What the scan's threads and the cache freed goes back to the system: glibc
                 // keeps a thread's freed memory for its next allocation otherwise.
                 tonearm_release_freed_memory()

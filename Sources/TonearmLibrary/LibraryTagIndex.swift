@@ -13,10 +13,17 @@ import TonearmSync
 /// `list` and `count` ask of SQL. Values are interned (a value many songs share is held once),
 /// and the songs' tags lie in one flat array, not an array per song.
 final class LibraryTagIndex: Sendable {
+    /// A song's tag and value in 4 bytes: the tag's number in the top 5 bits, the value's
+    /// index in `State.values` below.
     struct Tagged: Sendable {
-        let tag: MediaTag
-        /// The value's index in `State.values`.
-        let value: Int32
+        private let bits: UInt32
+        static let valueLimit: Int32 = 1 << 27
+
+        init(tag: MediaTag, value: Int32) { bits = UInt32(tag.rawValue) << 27 | UInt32(value) }
+
+        var tag: MediaTag { MediaTag(rawValue: Int(bits >> 27))! }
+        var value: Int32 { Int32(bits & (UInt32(1) << 27 - 1)) }
+        func isTag(_ tag: MediaTag) -> Bool { bits >> 27 == UInt32(tag.rawValue) }
     }
 
     /// What a commit changed.
@@ -67,7 +74,14 @@ final class LibraryTagIndex: Sendable {
         mutating func set(_ id: Int64, duration: Double?, _ entries: [MediaTags.Entry]) {
             var held: [Tagged] = []
             for entry in entries where LibraryTagIndex.holds(entry.tag) {
-                held.append(Tagged(tag: entry.tag, value: intern(entry.value)))
+                let value = intern(entry.value)
+                // Past 134 million values (never, in a music library) it is no longer used:
+                // SQL answers every question.
+                guard value < Tagged.valueLimit else {
+                    loaded = false
+                    return
+                }
+                held.append(Tagged(tag: entry.tag, value: value))
             }
             let slot: Int
             if let known = slots[id] {
@@ -103,6 +117,20 @@ final class LibraryTagIndex: Sendable {
         /// Rewrites `tags` without what no slot uses once that is over half of it.
         private mutating func compactIfWasteful() {
             guard unusedTags > 4096, unusedTags * 2 > tags.count else { return }
+            compact()
+        }
+
+        /// Rewrites the arrays at their size: appending leaves up to as much room again unused.
+        mutating func trim() {
+            compact()
+            ids = ids.withUnsafeBufferPointer { Array($0) }
+            durations = durations.withUnsafeBufferPointer { Array($0) }
+            firstTag = firstTag.withUnsafeBufferPointer { Array($0) }
+            tagCounts = tagCounts.withUnsafeBufferPointer { Array($0) }
+            values = values.withUnsafeBufferPointer { Array($0) }
+        }
+
+        private mutating func compact() {
             var kept: [Tagged] = []
             kept.reserveCapacity(tags.count - unusedTags)
             for slot in ids.indices where ids[slot] >= 0 {
@@ -161,6 +189,7 @@ final class LibraryTagIndex: Sendable {
             for (id, duration) in durations { loaded.set(id, duration: duration, []) }
         }
         loaded.loaded = true
+        loaded.trim()
         state.withLock { $0 = loaded }
     }
 
@@ -177,6 +206,9 @@ final class LibraryTagIndex: Sendable {
             }
         }
     }
+
+    /// Gives back the room its arrays grew into (after a scan).
+    func trim() { state.withLock { $0.trim() } }
 
     /// `body` over the index as it stands; nil until it is loaded.
     func read<T>(_ body: (State) -> T) -> T? {

@@ -102,4 +102,13 @@ struct LibraryTagIndexTests {
             #expect(shown == ["artist:A\(id % 7)", "genre:G\(id % 3 == 0 ? 0 : 3)"], "\(id): \(shown)")
         }
     }
+
+    /// Every tag fits the 5 bits a held value gives it.
+    @Test func everyTagFitsItsBits() {
+        #expect(MediaTag.allCases.allSatisfy { $0.rawValue < 32 })
+        for tag in MediaTag.allCases {
+            let tagged = LibraryTagIndex.Tagged(tag: tag, value: LibraryTagIndex.Tagged.valueLimit - 1)
+            #expect(tagged.tag == tag && tagged.value == LibraryTagIndex.Tagged.valueLimit - 1 && tagged.isTag(tag))
+        }
+    }
 }
