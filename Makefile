@@ -14,6 +14,7 @@ deb:
 # Builds release, the C floor and the media, then runs the benchmark (docs/performance.md).
 bench: bench-build
 	scripts/make-bench-media.sh >/dev/null
+	python3 scripts/make-bench-library.py 20000 .build/bench/library-20k
 	python3 scripts/make-bench-library.py 100000 .build/bench/library-100k
 	.build/release/tonearm-bench
 

@@ -18,7 +18,8 @@ struct Bench: ParsableCommand {
     @Option(help: "The C floor binary (bench/floor.c).") var floor = ".build/bench/floor"
     @Option(help: "The control path's C floor (bench/control_floor.c).") var controlFloor = ".build/bench/control_floor"
     @Option(help: "Media made by scripts/make-bench-media.sh.") var media = ".build/bench/media"
-    @Option(help: "The library benchmark's tree (scripts/make-bench-library.py).") var libraryTree = ".build/bench/library-100k"
+    @Option(help: "A library benchmark's tree (scripts/make-bench-library.py); each one given is measured.")
+    var libraryTree: [String] = [".build/bench/library-20k", ".build/bench/library-100k"]
     @Option(help: "Repeats for the repeated figures.") var repeats = 5
     @Flag(help: "Print only the JSON lines.") var jsonOnly = false
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
@@ -29,7 +30,7 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         let bench = Runner(
-            daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTree: libraryTree,
+            daemon: daemon, floor: floor, controlFloor: controlFloor, media: media, libraryTrees: libraryTree,
             repeats: quick ? 2 : repeats,
             window: quick ? 1 : 10, report: Report(jsonOnly: jsonOnly))
         for path in [daemon, floor, controlFloor] where !FileManager.default.isExecutableFile(atPath: path) {
@@ -152,7 +153,7 @@ struct Runner {
     let floor: String
     let controlFloor: String
     let media: String
-    let libraryTree: String
+    let libraryTrees: [String]
     let repeats: Int
     let window: Double
     let report: Report

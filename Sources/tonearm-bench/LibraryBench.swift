@@ -118,10 +118,15 @@ extension Runner {
     // the queries phone and web clients send, `listallinfo` of everything, and adding 10,000
     // library songs to the queue.
     func library() throws {
+        for tree in libraryTrees { try library(tree: tree) }
+    }
+
+    /// One tree, MPD's figures then tonearmd's, named by the tree's size ("library 20,000 songs: …").
+    private func library(tree given: String) throws {
         // Both servers want an absolute music directory.
-        let tree = URL(fileURLWithPath: libraryTree).standardizedFileURL.path
+        let tree = URL(fileURLWithPath: given).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: tree + "/.complete") else {
-            throw BenchError("no library tree at \(tree): run scripts/make-bench-library.py 100000 \(tree)")
+            throw BenchError("no library tree at \(tree): run scripts/make-bench-library.py COUNT \(tree)")
         }
         var peer: [String: Double] = [:]
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") {
@@ -149,13 +154,16 @@ extension Runner {
     private func measureLibrary(_ server: LibraryServer, tree: String, peer: [String: Double]?) throws -> [String: Double] {
         defer { server.stop() }
         var figures: [String: Double] = [:]
+        let songs = try String(contentsOfFile: tree + "/.count", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        // "20,000": the figures' names say which tree.
+        var size = songs
+        for offset in stride(from: songs.count - 3, to: 0, by: -3) { size.insert(",", at: size.index(size.startIndex, offsetBy: offset)) }
         func add(_ figure: String, _ unit: String, _ values: [Double], ratioAtMost: Double? = nil) {
             let value = values.sorted()[values.count / 2]
             figures[figure] = value
             let budget = ratioAtMost.flatMap { ratio in peer?[figure].map { Budget.atMost(ratio * $0) } }
-            report.add("\(server.name): library \(figure)", unit, values, budget: budget)
+            report.add("\(server.name): library \(size) songs: \(figure)", unit, values, budget: budget)
         }
-        let songs = try String(contentsOfFile: tree + "/.count", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 
         // The scan from empty: from the process's start until the database holds every song.
         dropPageCache()
