@@ -31,6 +31,51 @@ extension DaemonTests {
             return path
         }
 
+        /// A change the watcher sees reaches every listing a client asked before it (each kept
+        /// as a reply, and `list`/`count` grouped from the tag index): the next `list album`,
+        /// `count`, `find` and `stats` show the song added, then no longer the song removed.
+        @Test func aWatchedChangeReachesEveryListingAskedBefore() throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let tree = try MusicTree(at: directory.path("music"), DaemonLibraryTests.songs)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", try config(directory, tree.root)])
+            try withExtendedLifetime(daemon) {
+                let client = try daemon.connectMPD()
+                try DaemonLibraryTests.waitForScan(client)
+                func listings() throws -> (albums: [String], zeta: [String], found: [String], songs: String?) {
+                    (
+                        try client.command("list album group albumartist").values("Album"),
+                        try client.command("count group artist").values("songs").isEmpty
+                            ? [] : try client.command("count artist Zeta").values("songs"),
+                        try client.command("find artist Zeta").values("file"),
+                        try client.command("stats").values("songs").first
+                    )
+                }
+                let before = try listings()
+                #expect(!before.albums.contains("Nova") && before.zeta == ["0"] && before.found.isEmpty)
+                // Kept replies are let go when the scan that changed the database ends, before
+                // `idle database` is answered: a client that hears of the change asks again.
+                let watcher = try daemon.connectMPD()
+                func change(_ make: () throws -> Void) throws {
+                    try watcher.connection.send(line: "idle database")
+                    try make()
+                    let news = try watcher.reply(timeout: Self.within)
+                    #expect(news.values("changed") == ["database"], "\(news)")
+                }
+
+                try change { try tree.add(.init("Zeta/Nova/01 Star.flac", ["artist": "Zeta", "album": "Nova", "title": "Star"])) }
+                let added = try listings()
+                #expect(added.albums.contains("Nova"), "\(added.albums)")
+                #expect(added.zeta == ["1"] && added.found == ["Zeta/Nova/01 Star.flac"])
+                #expect(Int(added.songs ?? "") == Int(before.songs ?? "").map { $0 + 1 }, "\(String(describing: added.songs))")
+
+                try change { try FileManager.default.removeItem(atPath: tree.root + "/Zeta") }
+                let removed = try listings()
+                #expect(removed.albums == before.albums && removed.zeta == ["0"] && removed.found.isEmpty)
+                #expect(removed.songs == before.songs)
+            }
+        }
+
         @Test func addedRenamedAndDeletedFilesAndDirectoriesAreSeen() throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
