@@ -31,10 +31,9 @@ extension DaemonTests {
             return path
         }
 
-        /// A change the watcher sees reaches every listing a client asked before it (each kept
-        /// as a reply, and `list`/`count` grouped from the tag index): the next `list album`,
-        /// `count`, `find` and `stats` show the song added, then no longer the song removed.
-        @Test func aWatchedChangeReachesEveryListingAskedBefore() throws {
+        /// A daemon on a new tree of `DaemonLibraryTests.songs`, its first scan done: `body` gets
+        /// the test's directory, the tree, the daemon and a client of it.
+        private func withScannedTree(_ body: (TemporaryDirectory, MusicTree, DaemonProcess, MPDTestClient) throws -> Void) throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let tree = try MusicTree(at: directory.path("music"), DaemonLibraryTests.songs)
@@ -42,6 +41,15 @@ extension DaemonTests {
             try withExtendedLifetime(daemon) {
                 let client = try daemon.connectMPD()
                 try DaemonLibraryTests.waitForScan(client)
+                try body(directory, tree, daemon, client)
+            }
+        }
+
+        /// A change the watcher sees reaches every listing a client asked before it (each kept
+        /// as a reply, and `list`/`count` grouped from the tag index): the next `list album`,
+        /// `count`, `find` and `stats` show the song added, then no longer the song removed.
+        @Test func aWatchedChangeReachesEveryListingAskedBefore() throws {
+            try withScannedTree { directory, tree, daemon, client in
                 func listings() throws -> (albums: [String], zeta: [String], found: [String], songs: String?) {
                     (
                         try client.command("list album group albumartist").values("Album"),
@@ -77,13 +85,7 @@ extension DaemonTests {
         }
 
         @Test func addedRenamedAndDeletedFilesAndDirectoriesAreSeen() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), DaemonLibraryTests.songs)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", try config(directory, tree.root)])
-            try withExtendedLifetime(daemon) {
-                let client = try daemon.connectMPD()
-                try DaemonLibraryTests.waitForScan(client)
+            try withScannedTree { directory, tree, daemon, client in
                 let watcher = try daemon.connectMPD()
                 try watcher.connection.send(line: "idle database")
 
@@ -130,13 +132,7 @@ extension DaemonTests {
         /// The music directory swapped for a new one (`mv music music.old && mkdir music`), or
         /// removed and made again a moment later, is watched again at its path.
         @Test func aMusicDirectoryMovedAwayAndMadeAgainIsWatchedAgain() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let tree = try MusicTree(at: directory.path("music"), DaemonLibraryTests.songs)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--config", try config(directory, tree.root)])
-            try withExtendedLifetime(daemon) {
-                let client = try daemon.connectMPD()
-                try DaemonLibraryTests.waitForScan(client)
+            try withScannedTree { directory, tree, daemon, client in
                 // Swapped at once: the old watches would follow music.old.
                 try FileManager.default.moveItem(atPath: tree.root, toPath: directory.path("music.old"))
                 try FileManager.default.createDirectory(atPath: tree.root, withIntermediateDirectories: false)
