@@ -35,7 +35,10 @@ struct EngineSeekPauseTests {
     func pauseStopsPromptlyAndResumesWithoutLosingSamples(fades: Bool) async throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        var configuration = OutputConfiguration(device: dir.fileDevice("out.raw"), pace: true, speed: 4)
+        // Paced at 2x: the 3 s take about 1.5 s, so a test polling late on a loaded machine
+        // (the whole suite at once) still finds the item playing at 0.8 s (at 4x it once had
+        // ended before this test saw 0.8 s).
+        var configuration = OutputConfiguration(device: dir.fileDevice("out.raw"), pace: true, speed: 2)
         configuration.fadesOnPause = fades
         let engine = PlayerEngine(configuration: configuration)
         let recorder = EngineRecorder(engine)
@@ -43,7 +46,7 @@ struct EngineSeekPauseTests {
         #expect(await eventually { engine.status == .readyToPlay })
         engine.play()
         #expect(await eventually { engine.currentTime >= 0.8 })
-        #expect(!recorder.ended, "paced at 4x, 3 s take about 0.75 s")
+        #expect(!recorder.ended, "paced at 2x, 3 s take about 1.5 s")
         let askedAt = engine.currentTime
         engine.pause()
         #expect(await eventually { engine.timeControlStatus == .paused })
