@@ -69,19 +69,27 @@ struct HeaderTagsTests {
         var compared = 0
         for (name, codec) in made {
             let path = directory.path(name)
-            let ffmpeg = Process()
-            ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            ffmpeg.arguments =
+            let arguments =
                 ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:d=1.5:sample_rate=44100", "-ac", "2"]
                 + codec + ["-metadata", "title=Café \(name)", "-metadata", "artist=Ünïcode", "-metadata", "track=3/12", path]
-            // Awaited, not waited for: a blocked thread of the shared pool delays every other
-            // suite's awaits (the engine's timing tests among them).
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-                ffmpeg.terminationHandler = { _ in done.resume() }
-                do { try ffmpeg.run() } catch { done.resume(throwing: error) }
+            // Waited for on a thread of its own, not one of the shared pool: a blocked pool
+            // thread delays every other suite's awaits (the engine's timing tests among them).
+            let status = try await withCheckedThrowingContinuation { (done: CheckedContinuation<Int32, any Error>) in
+                Thread.detachNewThread {
+                    let ffmpeg = Process()
+                    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+                    ffmpeg.arguments = arguments
+                    do {
+                        try ffmpeg.run()
+                        ffmpeg.waitUntilExit()
+                        done.resume(returning: ffmpeg.terminationStatus)
+                    } catch {
+                        done.resume(throwing: error)
+                    }
+                }
             }
             // An encoder this FFmpeg lacks makes no file: nothing to compare.
-            guard ffmpeg.terminationStatus == 0 else { continue }
+            guard status == 0 else { continue }
             Self.expectSame(URL(fileURLWithPath: path), name, unplayable: name == "he.m4a")
             compared += 1
         }
