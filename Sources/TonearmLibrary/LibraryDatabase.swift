@@ -48,10 +48,15 @@ final class LibraryDatabase: Sendable {
 
     /// Runs `work` in one transaction on the writer thread and waits for it.
     func write<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) throws -> T {
+        try onWriter { [pool] in try pool.write(work) }
+    }
+
+    /// Runs `body` on the writer thread and waits for what it returns.
+    private func onWriter<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
         let result = Locked<Result<T, any Error>?>(nil)
-        writer.async { [pool] in
-            let outcome = Result { try pool.write(work) }
+        writer.async {
+            let outcome = Result { try body() }
             result.withLock { $0 = outcome }
             done.signal()
         }
@@ -99,20 +104,12 @@ final class LibraryDatabase: Sendable {
     /// is 2,000), and gives back what it no longer may hold. A scan raises it while it writes:
     /// inserting into the tag indexes reads their pages back again and again otherwise.
     func setWriterCache(kibibytes: Int) throws {
-        let done = DispatchSemaphore(value: 0)
-        let result = Locked<Result<Void, any Error>?>(nil)
-        writer.async { [pool] in
-            let outcome = Result {
-                try pool.writeWithoutTransaction { db in
-                    try db.execute(sql: "PRAGMA cache_size = \(-kibibytes)")
-                    try db.execute(sql: "PRAGMA shrink_memory")
-                }
+        try onWriter { [pool] in
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA cache_size = \(-kibibytes)")
+                try db.execute(sql: "PRAGMA shrink_memory")
             }
-            result.withLock { $0 = outcome }
-            done.signal()
         }
-        done.wait()
-        try result.withLock { $0! }.get()
     }
 
     /// Reads on the calling thread (a snapshot of the last committed write).
