@@ -320,7 +320,12 @@ package final class Library: Sendable {
         try LibraryReader(database: database).next(&walk, atLeast: count)
     }
 
-    /// Everything under `uri` in MPD's order, a directory at a time; false: no such entry.
+    /// The walk's next part, an entry at a time: a song's bytes are valid only during its visit.
+    package func next(_ walk: inout LibraryWalk, atLeast count: Int, _ visit: (LibraryPassItem) throws -> Void) throws {
+        try LibraryReader(database: database).next(&walk, atLeast: count, visit)
+    }
+
+    /// Everything under `uri` in MPD's order, a part at a time; false: no such entry.
     package func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         try LibraryReader(database: database).walk(uri, withTags: withTags, visit)
     }

@@ -107,7 +107,7 @@ struct LibraryReader {
 
     /// Everything under `uri`, depth first as MPD walks it (the directory itself unless it is
     /// the root, its songs, then each subdirectory followed by what it holds), handed to `visit`
-    /// a directory at a time. Returns false when the library has no such directory or song.
+    /// a part at a time. Returns false when the library has no such directory or song.
     func walk(_ uri: String, withTags: Bool, _ visit: ([LibraryEntry]) throws -> Void) throws -> Bool {
         guard var walk = try startWalk(uri, withTags: withTags) else { return false }
         while !walk.isDone {
@@ -120,24 +120,57 @@ struct LibraryReader {
     /// A walk of `uri` in `walk`'s order, to be taken a part at a time (`next`); nil when the
     /// library has no such directory or song.
     func startWalk(_ uri: String, withTags: Bool) throws -> LibraryWalk? {
-        guard let listing = try list(uri, withTags: withTags) else { return nil }
-        let directoryTime = try database.read { db in
-            try Int.fetchOne(db, sql: "SELECT mtime FROM directory WHERE path = ?", arguments: [uri])
+        try database.read { db in
+            let pass = LibraryPassReader(db: db)
+            if let directories = try pass.directories(under: uri) {
+                return LibraryWalk(withTags: withTags, directories: directories, linesFrom: uri.isEmpty ? 1 : 0, only: nil)
+            }
+            // A song's URI: its directory, that one song only.
+            let parent = LibraryScanner.parentPath(uri)
+            let name = parent.isEmpty ? uri : String(uri.dropFirst(parent.count + 1))
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql:
+                        "SELECT directory.id, directory.mtime FROM directory JOIN song ON song.directory_id = directory.id WHERE path = ? AND name = ? AND failed = 0",
+                    arguments: [parent, name])
+            else { return nil }
+            let directory = (id: row[0] as Int64, directory: LibraryPassDirectory(uri: parent, modified: row[1]))
+            return LibraryWalk(withTags: withTags, directories: [directory], linesFrom: 1, only: name)
         }
-        guard let directoryTime else { return LibraryWalk(withTags: withTags, steps: [.entries(listing)]) }  // a song
-        var walk = LibraryWalk(withTags: withTags, steps: [])
-        walk.push(listing)
-        if !uri.isEmpty { walk.steps.append(.entries([.directory(uri: uri, modified: directoryTime)])) }
-        return walk
     }
 
-    /// The walk's next entries: read on until there are at least `count` or the walk is done.
+    /// The walk's next part, handed to `visit` an entry at a time: whole directories until at
+    /// least `count` entries were visited or the walk is done. One read per part: no reader is
+    /// held between parts, and a part shows the database as one commit left it.
+    func next(_ walk: inout LibraryWalk, atLeast count: Int, _ visit: (LibraryPassItem) throws -> Void) throws {
+        try database.read { db in
+            let pass = LibraryPassReader(db: db)
+            var buffer = LibraryPassBuffer()
+            var visited = 0
+            while visited < count, walk.position < walk.directories.count {
+                let (id, directory) = walk.directories[walk.position]
+                if walk.position >= walk.linesFrom {
+                    try visit(.directory(directory))
+                    visited += 1
+                }
+                walk.position += 1
+                try pass.read(directory: id, only: walk.only, withTags: walk.withTags, into: &buffer)
+                try buffer.visit(directory: directory.uri) { song in
+                    try visit(.song(song))
+                    visited += 1
+                }
+            }
+        }
+    }
+
+    /// The walk's next entries, as values: at least `count` unless the walk is done.
     func next(_ walk: inout LibraryWalk, atLeast count: Int) throws -> [LibraryEntry] {
         var entries: [LibraryEntry] = []
-        while entries.count < count, let step = walk.steps.popLast() {
-            switch step {
-            case .entries(let more): entries += more
-            case .directory(let uri): if let listing = try list(uri, withTags: walk.withTags) { walk.push(listing) }
+        try next(&walk, atLeast: count) { item in
+            switch item {
+            case .directory(let directory): entries.append(.directory(uri: directory.uri, modified: directory.modified))
+            case .song(let song): entries.append(.song(song.song))
             }
         }
         return entries
@@ -183,28 +216,24 @@ struct LibraryReader {
     }
 }
 
-/// A walk of the library taken a part at a time (`Library.next`): what is left to list, as a
-/// stack. A value the caller keeps between parts, so no reader is held meanwhile.
-package struct LibraryWalk: Sendable {
-    enum Step: Sendable {
-        case entries([LibraryEntry])
-        /// A directory to list, then to walk.
-        case directory(String)
-    }
+/// One entry of a pass: a directory's line, or a song read in place.
+package enum LibraryPassItem {
+    case directory(LibraryPassDirectory)
+    case song(LibrarySongView)
+}
 
+/// A walk of the library taken a part at a time (`Library.next`): the directories it lists in
+/// MPD's order, read when it started, and how far it has come. A value the caller keeps between
+/// parts, so no reader is held meanwhile; a directory removed since lists no songs.
+package struct LibraryWalk: Sendable {
     let withTags: Bool
-    var steps: [Step]
+    let directories: [(id: Int64, directory: LibraryPassDirectory)]
+    /// The first directory whose own line is listed (the root's never is, nor a lone song's).
+    let linesFrom: Int
+    /// A song's URI walked alone: its name in its directory.
+    let only: String?
+    var position = 0
 
     /// Nothing is left.
-    package var isDone: Bool { steps.isEmpty }
-
-    /// A directory's listing, to walk next: its songs, then each subdirectory's line and what it holds.
-    mutating func push(_ listing: [LibraryEntry]) {
-        for entry in listing.reversed() {
-            guard case .directory(let uri, _) = entry else { continue }
-            steps.append(.directory(uri))
-            steps.append(.entries([entry]))
-        }
-        steps.append(.entries(listing.filter { if case .song = $0 { true } else { false } }))
-    }
+    package var isDone: Bool { position >= directories.count }
 }

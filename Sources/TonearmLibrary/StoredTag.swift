@@ -19,10 +19,15 @@ enum StoredTag {
         }
         return codes
     }()
-    private static let tags: [Int: MediaTag] = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+    /// By code: a listing looks up every value's tag, and an array costs no hashing.
+    private static let tags: [MediaTag?] = {
+        var tags = [MediaTag?](repeating: nil, count: names.count + 1)
+        for (tag, code) in codes { tags[code] = tag }
+        return tags
+    }()
 
     static func code(_ tag: MediaTag) -> Int? { codes[tag] }
-    static func tag(_ code: Int) -> MediaTag? { tags[code] }
+    static func tag(_ code: Int) -> MediaTag? { tags.indices.contains(code) ? tags[code] : nil }
     /// Every tag `MediaTag` has that this list does not: a test keeps it empty.
     static var unstored: [MediaTag] { MediaTag.allCases.filter { codes[$0] == nil } }
 }

@@ -276,8 +276,18 @@ extension MPDCommands {
                 let (part, rest) = try await library.perform { () throws(MPDError) in
                     var walk = current
                     var r = MPDResponse()
-                    for entry in try library.next(&walk, atLeast: Self.entriesPerPart) {
-                        write(entry, withTags: withTags, shown: call.tags, environment, into: &r)
+                    try library.next(&walk, atLeast: Self.entriesPerPart) { item in
+                        switch item {
+                        case .directory(let directory):
+                            r.add("directory", directory.uri)
+                            if withTags { r.add(lastModified: directory.modified) }
+                        case .song(let song):
+                            if withTags {
+                                environment.writeDatabaseSong(song, shown: call.tags, into: &r)
+                            } else {
+                                r.addFile(directory: song.directory, name: song.name)
+                            }
+                        }
                     }
                     return (r.buffer, walk)
                 }

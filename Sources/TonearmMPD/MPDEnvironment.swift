@@ -125,10 +125,25 @@ final class MPDEnvironment: Sendable {
     /// A song from the library's database, as MPD 0.23 prints a song (`song_print_info`).
     func writeDatabaseSong(_ song: LibrarySong, shown: MPDTags, into response: inout MPDResponse) {
         response.add("file", song.uri)
-        response.add("Last-Modified", Self.timestamp(song.modified))
+        response.add(lastModified: song.modified)
         if let format = song.format { response.add("Format", format) }
         for entry in song.tags where shown.shows(entry.tag) {
             response.add(prefix: entry.tag.linePrefix, clean: entry.value)
+        }
+        if let duration = song.duration {
+            response.add("Time", Int(duration.rounded()))
+            response.add("duration", seconds: duration)
+        }
+    }
+
+    /// A song read in place by a pass over the database (`listallinfo`), in `writeDatabaseSong`'s
+    /// order, straight from the database's bytes.
+    func writeDatabaseSong(_ song: LibrarySongView, shown: MPDTags, into response: inout MPDResponse) {
+        response.addFile(directory: song.directory, name: song.name)
+        response.add(lastModified: song.modified)
+        if let format = song.format { response.add(prefix: "Format: ", clean: format) }
+        song.forEachTag { tag, value in
+            if shown.shows(tag) { response.add(prefix: tag.linePrefix, clean: value) }
         }
         if let duration = song.duration {
             response.add("Time", Int(duration.rounded()))
@@ -158,33 +173,9 @@ final class MPDEnvironment: Sendable {
 
     /// MPD's `Last-Modified` form: ISO 8601 in UTC.
     static func timestamp(_ seconds: Int) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let year = Int(parts.tm_year) + 1900
-        guard (0...9999).contains(year) else {
-            return String(
-                format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, Int(parts.tm_mon) + 1,
-                Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
-        }
-        // Digit by digit: a listing writes one per song, and String(format:) cost more than
-        // the rest of the song's lines together.
         var text: [UInt8] = []
         text.reserveCapacity(20)
-        func append(_ value: Int, digits: Int, then separator: Character) {
-            var divisor = digits == 4 ? 1000 : 10
-            while divisor > 0 {
-                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
-            text.append(separator.asciiValue ?? 0)
-        }
-        append(year, digits: 4, then: "-")
-        append(Int(parts.tm_mon) + 1, digits: 2, then: "-")
-        append(Int(parts.tm_mday), digits: 2, then: "T")
-        append(Int(parts.tm_hour), digits: 2, then: ":")
-        append(Int(parts.tm_min), digits: 2, then: ":")
-        append(Int(parts.tm_sec), digits: 2, then: "Z")
+        MPDTimestamp.write(seconds, into: &text)
         return String(decoding: text, as: UTF8.self)
     }
 

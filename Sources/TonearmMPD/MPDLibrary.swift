@@ -231,10 +231,10 @@ final class MPDLibrary: Sendable {
         return walk
     }
 
-    /// The walk's next part.
-    func next(_ walk: inout LibraryWalk, atLeast count: Int) throws(MPDError) -> [LibraryEntry] {
-        guard let database else { return [] }
-        do { return try database.next(&walk, atLeast: count) } catch { throw Self.failure(error) }
+    /// The walk's next part, an entry at a time (a song's bytes valid only during its visit).
+    func next(_ walk: inout LibraryWalk, atLeast count: Int, _ visit: (LibraryPassItem) -> Void) throws(MPDError) {
+        guard let database else { return }
+        do { try database.next(&walk, atLeast: count, visit) } catch { throw Self.failure(error) }
     }
 
     /// The songs `add` of a URI adds, with the tags the database has for them: from the

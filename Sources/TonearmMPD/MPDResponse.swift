@@ -62,8 +62,42 @@ struct MPDResponse {
         endLine()
     }
 
+    /// A line whose prefix is ready and whose value is bytes with no line break (the database
+    /// keeps tag values so): copied as they are.
+    mutating func add(prefix: StaticString, clean value: UnsafeRawBufferPointer) {
+        append(prefix)
+        pending.append(contentsOf: value)
+        endLine()
+    }
+
+    /// `file: directory/name` from a song's bytes; a line break in the name (a file may be
+    /// called so) is written as a space.
+    mutating func addFile(directory: String, name: UnsafeRawBufferPointer) {
+        append("file: ")
+        if !directory.isEmpty {
+            pending.append(contentsOf: directory.utf8)
+            pending.append(UInt8(ascii: "/"))
+        }
+        let start = pending.count
+        pending.append(contentsOf: name)
+        for index in start..<pending.count where pending[index] == 0x0A || pending[index] == 0x0D {
+            pending[index] = UInt8(ascii: " ")
+        }
+        endLine()
+    }
+
     mutating func add(_ key: String, _ value: Int) {
-        add(key, String(value))
+        pending.append(contentsOf: key.utf8)
+        append(": ")
+        appendDecimal(value)
+        endLine()
+    }
+
+    /// `Last-Modified: 2024-01-31T12:00:00Z`, MPD's form (`MPDEnvironment.timestamp`).
+    mutating func add(lastModified seconds: Int) {
+        append("Last-Modified: ")
+        MPDTimestamp.write(seconds, into: &pending)
+        endLine()
     }
 
     /// Seconds with three decimals, as MPD writes `elapsed` and `duration` (`%.3f`), written
@@ -74,10 +108,25 @@ struct MPDResponse {
         let fraction = millis % 1000
         pending.append(contentsOf: key.utf8)
         append(": ")
-        pending.append(contentsOf: String(millis / 1000).utf8)
+        appendDecimal(millis / 1000)
         append(fraction < 10 ? ".00" : fraction < 100 ? ".0" : ".")
-        pending.append(contentsOf: String(fraction).utf8)
+        appendDecimal(fraction)
         endLine()
+    }
+
+    /// An integer's decimal digits, with no `String` made.
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 0 {
+            pending.append(UInt8(ascii: "-"))
+            guard value != .min else { return pending.append(contentsOf: String(value).utf8.dropFirst()) }
+            return appendDecimal(-value)
+        }
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        while divisor > 0 {
+            pending.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
     }
 
     mutating func add(_ key: String, _ flag: Bool) {
@@ -105,5 +154,45 @@ struct MPDResponse {
     mutating func ack(_ error: MPDError, index: Int, command: String) {
         pending.append(contentsOf: "ACK [\(error.code.rawValue)@\(index)] {\(command)} \(error.message)".utf8)
         endLine()
+    }
+}
+
+/// MPD's `Last-Modified` form, ISO 8601 in UTC, written byte by byte: a listing writes one per
+/// song, and `String(format:)` cost more than the rest of the song's lines together.
+enum MPDTimestamp {
+    static func write(_ seconds: Int, into text: inout [UInt8]) {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let year = Int(parts.tm_year) + 1900
+        guard (0...9999).contains(year) else {
+            let wide = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+            return text.append(contentsOf: wide.utf8)
+        }
+        // Made in a fixed buffer, then appended at once: byte by byte, each append checks the
+        // array's capacity and uniqueness.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { out in
+            var at = 0
+            func put(_ value: Int, digits: Int, then separator: UInt8) {
+                var divisor = digits == 4 ? 1000 : 10
+                while divisor > 0 {
+                    out[at] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+                    at += 1
+                    divisor /= 10
+                }
+                out[at] = separator
+                at += 1
+            }
+            put(year, digits: 4, then: UInt8(ascii: "-"))
+            put(Int(parts.tm_mon) + 1, digits: 2, then: UInt8(ascii: "-"))
+            put(Int(parts.tm_mday), digits: 2, then: UInt8(ascii: "T"))
+            put(Int(parts.tm_hour), digits: 2, then: UInt8(ascii: ":"))
+            put(Int(parts.tm_min), digits: 2, then: UInt8(ascii: ":"))
+            put(Int(parts.tm_sec), digits: 2, then: UInt8(ascii: "Z"))
+            text.append(contentsOf: out[0..<at])
+        }
     }
 }

@@ -159,6 +159,59 @@ struct LibraryScanTests {
         #expect(try setup.library.list("Beta") == nil)
     }
 
+    /// A pass reads a directory's songs by runs of ids: songs added later (ids far from their
+    /// neighbours', not in name order) are read once each, with their own tags, whatever the
+    /// runs. Each directory's listing (`list`, read otherwise) is the oracle.
+    @Test func aPassReadsEverySongOnceWhereverItsIdFalls() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        try setup.tree.add(.init("Gamma/g.flac", ["artist": "Gamma", "title": "G"]))
+        try setup.tree.add(.init("Alpha/One/00 Zero.flac", ["artist": "Alpha", "title": "Zero"]))
+        try setup.tree.add(.init("Alpha/One/03 Third.flac", ["artist": "Alpha", "title": "Third", "genre": "X"]))
+        _ = try await setup.scan()
+        let library = setup.library
+        let directories = ["", "Alpha", "Alpha/One", "Beta", "Beta/Zwei", "Gamma"]
+        var expected: [String: [LibrarySong]] = [:]
+        for directory in directories {
+            expected[directory] = try #require(try library.list(directory, withTags: true)).compactMap {
+                if case .song(let song) = $0 { song } else { nil }
+            }
+        }
+        #expect(expected["Alpha/One"]?.map(\.uri).last == "Alpha/One/03 Third.flac")
+        for runGap in [0, 1, 32] as [Int64] {
+            try library.database.read { db in
+                let pass = LibraryPassReader(db: db, runGap: runGap)
+                let order = try #require(try pass.directories(under: "")).map(\.directory.uri)
+                #expect(order == directories, "\(order)")
+                for (id, directory) in try #require(try pass.directories(under: "")) {
+                    var buffer = LibraryPassBuffer()
+                    try pass.read(directory: id, withTags: true, into: &buffer)
+                    var read: [LibrarySong] = []
+                    buffer.visit(directory: directory.uri) { read.append($0.song) }
+                    #expect(read == expected[directory.uri], "run gap \(runGap), \(directory.uri)")
+                }
+            }
+        }
+
+        // A walk from a directory starts with its line; from a song, it is that song only.
+        var walked: [String] = []
+        #expect(
+            try library.walk("Alpha", withTags: true) { entries in
+                for entry in entries {
+                    switch entry {
+                    case .directory(let uri, _): walked.append("dir " + uri)
+                    case .song(let song): walked.append(song.uri)
+                    }
+                }
+            })
+        #expect(walked == ["dir Alpha", "dir Alpha/One"] + (expected["Alpha/One"] ?? []).map(\.uri), "\(walked)")
+        var alone: [LibraryEntry] = []
+        #expect(try library.walk("Alpha/One/00 Zero.flac", withTags: true) { alone += $0 })
+        #expect(alone == (expected["Alpha/One"]?.first).map { [.song($0)] }, "\(alone)")
+        #expect(try library.walk("broken.mp3", withTags: true) { _ in } == false)
+    }
+
     /// An unplugged disk: the music directory gone, or empty, keeps every entry.
     @Test func aMissingOrEmptyMusicDirectoryErasesNothing() async throws {
         let setup = try Setup()

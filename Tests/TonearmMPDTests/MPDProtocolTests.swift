@@ -88,6 +88,24 @@ struct MPDProtocolTests {
         #expect(String(buffer: response.buffer) == "Title: a b\n")
     }
 
+    /// A song's file line from the database's bytes: its directory, a slash unless it is the
+    /// root, its name with any line break a space.
+    @Test func aFileLineFromBytesIsOneLine() {
+        for (directory, name, line) in [("", "a.flac", "file: a.flac\n"), ("Ab/Cé", "x\ny\rz.mp3", "file: Ab/Cé/x y z.mp3\n")] {
+            var response = MPDResponse()
+            Array(name.utf8).withUnsafeBytes { response.addFile(directory: directory, name: $0) }
+            #expect(String(buffer: response.buffer) == line)
+        }
+    }
+
+    /// Integers written digit by digit read as `String(Int)` writes them.
+    @Test(arguments: [0, 7, 10, 99, 100, 12_345, -1, -120, Int.max, Int.min])
+    func integersReadAsStringWritesThem(_ value: Int) {
+        var response = MPDResponse()
+        response.add("Time", value)
+        #expect(String(buffer: response.buffer) == "Time: \(value)\n")
+    }
+
     @Test func sixtyThreeArgumentsAreTheMostMPDTakes() throws {
         let request = try parse("find " + Array(repeating: "x", count: 63).joined(separator: " ")).get()
         #expect(request.arguments.count == 63)

@@ -1,0 +1,220 @@
+import GRDB
+import GRDBSQLite
+import TonearmMedia
+
+/// A directory of a pass over the library: a line of its own, before its songs.
+package struct LibraryPassDirectory: Sendable, Equatable {
+    package let uri: String
+    package let modified: Int
+}
+
+/// One song of a pass, as the database holds it: its name, format and tag values are bytes in
+/// the pass's storage, valid only while the song is being visited (no `String` is made of them).
+package struct LibrarySongView {
+    /// The song's directory ("" for the music directory itself).
+    package let directory: String
+    package let name: UnsafeRawBufferPointer
+    package let modified: Int
+    package let duration: Double?
+    package let format: UnsafeRawBufferPointer?
+    fileprivate let bytes: UnsafeRawBufferPointer
+    fileprivate let tagRows: ArraySlice<LibraryPassBuffer.TagRow>
+
+    /// Each of the song's tag values in the file's order.
+    package func forEachTag(_ body: (MediaTag, UnsafeRawBufferPointer) throws -> Void) rethrows {
+        for row in tagRows { try body(row.tag, UnsafeRawBufferPointer(rebasing: bytes[row.value])) }
+    }
+
+    /// The song as a value of its own (for callers that keep it).
+    package var song: LibrarySong {
+        var tags: [MediaTags.Entry] = []
+        tags.reserveCapacity(tagRows.count)
+        forEachTag { tag, value in tags.append(MediaTags.Entry(tag, String(decoding: value, as: UTF8.self))) }
+        let name = String(decoding: name, as: UTF8.self)
+        return LibrarySong(
+            uri: directory.isEmpty ? name : directory + "/" + name, modified: modified, duration: duration,
+            format: format.map { String(decoding: $0, as: UTF8.self) }, tags: tags)
+    }
+}
+
+/// The rows of one directory's songs, read into storage that is kept from one directory to the
+/// next: a listing of the whole library allocates per directory at most, never per song or value.
+struct LibraryPassBuffer {
+    struct SongRow {
+        var id: Int64
+        var name: Range<Int>
+        var modified: Int
+        var duration: Double?
+        var format: Range<Int>?
+        var tags: Range<Int>
+    }
+
+    struct TagRow {
+        var tag: MediaTag
+        var value: Range<Int>
+    }
+
+    var bytes: [UInt8] = []
+    /// By id, ascending.
+    var songs: [SongRow] = []
+    var tags: [TagRow] = []
+    /// The directory's song ids in MPD's order (by name, byte by byte).
+    var order: [Int64] = []
+    var sortedIDs: [Int64] = []
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        songs.removeAll(keepingCapacity: true)
+        tags.removeAll(keepingCapacity: true)
+        order.removeAll(keepingCapacity: true)
+        sortedIDs.removeAll(keepingCapacity: true)
+    }
+
+    /// Copies a text column's bytes into storage; their range there.
+    mutating func keep(_ statement: SQLiteStatement, column: Int32) -> Range<Int> {
+        let start = bytes.count
+        let count = Int(sqlite3_column_bytes(statement, column))
+        if count > 0, let text = sqlite3_column_text(statement, column) {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: count))
+        }
+        return start..<bytes.count
+    }
+
+    func index(of id: Int64) -> Int? {
+        var low = 0
+        var high = songs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if songs[middle].id < id { low = middle + 1 } else { high = middle }
+        }
+        return low < songs.count && songs[low].id == id ? low : nil
+    }
+}
+
+/// Listings of a whole subtree (`listall`, `listallinfo`, adding a directory) in one ordered pass:
+/// the directories in MPD's order from one query, then per directory its song ids by name (the
+/// unique index covers them) and its songs and tags read as runs of ids. A scan gives a
+/// directory's songs neighbouring ids, so a run is mostly the whole directory: two range reads,
+/// where a read per song cost a search in two trees each. Values are read in place through
+/// SQLite's C API (GRDB's rows would make a `String` of each).
+struct LibraryPassReader {
+    /// Ids further apart than `runGap` start a new run: the rows between are read and skipped.
+    let db: Database
+    var runGap: Int64 = 32
+
+    /// The directories under `uri` (with it first, when it is one) in MPD's walk order: each
+    /// directory, then its subdirectories (sorted by path, byte by byte) each followed by what it
+    /// holds. Nil when there is no such directory.
+    func directories(under uri: String) throws -> [(id: Int64, directory: LibraryPassDirectory)]? {
+        let rows =
+            uri.isEmpty
+            ? try Row.fetchAll(db, sql: "SELECT id, path, parent_id, mtime FROM directory")
+            : try Row.fetchAll(
+                db, sql: "SELECT id, path, parent_id, mtime FROM directory WHERE path = ? OR (path > ? AND path < ?)",
+                arguments: [uri, uri + "/", uri + "0"])  // "0" follows "/": everything under uri
+        guard let top = rows.first(where: { $0[1] as String == uri }) else { return uri.isEmpty ? [] : nil }
+        var children: [Int64: [(id: Int64, directory: LibraryPassDirectory)]] = [:]
+        for row in rows {
+            guard let parent = row[2] as Int64? else { continue }
+            children[parent, default: []].append((row[0], LibraryPassDirectory(uri: row[1], modified: row[3])))
+        }
+        var ordered: [(id: Int64, directory: LibraryPassDirectory)] = []
+        ordered.reserveCapacity(rows.count)
+        var stack = [(id: top[0] as Int64, directory: LibraryPassDirectory(uri: uri, modified: top[3]))]
+        while let next = stack.popLast() {
+            ordered.append(next)
+            let sorted = (children[next.id] ?? []).sorted { $0.directory.uri.utf8.lexicographicallyPrecedes($1.directory.uri.utf8) }
+            stack.append(contentsOf: sorted.reversed())
+        }
+        return ordered
+    }
+
+    /// Reads a directory's songs (or only the one named `only`) into `buffer`, with their tags
+    /// when `withTags`; `buffer.order` then lists them in MPD's order.
+    func read(directory id: Int64, only name: String? = nil, withTags: Bool, into buffer: inout LibraryPassBuffer) throws {
+        buffer.removeAll()
+        let ids =
+            name == nil
+            ? try db.cachedStatement(sql: "SELECT id FROM song WHERE directory_id = ? ORDER BY name")
+            : try db.cachedStatement(sql: "SELECT id FROM song WHERE directory_id = ? AND name = ?")
+        ids.setUncheckedArguments(name.map { [id, $0] } ?? [id])
+        try step(ids) { buffer.order.append(sqlite3_column_int64($0, 0)) }
+        guard !buffer.order.isEmpty else { return }
+        buffer.sortedIDs.append(contentsOf: buffer.order)
+        buffer.sortedIDs.sort()
+
+        let songs = try db.cachedStatement(
+            sql: """
+                SELECT id, name, mtime, duration, format FROM song
+                WHERE id BETWEEN ? AND ? AND +directory_id = ? AND failed = 0 ORDER BY id
+                """)  // `+`: read the run by id, not the directory by name through its index
+        let tags = try db.cachedStatement(
+            sql: "SELECT song_id, tag, value FROM song_tag WHERE song_id BETWEEN ? AND ? ORDER BY song_id, seq")
+        var runStart = 0
+        while runStart < buffer.sortedIDs.count {
+            var runEnd = runStart + 1
+            while runEnd < buffer.sortedIDs.count, buffer.sortedIDs[runEnd] - buffer.sortedIDs[runEnd - 1] <= runGap {
+                runEnd += 1
+            }
+            let (first, last) = (buffer.sortedIDs[runStart], buffer.sortedIDs[runEnd - 1])
+            let songsBefore = buffer.songs.count
+            songs.setUncheckedArguments([first, last, id])
+            try step(songs) { statement in
+                let duration = sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 3)
+                let format = sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : buffer.keep(statement, column: 4)
+                let name = buffer.keep(statement, column: 1)
+                let row = LibraryPassBuffer.SongRow(
+                    id: sqlite3_column_int64(statement, 0), name: name, modified: Int(sqlite3_column_int64(statement, 2)),
+                    duration: duration, format: format, tags: 0..<0)
+                buffer.songs.append(row)
+            }
+            if withTags, buffer.songs.count > songsBefore {
+                tags.setUncheckedArguments([first, last])
+                var song = songsBefore
+                try step(tags) { statement in
+                    let songID = sqlite3_column_int64(statement, 0)
+                    // Rows of songs in the run that are not this directory's (or failed) are skipped.
+                    while song < buffer.songs.count, buffer.songs[song].id < songID { song += 1 }
+                    guard song < buffer.songs.count, buffer.songs[song].id == songID,
+                        let tag = StoredTag.tag(Int(sqlite3_column_int64(statement, 1)))
+                    else { return }
+                    if buffer.songs[song].tags.isEmpty { buffer.songs[song].tags = buffer.tags.count..<buffer.tags.count }
+                    let value = buffer.keep(statement, column: 2)
+                    buffer.tags.append(LibraryPassBuffer.TagRow(tag: tag, value: value))
+                    buffer.songs[song].tags = buffer.songs[song].tags.lowerBound..<buffer.tags.count
+                }
+            }
+            runStart = runEnd
+        }
+    }
+
+    /// Steps `statement` to its end, handing each row to `row`.
+    private func step(_ statement: Statement, _ row: (SQLiteStatement) throws -> Void) throws {
+        let raw = statement.sqliteStatement
+        while true {
+            let code = sqlite3_step(raw)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            }
+            try row(raw)
+        }
+    }
+}
+
+extension LibraryPassBuffer {
+    /// Hands the directory's songs, in MPD's order, to `visit`.
+    func visit(directory: String, _ visit: (LibrarySongView) throws -> Void) rethrows {
+        try bytes.withUnsafeBytes { bytes in
+            for id in order {
+                guard let index = index(of: id) else { continue }  // failed, or gone since
+                let row = songs[index]
+                try visit(
+                    LibrarySongView(
+                        directory: directory, name: UnsafeRawBufferPointer(rebasing: bytes[row.name]), modified: row.modified,
+                        duration: row.duration, format: row.format.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
+                        bytes: bytes, tagRows: tags[row.tags]))
+            }
+        }
+    }
+}
