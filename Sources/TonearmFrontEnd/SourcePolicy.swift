@@ -48,11 +48,18 @@ package struct SourcePolicy: Sendable, Equatable {
     /// The scheme of a URL-like text (RFC 3986: a letter, then letters, digits, + - .), lower-cased,
     /// also where `URL` cannot parse the rest ("concat:/a|/b"); nil for a plain path.
     package static func scheme(of text: String) -> String? {
-        guard let colon = text.firstIndex(of: ":") else { return nil }
-        let scheme = text[..<colon]
-        guard scheme.count >= 2, let head = scheme.first, head.isASCII, head.isLetter,
-            scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
-        else { return nil }
-        return scheme.lowercased()
+        // Byte by byte, stopping at the first byte no scheme has: a library path is asked
+        // for each song a client adds, and most stop at their first space or slash.
+        var length = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ":") { break }
+            let letter = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+            let digit = (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            let sign = byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            guard letter || (length > 0 && (digit || sign)) else { return nil }
+            length += 1
+        }
+        guard length >= 2, length < text.utf8.count else { return nil }  // no colon: a plain path
+        return String(decoding: text.utf8.prefix(length), as: UTF8.self).lowercased()
     }
 }

@@ -286,8 +286,9 @@ package final class Library: Sendable {
         try LibraryReader(database: database).list(uri, withTags: withTags)
     }
 
-    /// The songs the library holds of `uris` (relative to the music directory), by URI.
-    package func songs(at uris: [String]) throws -> [String: LibrarySong] {
+    /// The songs the library holds of `uris` (relative to the music directory), in their order;
+    /// nil where it holds none.
+    package func songs(at uris: [String]) throws -> [LibrarySong?] {
         try LibraryReader(database: database).songs(at: uris)
     }
 

@@ -73,22 +73,26 @@ struct LibraryReader {
         }
     }
 
-    /// The songs the library holds of `uris` (with their tags), by URI; one read. Songs of one
-    /// directory (an album added song by song) are read together, a query per directory.
-    func songs(at uris: [String]) throws -> [String: LibrarySong] {
-        var byDirectory: [String: Set<String>] = [:]
-        for uri in uris { byDirectory[LibraryScanner.parentPath(uri), default: []].insert(uri) }
-        return try database.read { db in
-            var found: [String: LibrarySong] = [:]
+    /// The songs the library holds of `uris` (with their tags), in their order (nil: not a
+    /// song of the library); one read. Neighbouring URIs of one directory (an album added song
+    /// by song) are read together, by a pass over the directory; no URI is hashed.
+    func songs(at uris: [String]) throws -> [LibrarySong?] {
+        try database.read { db in
+            var found = [LibrarySong?](repeating: nil, count: uris.count)
+            let pass = LibraryPassReader(db: db)
+            var buffer = LibraryPassBuffer()
             let find = try db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?")
-            for (directory, wanted) in byDirectory {
-                guard wanted.count > 1 else {
-                    for uri in wanted { found[uri] = try song(uri, withTags: true, db) }
-                    continue
-                }
+            var start = 0
+            while start < uris.count {
+                let directory = LibraryScanner.parentPath(uris[start])
+                var end = start + 1
+                while end < uris.count, LibraryScanner.parentPath(uris[end]).utf8.elementsEqual(directory.utf8) { end += 1 }
+                defer { start = end }
                 guard let id = try Int64.fetchOne(find, arguments: [directory]) else { continue }
-                for song in try songs(inDirectory: id, path: directory, withTags: true, db) where wanted.contains(song.uri) {
-                    found[song.uri] = song
+                let names = uris[start..<end].map { directory.isEmpty ? $0 : String($0.utf8.dropFirst(directory.utf8.count + 1))! }
+                try pass.read(directory: id, only: names.count == 1 ? names[0] : nil, withTags: true, into: &buffer)
+                for (offset, name) in names.enumerated() {
+                    found[start + offset] = buffer.song(named: name, in: directory)
                 }
             }
             return found

@@ -61,6 +61,8 @@ struct LibraryPassBuffer {
     /// The directory's song ids in MPD's order (by name, byte by byte).
     var order: [Int64] = []
     var sortedIDs: [Int64] = []
+    /// The songs read (`songs`' indices) in MPD's order: those of `order` that were found.
+    var byName: [Int] = []
 
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
@@ -68,6 +70,7 @@ struct LibraryPassBuffer {
         tags.removeAll(keepingCapacity: true)
         order.removeAll(keepingCapacity: true)
         sortedIDs.removeAll(keepingCapacity: true)
+        byName.removeAll(keepingCapacity: true)
     }
 
     /// Copies a text column's bytes into storage; their range there.
@@ -186,6 +189,9 @@ struct LibraryPassReader {
             }
             runStart = runEnd
         }
+        for id in buffer.order {
+            if let index = buffer.index(of: id) { buffer.byName.append(index) }  // not failed, not gone
+        }
     }
 
     /// Steps `statement` to its end, handing each row to `row`.
@@ -203,17 +209,40 @@ struct LibraryPassReader {
 }
 
 extension LibraryPassBuffer {
+    /// The song of the directory read that is called `name` (a binary search of the directory's
+    /// songs, which are in byte order of their names); nil when it has none such.
+    func song(named name: String, in directory: String) -> LibrarySong? {
+        bytes.withUnsafeBytes { bytes -> LibrarySong? in
+            var name = name
+            return name.withUTF8 { wanted -> LibrarySong? in
+                let rows = byName
+                var low = 0
+                var high = rows.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    let candidate = UnsafeRawBufferPointer(rebasing: bytes[songs[rows[middle]].name])
+                    if candidate.lexicographicallyPrecedes(UnsafeRawBufferPointer(wanted)) { low = middle + 1 } else { high = middle }
+                }
+                guard low < rows.count else { return nil }
+                let row = songs[rows[low]]
+                guard UnsafeRawBufferPointer(rebasing: bytes[row.name]).elementsEqual(UnsafeRawBufferPointer(wanted)) else { return nil }
+                return view(row, directory: directory, bytes).song
+            }
+        }
+    }
+
+    private func view(_ row: SongRow, directory: String, _ bytes: UnsafeRawBufferPointer) -> LibrarySongView {
+        LibrarySongView(
+            directory: directory, name: UnsafeRawBufferPointer(rebasing: bytes[row.name]), modified: row.modified,
+            duration: row.duration, format: row.format.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
+            bytes: bytes, tagRows: tags[row.tags])
+    }
+
     /// Hands the directory's songs, in MPD's order, to `visit`.
     func visit(directory: String, _ visit: (LibrarySongView) throws -> Void) rethrows {
         try bytes.withUnsafeBytes { bytes in
-            for id in order {
-                guard let index = index(of: id) else { continue }  // failed, or gone since
-                let row = songs[index]
-                try visit(
-                    LibrarySongView(
-                        directory: directory, name: UnsafeRawBufferPointer(rebasing: bytes[row.name]), modified: row.modified,
-                        duration: row.duration, format: row.format.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
-                        bytes: bytes, tagRows: tags[row.tags]))
+            for index in byName {
+                try visit(view(songs[index], directory: directory, bytes))
             }
         }
     }

@@ -304,7 +304,8 @@ struct LibraryScanner {
     }
 
     static func parentPath(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "" }
+        // By bytes: a `Character` search breaks the whole path into graphemes first.
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(path[..<slash])
     }
 }

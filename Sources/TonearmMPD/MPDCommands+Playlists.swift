@@ -176,10 +176,10 @@ extension MPDCommands {
             } else {
                 entries = try library.playlistEntries(call[0], for: call.peer).map { (library.uri(for: $0.url), $0.url) }
             }
-            let songs = withTags ? library.databaseSongs(entries.map(\.uri)) : [:]
-            for entry in entries {
+            let songs = withTags ? library.databaseSongs(entries.map(\.uri)) : Array(repeating: nil, count: entries.count)
+            for (entry, song) in zip(entries, songs) {
                 var info = stat()
-                if let song = songs[entry.uri] {
+                if let song {
                     environment.writeDatabaseSong(song, shown: call.tags, into: &r)
                 } else if withTags, let url = entry.url, url.isFileURL, library.sources.refusal(url) == nil, stat(url.path, &info) == 0 {
                     environment.writeLibrarySong(uri: entry.uri, url: url, modified: Int(info.st_mtim.tv_sec), shown: call.tags, into: &r)

@@ -266,8 +266,8 @@ final class MPDLibrary: Sendable {
     func songsToAdd(_ uris: [String]) -> SongsToAdd {
         let held = databaseSongs(uris)
         var found = SongsToAdd()
-        for uri in uris {
-            if let song = held[uri], let database {
+        for (uri, song) in zip(uris, held) {
+            if let song, let database {
                 // A song is a file: saying so spares a stat per song.
                 let url = URL(fileURLWithPath: database.root + "/" + song.uri, isDirectory: false)
                 do throws(MPDError) { try checkSources([url]) } catch {
@@ -290,11 +290,16 @@ final class MPDLibrary: Sendable {
         return found
     }
 
-    /// What the database holds of these URIs (songs of the music directory), by URI; others
-    /// are not in it. Without a database, or when it cannot be read, nothing.
-    func databaseSongs(_ uris: [String]) -> [String: LibrarySong] {
-        guard let database else { return [:] }
-        return (try? database.songs(at: uris.filter(databaseURI))) ?? [:]
+    /// What the database holds of these URIs (songs of the music directory), in their order;
+    /// nil for others. Without a database, or when it cannot be read, nothing.
+    func databaseSongs(_ uris: [String]) -> [LibrarySong?] {
+        let none = [LibrarySong?](repeating: nil, count: uris.count)
+        guard let database else { return none }
+        let held = uris.indices.filter { databaseURI(uris[$0]) }
+        guard let songs = try? database.songs(at: held.map { uris[$0] }) else { return none }
+        var found = none
+        for (index, song) in zip(held, songs) { found[index] = song }
+        return found
     }
 
     /// The tags the database has for these files, for the queue (no file is opened for them).
@@ -302,7 +307,7 @@ final class MPDLibrary: Sendable {
         let uris = urls.map { uri(for: $0) }
         let songs = databaseSongs(uris)
         var known: [URL: MediaTags] = [:]
-        for (url, uri) in zip(urls, uris) { known[url] = songs[uri]?.mediaTags }
+        for (url, song) in zip(urls, songs) { known[url] = song?.mediaTags }
         return known
     }
 

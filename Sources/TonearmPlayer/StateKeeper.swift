@@ -28,8 +28,11 @@ package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
     /// The player recorded changes the journal does not hold yet.
     private var journalPending = false
     private let writer: JournalWriter
-    /// Past this many journal bytes, the keeper folds the journal into a snapshot.
-    static let foldSize = 1 << 20
+    /// Past this many journal bytes, the keeper folds the journal into a snapshot. Room for a
+    /// few whole-library adds (10,000 songs are a record of some 1.2 MB; folding one at once
+    /// rewrote the whole queue beside it, twice the work), small enough that replaying it at
+    /// start stays a fraction of a second.
+    static let foldSize = 4 << 20
     private var finishing = false
     private var done = false
     private var finishWaiters: [CheckedContinuation<Void, Never>] = []

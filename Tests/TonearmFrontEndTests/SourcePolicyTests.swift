@@ -25,4 +25,16 @@ struct SourcePolicyTests {
         }
         #expect(SourcePolicy().refusal(adding: [URL(fileURLWithPath: base + "/music/link/x.flac")]) == nil, "no roots: anything")
     }
+
+    /// A scheme is RFC 3986's (a letter, then letters, digits, + - .), two bytes at least, before
+    /// a colon; anything else is a plain path.
+    @Test(
+        arguments: [
+            ("http://host/a.mp3", "http"), ("HTTPS://h", "https"), ("concat:/a|/b", "concat"), ("svn+ssh://x", "svn+ssh"),
+            ("a1.b-c:rest", "a1.b-c"), ("c:/windows", nil), ("1ab://x", nil), ("Café:x", nil), ("ab cd:x", nil),
+            ("Artist/Album/01 x.flac", nil), ("no colon", nil), ("", nil), (":x", nil), ("ab:", "ab"), ("ab", nil),
+        ] as [(String, String?)])
+    func schemesAreRFC3986s(_ text: String, _ scheme: String?) {
+        #expect(SourcePolicy.scheme(of: text) == scheme)
+    }
 }
