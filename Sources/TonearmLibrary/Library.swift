@@ -297,6 +297,12 @@ package final class Library: Sendable {
         try search.songs(query)
     }
 
+    /// The songs a search means, each handed to `visit` as the database holds it (its bytes
+    /// valid only during its visit; its name is its URI).
+    package func visitSongs(_ query: LibraryQuery, _ visit: (LibrarySongView) throws -> Void) throws {
+        try search.visitSongs(query, visit)
+    }
+
     /// How many songs `filter` means and how long they last (seconds), in all or by the values
     /// of `group` (sorted as MPD sorts them, byte by byte; a song without the tag counts under "").
     package func count(_ filter: LibraryFilter, groupedBy group: MediaTag?) throws -> [(group: String?, songs: Int, playtime: Double)] {

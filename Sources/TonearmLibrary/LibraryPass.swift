@@ -55,22 +55,26 @@ struct LibraryPassBuffer {
     }
 
     var bytes: [UInt8] = []
-    /// By id, ascending.
+    /// In the order they were read.
     var songs: [SongRow] = []
+    /// `songs`' indices by id, ascending.
+    var byID: [Int] = []
     var tags: [TagRow] = []
-    /// The directory's song ids in MPD's order (by name, byte by byte).
+    /// A directory's song ids in MPD's order (by name, byte by byte).
     var order: [Int64] = []
     var sortedIDs: [Int64] = []
-    /// The songs read (`songs`' indices) in MPD's order: those of `order` that were found.
-    var byName: [Int] = []
+    /// `songs`' indices in the order they are visited: a directory's by name (those of `order`
+    /// that were found), a search's as it gave them.
+    var visitOrder: [Int] = []
 
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         songs.removeAll(keepingCapacity: true)
+        byID.removeAll(keepingCapacity: true)
         tags.removeAll(keepingCapacity: true)
         order.removeAll(keepingCapacity: true)
         sortedIDs.removeAll(keepingCapacity: true)
-        byName.removeAll(keepingCapacity: true)
+        visitOrder.removeAll(keepingCapacity: true)
     }
 
     /// Copies a text column's bytes into storage; their range there.
@@ -85,12 +89,24 @@ struct LibraryPassBuffer {
 
     func index(of id: Int64) -> Int? {
         var low = 0
-        var high = songs.count
+        var high = byID.count
         while low < high {
             let middle = (low + high) / 2
-            if songs[middle].id < id { low = middle + 1 } else { high = middle }
+            if songs[byID[middle]].id < id { low = middle + 1 } else { high = middle }
         }
-        return low < songs.count && songs[low].id == id ? low : nil
+        return low < byID.count && songs[byID[low]].id == id ? byID[low] : nil
+    }
+
+    /// Appends the song of the row `statement` stands on: id, name (or URI), mtime, duration,
+    /// format.
+    mutating func appendSong(_ statement: SQLiteStatement) {
+        let duration = sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 3)
+        let format = sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : keep(statement, column: 4)
+        let name = keep(statement, column: 1)
+        songs.append(
+            SongRow(
+                id: sqlite3_column_int64(statement, 0), name: name, modified: Int(sqlite3_column_int64(statement, 2)),
+                duration: duration, format: format, tags: 0..<0))
     }
 }
 
@@ -101,9 +117,10 @@ struct LibraryPassBuffer {
 /// where a read per song cost a search in two trees each. Values are read in place through
 /// SQLite's C API (GRDB's rows would make a `String` of each).
 struct LibraryPassReader {
-    /// Ids further apart than `runGap` start a new run: the rows between are read and skipped.
     let db: Database
-    var runGap: Int64 = 32
+    /// Ids further apart than this start a new run. The rows between are read and skipped, some
+    /// nine tag rows a song: stepping over a song's rows costs about what a new search costs.
+    var runGap: Int64 = 2
 
     /// The directories under `uri` (with it first, when it is one) in MPD's walk order: each
     /// directory, then its subdirectories (sorted by path, byte by byte) each followed by what it
@@ -151,46 +168,62 @@ struct LibraryPassReader {
                 SELECT id, name, mtime, duration, format FROM song
                 WHERE id BETWEEN ? AND ? AND +directory_id = ? AND failed = 0 ORDER BY id
                 """)  // `+`: read the run by id, not the directory by name through its index
+        for run in runs(buffer.sortedIDs) {
+            songs.setUncheckedArguments([run.lowerBound, run.upperBound, id])
+            try step(songs) { buffer.appendSong($0) }
+        }
+        buffer.byID.append(contentsOf: buffer.songs.indices)  // read by id
+        if withTags { try readTags(into: &buffer) }
+        for id in buffer.order {
+            if let index = buffer.index(of: id) { buffer.visitOrder.append(index) }  // not failed, not gone
+        }
+    }
+
+    /// Reads the songs a query's statement gives (its columns as `appendSong` takes them), in
+    /// its order, with their tags.
+    func read(_ statement: Statement, into buffer: inout LibraryPassBuffer) throws {
+        buffer.removeAll()
+        try step(statement) { buffer.appendSong($0) }
+        buffer.visitOrder.append(contentsOf: buffer.songs.indices)
+        buffer.byID.append(contentsOf: buffer.songs.indices)
+        buffer.byID.sort { buffer.songs[$0].id < buffer.songs[$1].id }
+        for index in buffer.byID { buffer.sortedIDs.append(buffer.songs[index].id) }
+        try readTags(into: &buffer)
+    }
+
+    /// Ids in runs: each run's ids are at most `runGap` apart from the next.
+    private func runs(_ sortedIDs: [Int64]) -> [ClosedRange<Int64>] {
+        var runs: [ClosedRange<Int64>] = []
+        var start = 0
+        while start < sortedIDs.count {
+            var end = start + 1
+            while end < sortedIDs.count, sortedIDs[end] - sortedIDs[end - 1] <= runGap { end += 1 }
+            runs.append(sortedIDs[start]...sortedIDs[end - 1])
+            start = end
+        }
+        return runs
+    }
+
+    /// Reads the tags of the songs in `buffer` (`byID` and `sortedIDs` set), as runs of ids:
+    /// rows of songs in a run that are not the buffer's are skipped.
+    private func readTags(into buffer: inout LibraryPassBuffer) throws {
         let tags = try db.cachedStatement(
             sql: "SELECT song_id, tag, value FROM song_tag WHERE song_id BETWEEN ? AND ? ORDER BY song_id, seq")
-        var runStart = 0
-        while runStart < buffer.sortedIDs.count {
-            var runEnd = runStart + 1
-            while runEnd < buffer.sortedIDs.count, buffer.sortedIDs[runEnd] - buffer.sortedIDs[runEnd - 1] <= runGap {
-                runEnd += 1
+        var next = 0  // in byID
+        for run in runs(buffer.sortedIDs) {
+            tags.setUncheckedArguments([run.lowerBound, run.upperBound])
+            try step(tags) { statement in
+                let songID = sqlite3_column_int64(statement, 0)
+                while next < buffer.byID.count, buffer.songs[buffer.byID[next]].id < songID { next += 1 }
+                guard next < buffer.byID.count, buffer.songs[buffer.byID[next]].id == songID,
+                    let tag = StoredTag.tag(Int(sqlite3_column_int64(statement, 1)))
+                else { return }
+                let song = buffer.byID[next]
+                if buffer.songs[song].tags.isEmpty { buffer.songs[song].tags = buffer.tags.count..<buffer.tags.count }
+                let value = buffer.keep(statement, column: 2)
+                buffer.tags.append(LibraryPassBuffer.TagRow(tag: tag, value: value))
+                buffer.songs[song].tags = buffer.songs[song].tags.lowerBound..<buffer.tags.count
             }
-            let (first, last) = (buffer.sortedIDs[runStart], buffer.sortedIDs[runEnd - 1])
-            let songsBefore = buffer.songs.count
-            songs.setUncheckedArguments([first, last, id])
-            try step(songs) { statement in
-                let duration = sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 3)
-                let format = sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : buffer.keep(statement, column: 4)
-                let name = buffer.keep(statement, column: 1)
-                let row = LibraryPassBuffer.SongRow(
-                    id: sqlite3_column_int64(statement, 0), name: name, modified: Int(sqlite3_column_int64(statement, 2)),
-                    duration: duration, format: format, tags: 0..<0)
-                buffer.songs.append(row)
-            }
-            if withTags, buffer.songs.count > songsBefore {
-                tags.setUncheckedArguments([first, last])
-                var song = songsBefore
-                try step(tags) { statement in
-                    let songID = sqlite3_column_int64(statement, 0)
-                    // Rows of songs in the run that are not this directory's (or failed) are skipped.
-                    while song < buffer.songs.count, buffer.songs[song].id < songID { song += 1 }
-                    guard song < buffer.songs.count, buffer.songs[song].id == songID,
-                        let tag = StoredTag.tag(Int(sqlite3_column_int64(statement, 1)))
-                    else { return }
-                    if buffer.songs[song].tags.isEmpty { buffer.songs[song].tags = buffer.tags.count..<buffer.tags.count }
-                    let value = buffer.keep(statement, column: 2)
-                    buffer.tags.append(LibraryPassBuffer.TagRow(tag: tag, value: value))
-                    buffer.songs[song].tags = buffer.songs[song].tags.lowerBound..<buffer.tags.count
-                }
-            }
-            runStart = runEnd
-        }
-        for id in buffer.order {
-            if let index = buffer.index(of: id) { buffer.byName.append(index) }  // not failed, not gone
         }
     }
 
@@ -215,7 +248,7 @@ extension LibraryPassBuffer {
         bytes.withUnsafeBytes { bytes -> LibrarySong? in
             var name = name
             return name.withUTF8 { wanted -> LibrarySong? in
-                let rows = byName
+                let rows = visitOrder
                 var low = 0
                 var high = rows.count
                 while low < high {
@@ -241,7 +274,7 @@ extension LibraryPassBuffer {
     /// Hands the directory's songs, in MPD's order, to `visit`.
     func visit(directory: String, _ visit: (LibrarySongView) throws -> Void) rethrows {
         try bytes.withUnsafeBytes { bytes in
-            for index in byName {
+            for index in visitOrder {
                 try visit(view(songs[index], directory: directory, bytes))
             }
         }

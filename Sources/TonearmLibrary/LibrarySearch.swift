@@ -132,6 +132,15 @@ struct LibrarySearch {
 
     /// The songs `query` means, in its order and window, with their tags.
     func songs(_ query: LibraryQuery) throws -> [LibrarySong] {
+        var songs: [LibrarySong] = []
+        try visitSongs(query) { songs.append($0.song) }
+        return songs
+    }
+
+    /// The songs `query` means, in its order and window, each handed to `visit` as the database
+    /// holds it (read in place, valid during its visit: `find` writes them straight into its
+    /// reply). The song's URI is its name, with no directory.
+    func visitSongs(_ query: LibraryQuery, _ visit: (LibrarySongView) throws -> Void) throws {
         let condition = Self.condition(query.filter)
         var arguments = condition.arguments
         let order: String
@@ -152,39 +161,16 @@ struct LibrarySearch {
             limit = " LIMIT ? OFFSET ?"
             arguments += [window.count, window.lowerBound]
         }
-        return try database.read { db in
-            let rows = try Row.fetchAll(
-                db,
+        try database.read { db in
+            let statement = try db.makeStatement(
                 sql: """
                     SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
                     WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(order)\(limit)
-                    """, arguments: StatementArguments(arguments.map { $0?.databaseValue ?? .null }))
-            let ids: [Int64] = rows.map { $0[0] }
-            let tags = try Self.tags(of: ids, db)
-            return rows.map { row in
-                LibrarySong(uri: row[1], modified: row[2], duration: row[3], format: row[4], tags: tags[row[0]] ?? [])
-            }
+                    """)
+            statement.setUncheckedArguments(StatementArguments(arguments.map { $0?.databaseValue ?? .null }))
+            var buffer = LibraryPassBuffer()
+            try LibraryPassReader(db: db).read(statement, into: &buffer)
+            try buffer.visit(directory: "", visit)
         }
-    }
-
-    /// Each song's tags in file order, read 500 songs at a time.
-    static func tags(of ids: [Int64], _ db: Database) throws -> [Int64: [MediaTags.Entry]] {
-        var tags: [Int64: [MediaTags.Entry]] = [:]
-        var start = 0
-        while start < ids.count {
-            let chunk = ids[start..<min(start + 500, ids.count)]
-            start += chunk.count
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT song_id, tag, value FROM song_tag WHERE song_id IN (\(marks)) ORDER BY song_id, seq
-                    """, arguments: StatementArguments(chunk.map { $0.databaseValue }))
-            while let row = try rows.next() {
-                guard let tag = StoredTag.tag(row[1]) else { continue }
-                tags[row[0], default: []].append(MediaTags.Entry(tag, row[2]))
-            }
-        }
-        return tags
     }
 }

@@ -130,10 +130,11 @@ extension MPDCommands {
         guard let database = environment.library.database else { return nil }
         return try await environment.library.perform { () throws(MPDError) in
             var r = MPDResponse()
-            let songs = try searching {
-                try database.songs(LibraryQuery(filter: search.filter, order: search.order, window: search.window))
+            try searching {
+                try database.visitSongs(LibraryQuery(filter: search.filter, order: search.order, window: search.window)) { song in
+                    environment.writeDatabaseSong(song, shown: call.tags, into: &r)
+                }
             }
-            for song in songs { environment.writeDatabaseSong(song, shown: call.tags, into: &r) }
             return r.buffer
         }
     }

@@ -191,6 +191,18 @@ struct LibraryScanTests {
                     buffer.visit(directory: directory.uri) { read.append($0.song) }
                     #expect(read == expected[directory.uri], "run gap \(runGap), \(directory.uri)")
                 }
+                // A query's songs in its own order (not the ids'), each with its own tags.
+                let statement = try db.makeStatement(
+                    sql: """
+                        SELECT s.id, \(LibrarySearch.uriSQL), s.mtime, s.duration, s.format FROM song s
+                        JOIN directory d ON d.id = s.directory_id WHERE s.failed = 0 ORDER BY s.name DESC
+                        """)
+                var buffer = LibraryPassBuffer()
+                try pass.read(statement, into: &buffer)
+                var read: [LibrarySong] = []
+                buffer.visit(directory: "") { read.append($0.song) }
+                let all = expected.values.joined().sorted { $0.uri.split(separator: "/").last! > $1.uri.split(separator: "/").last! }
+                #expect(read == all, "run gap \(runGap): \(read.map(\.uri))")
             }
         }
 
