@@ -12,6 +12,29 @@ struct LibraryIndexedAggregates {
     /// "" where a song has neither the tag nor a fallback.
     private static let none: Int32 = -1
 
+    /// What `stats` counts of the listed songs: how many, how long in all, and how many distinct
+    /// artists and albums (values the songs have, as SQL's `COUNT(DISTINCT value)` counts them).
+    func stats() -> (songs: Int, playtime: Double, artists: Int, albums: Int) {
+        var artists = [Bool](repeating: false, count: state.values.count)
+        var albums = [Bool](repeating: false, count: state.values.count)
+        var (songs, playtime, artistCount, albumCount) = (0, 0.0, 0, 0)
+        for slot in state.ids.indices where state.ids[slot] >= 0 {
+            songs += 1
+            playtime += state.durations[slot]
+            for tagged in state.tags(of: slot) {
+                let value = Int(tagged.value)
+                if tagged.isTag(.artist), !artists[value] {
+                    artists[value] = true
+                    artistCount += 1
+                } else if tagged.isTag(.album), !albums[value] {
+                    albums[value] = true
+                    albumCount += 1
+                }
+            }
+        }
+        return (songs, playtime, artistCount, albumCount)
+    }
+
     /// The distinct rows of `columns`' effective values among `matching` (nil: every song);
     /// nil when the index does not hold one of the columns (SQL answers then).
     func distinct(_ columns: [MediaTag], among matching: Set<Int64>?) -> [[String]]? {

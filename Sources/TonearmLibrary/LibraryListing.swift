@@ -45,7 +45,22 @@ package struct LibraryStats: Sendable, Equatable {
 struct LibraryReader {
     let database: LibraryDatabase
 
+    /// From the tag index when it is loaded (clients ask `stats` on every connection, and
+    /// SQL's distinct counts read two whole index ranges), else from SQL.
     func stats() throws -> LibraryStats {
+        if let counted = database.tagIndex.read({ LibraryIndexedAggregates(state: $0).stats() }) {
+            var stats = LibraryStats()
+            (stats.songs, stats.playtime, stats.artists, stats.albums) = counted
+            stats.updated = try database.read { db in
+                try Int.fetchOne(db, sql: "SELECT value FROM library_state WHERE key = 'updated'") ?? 0
+            }
+            return stats
+        }
+        return try statsInSQL()
+    }
+
+    /// `stats` from the tables themselves.
+    func statsInSQL() throws -> LibraryStats {
         try database.read { db in
             var stats = LibraryStats()
             stats.songs = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM song WHERE failed = 0") ?? 0

@@ -93,14 +93,14 @@ final class MPDEnvironment: Sendable {
     func writeSong(_ item: QueueItem, position: Int, media: MediaInfo?, shown: MPDTags, into response: inout MPDResponse) {
         response.add("file", library.uri(for: item.url))
         let tags = player.tags(for: item.url) ?? library.cachedTags(item.url)
-        if let modified = tags?.modified { response.add("Last-Modified", Self.timestamp(modified)) }
+        if let modified = tags?.modified { response.add(lastModified: modified) }
         if let format = tags?.audioFormat { response.add("Format", format) }
         // What the decoder says of the item in play goes first: a station's title changes.
-        let given: [(MediaTag, String?)] = [
-            (.artist, media?.artist), (.album, media?.album),
-            (.title, media?.title ?? (tags?.title == nil ? item.title : nil)),
-        ]
-        let overrides = given.compactMap { tag, value in value.map { MediaTags.Entry(tag, $0) } }
+        // (Built only when there is one: `playlistinfo` writes every item of the queue.)
+        var overrides: [MediaTags.Entry] = []
+        if let artist = media?.artist { overrides.append(MediaTags.Entry(.artist, artist)) }
+        if let album = media?.album { overrides.append(MediaTags.Entry(.album, album)) }
+        if let title = media?.title ?? (tags?.title == nil ? item.title : nil) { overrides.append(MediaTags.Entry(.title, title)) }
         writeTags(tags, overrides: overrides, shown: shown, into: &response)
         if let duration = media?.duration ?? tags?.duration ?? player.duration(of: item.url) {
             response.add("Time", Int(duration.rounded()))
@@ -113,7 +113,7 @@ final class MPDEnvironment: Sendable {
     /// A library song as `lsinfo` and `listallinfo` show it (tags read on the library's thread).
     func writeLibrarySong(uri: String, url: URL, modified: Int, shown: MPDTags, into response: inout MPDResponse) {
         response.add("file", uri)
-        response.add("Last-Modified", Self.timestamp(modified))
+        response.add(lastModified: modified)
         guard let tags = library.tags(url) else { return }
         writeTags(tags, shown: shown, into: &response)
         if let duration = tags.duration {

@@ -66,8 +66,14 @@ final class MPDLibrary: Sendable {
     func uri(for url: URL) -> String {
         guard url.isFileURL else { return url.absoluteString }
         let path = url.path
-        guard let root, path.hasPrefix(root == "/" ? "/" : root + "/") else { return path }
-        return String(path.dropFirst(root == "/" ? 1 : root.count + 1))
+        // Bytes, not `Character`s: `playlistinfo` asks this of every item in the queue, and a
+        // `String`'s `hasPrefix` and `dropFirst` walk its graphemes.
+        guard let root else { return path }
+        let prefix = root == "/" ? 1 : root.utf8.count + 1
+        guard path.utf8.count >= prefix, path.utf8.starts(with: root.utf8),
+            path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: prefix - 1)] == UInt8(ascii: "/")
+        else { return path }
+        return String(decoding: path.utf8.dropFirst(prefix), as: UTF8.self)
     }
 
     private func isInMusicDirectory(_ url: URL) -> Bool {

@@ -58,6 +58,11 @@ struct LibraryTagIndexTests {
                 "count \(String(describing: group)) \(filter)")
             for (a, b) in zip(indexed, inSQL) { #expect(abs(a.playtime - b.playtime) < 1e-6) }
         }
+        let indexed = try LibraryReader(database: library.database).stats()
+        var inSQL = try LibraryReader(database: library.database).statsInSQL()
+        #expect(abs(indexed.playtime - inSQL.playtime) < 1e-6)
+        inSQL.playtime = indexed.playtime
+        #expect(indexed == inSQL, "stats")
     }
 
     @Test func afterAFirstScanAndAfterEveryKindOfChange() async throws {
