@@ -101,7 +101,7 @@ struct LibraryReader {
             while start < uris.count {
                 let directory = LibraryScanner.parentPath(uris[start])
                 var end = start + 1
-                while end < uris.count, LibraryScanner.parentPath(uris[end]).utf8.elementsEqual(directory.utf8) { end += 1 }
+                while end < uris.count, LibraryScanner.parentPath(uris[end]).hasSameBytes(as: directory) { end += 1 }
                 defer { start = end }
                 guard let id = try Int64.fetchOne(find, arguments: [directory]) else { continue }
                 let names = uris[start..<end].map { directory.isEmpty ? $0 : String($0.utf8.dropFirst(directory.utf8.count + 1))! }

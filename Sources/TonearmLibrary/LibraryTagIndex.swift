@@ -55,7 +55,7 @@ final class LibraryTagIndex: Sendable {
         var freeSlots: [Int32] = []
         var unusedTags = 0
         var values: [String] = []
-        var valueIDs: [Bytes: Int32] = [:]
+        var valueIDs: [ByteText: Int32] = [:]
 
         /// A song's tags, by slot.
         func tags(of slot: Int) -> ArraySlice<Tagged> {
@@ -64,10 +64,10 @@ final class LibraryTagIndex: Sendable {
         }
 
         mutating func intern(_ value: String) -> Int32 {
-            if let id = valueIDs[Bytes(value)] { return id }
+            if let id = valueIDs[ByteText(value)] { return id }
             let id = Int32(values.count)
             values.append(value)
-            valueIDs[Bytes(value)] = id
+            valueIDs[ByteText(value)] = id
             return id
         }
 
@@ -140,19 +140,6 @@ final class LibraryTagIndex: Sendable {
             }
             tags = kept
             unusedTags = 0
-        }
-    }
-
-    /// A value as SQLite and MPD tell values apart, byte by byte: Swift's `String` calls
-    /// canonically equivalent ones equal ("é" and "e" with a combining accent), and hashes them
-    /// through Unicode normalization, which costs more than the bytes' hash.
-    struct Bytes: Hashable, Sendable {
-        let text: String
-        init(_ text: String) { self.text = text }
-        static func == (a: Bytes, b: Bytes) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
-        func hash(into hasher: inout Hasher) {
-            var text = text
-            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         }
     }
 
