@@ -17,18 +17,17 @@ package struct LibrarySongView {
     package let modified: Int
     package let duration: Double?
     package let format: UnsafeRawBufferPointer?
-    fileprivate let bytes: UnsafeRawBufferPointer
-    fileprivate let tagRows: ArraySlice<LibraryPassBuffer.TagRow>
+    /// Its tags as `StoredTagList` keeps them.
+    fileprivate let tagList: UnsafeRawBufferPointer
 
     /// Each of the song's tag values in the file's order.
     package func forEachTag(_ body: (MediaTag, UnsafeRawBufferPointer) throws -> Void) rethrows {
-        for row in tagRows { try body(row.tag, UnsafeRawBufferPointer(rebasing: bytes[row.value])) }
+        try StoredTagList.forEach(in: tagList, body)
     }
 
     /// The song as a value of its own (for callers that keep it).
     package var song: LibrarySong {
         var tags: [MediaTags.Entry] = []
-        tags.reserveCapacity(tagRows.count)
         forEachTag { tag, value in tags.append(MediaTags.Entry(tag, String(decoding: value, as: UTF8.self))) }
         let name = String(decoding: name, as: UTF8.self)
         return LibrarySong(
@@ -46,12 +45,8 @@ struct LibraryPassBuffer {
         var modified: Int
         var duration: Double?
         var format: Range<Int>?
+        /// `StoredTagList`'s bytes.
         var tags: Range<Int>
-    }
-
-    struct TagRow {
-        var tag: MediaTag
-        var value: Range<Int>
     }
 
     var bytes: [UInt8] = []
@@ -59,7 +54,6 @@ struct LibraryPassBuffer {
     var songs: [SongRow] = []
     /// `songs`' indices by id, ascending.
     var byID: [Int] = []
-    var tags: [TagRow] = []
     /// A directory's song ids in MPD's order (by name, byte by byte).
     var order: [Int64] = []
     var sortedIDs: [Int64] = []
@@ -71,18 +65,22 @@ struct LibraryPassBuffer {
         bytes.removeAll(keepingCapacity: true)
         songs.removeAll(keepingCapacity: true)
         byID.removeAll(keepingCapacity: true)
-        tags.removeAll(keepingCapacity: true)
         order.removeAll(keepingCapacity: true)
         sortedIDs.removeAll(keepingCapacity: true)
         visitOrder.removeAll(keepingCapacity: true)
     }
 
-    /// Copies a text column's bytes into storage; their range there.
+    /// Copies a text or blob column's bytes into storage; their range there.
     mutating func keep(_ statement: SQLiteStatement, column: Int32) -> Range<Int> {
         let start = bytes.count
+        // The pointer first, then the size: SQLite's documented order (asking the size first
+        // may convert the value, and the pointer then differs).
+        let pointer =
+            sqlite3_column_type(statement, column) == SQLITE_BLOB
+            ? sqlite3_column_blob(statement, column) : UnsafeRawPointer(sqlite3_column_text(statement, column))
         let count = Int(sqlite3_column_bytes(statement, column))
-        if count > 0, let text = sqlite3_column_text(statement, column) {
-            bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: count))
+        if count > 0, let pointer {
+            bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
         }
         return start..<bytes.count
     }
@@ -98,28 +96,30 @@ struct LibraryPassBuffer {
     }
 
     /// Appends the song of the row `statement` stands on: id, name (or URI), mtime, duration,
-    /// format.
+    /// format, tags (`StoredTagList`; the listing asks for them) or nothing.
     mutating func appendSong(_ statement: SQLiteStatement) {
         let duration = sqlite3_column_type(statement, 3) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 3)
         let format = sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : keep(statement, column: 4)
         let name = keep(statement, column: 1)
+        let tags = sqlite3_column_count(statement) > 5 ? keep(statement, column: 5) : bytes.count..<bytes.count
         songs.append(
             SongRow(
                 id: sqlite3_column_int64(statement, 0), name: name, modified: Int(sqlite3_column_int64(statement, 2)),
-                duration: duration, format: format, tags: 0..<0))
+                duration: duration, format: format, tags: tags))
     }
 }
 
 /// Listings of a whole subtree (`listall`, `listallinfo`, adding a directory) in one ordered pass:
 /// the directories in MPD's order from one query, then per directory its song ids by name (the
-/// unique index covers them) and its songs and tags read as runs of ids. A scan gives a
-/// directory's songs neighbouring ids, so a run is mostly the whole directory: two range reads,
-/// where a read per song cost a search in two trees each. Values are read in place through
-/// SQLite's C API (GRDB's rows would make a `String` of each).
+/// unique index covers them) and its songs, each with its tags in one value (`StoredTagList`),
+/// read as runs of ids. A scan gives a directory's songs neighbouring ids, so a run is mostly the
+/// whole directory: one range read, where a read per song cost a search in two trees and nine
+/// tag rows. Values are read in place through SQLite's C API (GRDB's rows would make a `String`
+/// of each).
 struct LibraryPassReader {
     let db: Database
-    /// Ids further apart than this start a new run. The rows between are read and skipped, some
-    /// nine tag rows a song: stepping over a song's rows costs about what a new search costs.
+    /// Ids further apart than this start a new run. The rows between are read and skipped:
+    /// stepping over another directory's song costs about what a new search of the table costs.
     var runGap: Int64 = 2
 
     /// The directories under `uri` (with it first, when it is one) in MPD's walk order: each
@@ -163,32 +163,35 @@ struct LibraryPassReader {
         buffer.sortedIDs.append(contentsOf: buffer.order)
         buffer.sortedIDs.sort()
 
-        let songs = try db.cachedStatement(
-            sql: """
-                SELECT id, name, mtime, duration, format FROM song
-                WHERE id BETWEEN ? AND ? AND +directory_id = ? AND failed = 0 ORDER BY id
-                """)  // `+`: read the run by id, not the directory by name through its index
+        // `+`: read the run by id, not the directory by name through its index.
+        let songs =
+            withTags
+            ? try db.cachedStatement(
+                sql: """
+                    SELECT id, name, mtime, duration, format, tags FROM song
+                    WHERE id BETWEEN ? AND ? AND +directory_id = ? AND failed = 0 ORDER BY id
+                    """)
+            : try db.cachedStatement(
+                sql: """
+                    SELECT id, name, mtime, duration, format FROM song
+                    WHERE id BETWEEN ? AND ? AND +directory_id = ? AND failed = 0 ORDER BY id
+                    """)
         for run in runs(buffer.sortedIDs) {
             songs.setUncheckedArguments([run.lowerBound, run.upperBound, id])
             try step(songs) { buffer.appendSong($0) }
         }
         buffer.byID.append(contentsOf: buffer.songs.indices)  // read by id
-        if withTags { try readTags(into: &buffer) }
         for id in buffer.order {
             if let index = buffer.index(of: id) { buffer.visitOrder.append(index) }  // not failed, not gone
         }
     }
 
     /// Reads the songs a query's statement gives (its columns as `appendSong` takes them), in
-    /// its order, with their tags.
+    /// its order.
     func read(_ statement: Statement, into buffer: inout LibraryPassBuffer) throws {
         buffer.removeAll()
         try step(statement) { buffer.appendSong($0) }
         buffer.visitOrder.append(contentsOf: buffer.songs.indices)
-        buffer.byID.append(contentsOf: buffer.songs.indices)
-        buffer.byID.sort { buffer.songs[$0].id < buffer.songs[$1].id }
-        for index in buffer.byID { buffer.sortedIDs.append(buffer.songs[index].id) }
-        try readTags(into: &buffer)
     }
 
     /// Ids in runs: each run's ids are at most `runGap` apart from the next.
@@ -202,29 +205,6 @@ struct LibraryPassReader {
             start = end
         }
         return runs
-    }
-
-    /// Reads the tags of the songs in `buffer` (`byID` and `sortedIDs` set), as runs of ids:
-    /// rows of songs in a run that are not the buffer's are skipped.
-    private func readTags(into buffer: inout LibraryPassBuffer) throws {
-        let tags = try db.cachedStatement(
-            sql: "SELECT song_id, tag, value FROM song_tag WHERE song_id BETWEEN ? AND ? ORDER BY song_id, seq")
-        var next = 0  // in byID
-        for run in runs(buffer.sortedIDs) {
-            tags.setUncheckedArguments([run.lowerBound, run.upperBound])
-            try step(tags) { statement in
-                let songID = sqlite3_column_int64(statement, 0)
-                while next < buffer.byID.count, buffer.songs[buffer.byID[next]].id < songID { next += 1 }
-                guard next < buffer.byID.count, buffer.songs[buffer.byID[next]].id == songID,
-                    let tag = StoredTag.tag(Int(sqlite3_column_int64(statement, 1)))
-                else { return }
-                let song = buffer.byID[next]
-                if buffer.songs[song].tags.isEmpty { buffer.songs[song].tags = buffer.tags.count..<buffer.tags.count }
-                let value = buffer.keep(statement, column: 2)
-                buffer.tags.append(LibraryPassBuffer.TagRow(tag: tag, value: value))
-                buffer.songs[song].tags = buffer.songs[song].tags.lowerBound..<buffer.tags.count
-            }
-        }
     }
 
     /// Steps `statement` to its end, handing each row to `row`.
@@ -268,7 +248,7 @@ extension LibraryPassBuffer {
         LibrarySongView(
             directory: directory, name: UnsafeRawBufferPointer(rebasing: bytes[row.name]), modified: row.modified,
             duration: row.duration, format: row.format.map { UnsafeRawBufferPointer(rebasing: bytes[$0]) },
-            bytes: bytes, tagRows: tags[row.tags])
+            tagList: UnsafeRawBufferPointer(rebasing: bytes[row.tags]))
     }
 
     /// Hands the directory's songs, in MPD's order, to `visit`.

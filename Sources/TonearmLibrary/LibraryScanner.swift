@@ -267,12 +267,17 @@ struct LibraryScanner {
                 let songID = try Int64.fetchOne(
                     db.cachedStatement(
                         sql: """
-                            INSERT INTO song(directory_id, name, size, mtime, added, duration, format, failed)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            INSERT INTO song(directory_id, name, size, mtime, added, duration, format, failed, tags)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                             ON CONFLICT(directory_id, name) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
-                                duration = excluded.duration, format = excluded.format, failed = excluded.failed
+                                duration = excluded.duration, format = excluded.format, failed = excluded.failed,
+                                tags = excluded.tags
                             RETURNING id
-                            """), arguments: [directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil])
+                            """),
+                    arguments: [
+                        directoryID, name, size, mtime, now, tags?.duration, tags?.audioFormat, tags == nil,
+                        tags.map { Data(StoredTagList.encode($0.entries)) },
+                    ])
                 guard let songID else { continue }
                 updates.append(tags.map { .song(songID, duration: $0.duration, $0.entries) } ?? .removed([songID]))
                 if !new { try db.cachedStatement(sql: "DELETE FROM song_tag WHERE song_id = ?").execute(arguments: [songID]) }

@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import TonearmMedia
 
 /// The database's tables, as migrations: a database made by an older build is brought up to date
 /// when it is opened, never rebuilt from scratch.
@@ -71,6 +73,28 @@ enum LibrarySchema {
             // share or disk mounted there, or a link to one). Found empty or unreachable later,
             // it is offline: its songs are kept (LibraryScanner).
             try db.execute(sql: "ALTER TABLE directory ADD COLUMN mount INTEGER NOT NULL DEFAULT 0")
+        }
+        migrator.registerMigration("v4 tag lists") { db in
+            // Each song's tags in one value (StoredTagList), for listings; filled from the tag
+            // table for a database made before.
+            try db.execute(sql: "ALTER TABLE song ADD COLUMN tags BLOB")
+            let update = try db.makeStatement(sql: "UPDATE song SET tags = ? WHERE id = ?")
+            let rows = try Row.fetchCursor(db, sql: "SELECT song_id, tag, value FROM song_tag ORDER BY song_id, seq")
+            var current: Int64?
+            var entries: [MediaTags.Entry] = []
+            func finish() throws {
+                if let current { try update.execute(arguments: [Data(StoredTagList.encode(entries)), current]) }
+                entries.removeAll(keepingCapacity: true)
+            }
+            while let row = try rows.next() {
+                let id: Int64 = row[0]
+                if id != current {
+                    try finish()
+                    current = id
+                }
+                if let tag = StoredTag.tag(row[1]) { entries.append(MediaTags.Entry(tag, row[2])) }
+            }
+            try finish()
         }
         return migrator
     }

@@ -164,7 +164,7 @@ struct LibrarySearch {
         try database.read { db in
             let statement = try db.makeStatement(
                 sql: """
-                    SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
+                    SELECT s.id, \(Self.uriSQL), s.mtime, s.duration, s.format, s.tags FROM song s JOIN directory d ON d.id = s.directory_id
                     WHERE s.failed = 0 AND \(condition.sql) ORDER BY \(order)\(limit)
                     """)
             statement.setUncheckedArguments(StatementArguments(arguments.map { $0?.databaseValue ?? .null }))

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import TonearmMedia
 import TonearmSync
@@ -145,35 +146,23 @@ final class LibraryTagIndex: Sendable {
 
     private let state = Locked(State())
 
-    /// Reads every listed song and its tags (two passes over the database).
+    /// Reads every listed song and its tags (one pass over the songs, their tag lists).
     func load(from database: LibraryDatabase) throws {
         var loaded = State()
         try database.read { db in
-            var durations: [Int64: Double?] = [:]
-            let songs = try Row.fetchCursor(db, sql: "SELECT id, duration FROM song WHERE failed = 0")
-            while let row = try songs.next() { durations[row[0]] = .some(row[1]) }
-            // The rows of one song come together (the table's key is song, then seq).
-            var current: Int64?
+            let songs = try Row.fetchCursor(db, sql: "SELECT id, duration, tags FROM song WHERE failed = 0")
             var entries: [MediaTags.Entry] = []
-            func finish() {
-                if let current, let duration = durations.removeValue(forKey: current) {
-                    loaded.set(current, duration: duration, entries)
-                }
+            while let row = try songs.next() {
                 entries.removeAll(keepingCapacity: true)
-            }
-            let tags = try Row.fetchCursor(db, sql: "SELECT song_id, tag, value FROM song_tag ORDER BY song_id, seq")
-            while let row = try tags.next() {
-                let id: Int64 = row[0]
-                if id != current {
-                    finish()
-                    current = id
+                if let list = row[2] as Data? {
+                    list.withUnsafeBytes { bytes in
+                        StoredTagList.forEach(in: bytes) { tag, value in
+                            if Self.holds(tag) { entries.append(MediaTags.Entry(tag, String(decoding: value, as: UTF8.self))) }
+                        }
+                    }
                 }
-                guard let tag = StoredTag.tag(row[1]), Self.holds(tag) else { continue }
-                entries.append(MediaTags.Entry(tag, row[2]))
+                loaded.set(row[0], duration: row[1], entries)
             }
-            finish()
-            // Songs without a tag.
-            for (id, duration) in durations { loaded.set(id, duration: duration, []) }
         }
         loaded.loaded = true
         loaded.trim()

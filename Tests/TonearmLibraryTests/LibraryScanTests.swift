@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import Testing
 import TonearmEngine
@@ -194,7 +195,7 @@ struct LibraryScanTests {
                 // A query's songs in its own order (not the ids'), each with its own tags.
                 let statement = try db.makeStatement(
                     sql: """
-                        SELECT s.id, \(LibrarySearch.uriSQL), s.mtime, s.duration, s.format FROM song s
+                        SELECT s.id, \(LibrarySearch.uriSQL), s.mtime, s.duration, s.format, s.tags FROM song s
                         JOIN directory d ON d.id = s.directory_id WHERE s.failed = 0 ORDER BY s.name DESC
                         """)
                 var buffer = LibraryPassBuffer()
@@ -424,6 +425,53 @@ struct LibraryScanTests {
         #expect(try library.list("", withTags: false) == [])
         #expect(try library.list("Alpha", withTags: false) == nil)
         #expect(try library.startWalk("", withTags: false) != nil)
+    }
+
+    /// A database made before songs kept their tags in one value is brought up to date when it
+    /// is opened: its listings show every tag, as the tag table holds them.
+    @Test func aDatabaseWithoutTagListsGetsThem() async throws {
+        let setup = try Setup()
+        defer { setup.directory.remove() }
+        _ = try await setup.scan()
+        func walked(_ library: Library) throws -> [LibraryEntry] {
+            var entries: [LibraryEntry] = []
+            _ = try library.walk("", withTags: true) { entries += $0 }
+            return entries
+        }
+        let before = try walked(setup.library)
+        #expect(before.contains { if case .song(let song) = $0 { song.tags.count >= 4 } else { false } })
+        setup.library.shutdown()
+        let queue = try DatabaseQueue(path: setup.directory.path("library.sqlite"))
+        try await queue.write { db in
+            try db.execute(sql: "ALTER TABLE song DROP COLUMN tags")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v4 tag lists'")
+        }
+        try queue.close()
+        let reopened = try Setup.open(setup.directory)
+        defer { reopened.shutdown() }
+        #expect(try walked(reopened) == before)
+    }
+
+    /// A song's tag list: long values (a length in two bytes and more), every tag, in order; a
+    /// code this build does not know is skipped; a value cut short ends the list.
+    @Test func tagListsRoundTrip() {
+        let entries = [
+            MediaTags.Entry(.artist, "Béta"), MediaTags.Entry(.title, String(repeating: "x", count: 200)),
+            MediaTags.Entry(.comment, String(repeating: "é", count: 9000)), MediaTags.Entry(.genre, ""),
+        ]
+        var bytes = StoredTagList.encode(entries)
+        func decoded(_ bytes: [UInt8]) -> [MediaTags.Entry] {
+            var found: [MediaTags.Entry] = []
+            bytes.withUnsafeBytes { list in
+                StoredTagList.forEach(in: list) { found.append(MediaTags.Entry($0, String(decoding: $1, as: UTF8.self))) }
+            }
+            return found
+        }
+        #expect(decoded(bytes) == entries)
+        bytes = [200, 1, UInt8(ascii: "?")] + bytes  // code 200: no tag
+        #expect(decoded(bytes) == entries)
+        #expect(decoded(Array(bytes.dropLast())) == Array(entries.dropLast()), "the last length cut off")
+        #expect(decoded(Array(bytes.dropLast(3))) == Array(entries.dropLast(2)), "the comment cut short")
     }
 
     /// Every tag the daemon knows has a code in the database.
