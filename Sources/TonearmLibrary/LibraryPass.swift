@@ -28,6 +28,7 @@ package struct LibrarySongView {
     /// The song as a value of its own (for callers that keep it).
     package var song: LibrarySong {
         var tags: [MediaTags.Entry] = []
+        tags.reserveCapacity(12)  // most songs have fewer: one allocation, not four growths
         forEachTag { tag, value in tags.append(MediaTags.Entry(tag, String(decoding: value, as: UTF8.self))) }
         let name = String(decoding: name, as: UTF8.self)
         return LibrarySong(

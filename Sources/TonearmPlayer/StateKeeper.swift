@@ -146,7 +146,7 @@ package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
         encoder.outputFormatting = [.sortedKeys]
         do {
             for (sequence, change) in records {
-                bytes += try encoder.encode(StateJournal.Record(sequence: sequence, change: change))
+                bytes += try StateJournal.Record(sequence: sequence, change: change).encoded(with: encoder)
                 bytes.append(UInt8(ascii: "\n"))
             }
             try writer.append(bytes)

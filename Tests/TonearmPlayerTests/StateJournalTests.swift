@@ -140,4 +140,27 @@ struct SavedDurationTests {
         #expect(reader.duration(for: a) == 3 && reader.duration(for: b) == nil)
         #expect(reader.durations(for: [a, b, a]) == [3, nil, 3])
     }
+
+    /// An add's record, written by hand, is byte for byte what `JSONEncoder` writes: every
+    /// control character, quotes, slashes, backslashes, Unicode, file and network URLs, with and
+    /// without a title or a position, none at all.
+    @Test func anAddsRecordIsWhatJSONEncoderWrites() throws {
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) } + [0x7F], as: UTF8.self)
+        let titles: [String?] = [nil, "", "Café \"x\" / \\ é 日本", controls, "a\u{301}"]
+        let urls = [
+            URL(fileURLWithPath: "/music/a b/Café \"x\"\n%.flac"), URL(string: "http://host:8000/s?x=1&y=%2F#f")!,
+            URL(fileURLWithPath: "/"),
+        ]
+        var entries: [QueueEdit.Entry] = []
+        for (index, title) in titles.enumerated() { entries.append(QueueEdit.Entry(url: urls[index % urls.count], title: title)) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        for edit: QueueEdit in [.add(entries: entries, at: nil), .add(entries: entries, at: 0), .add(entries: [], at: 12)] {
+            let record = StateJournal.Record(sequence: 41, change: .queue(edit: edit))
+            let mine = try record.encoded(with: encoder)
+            #expect(String(decoding: mine, as: UTF8.self) == String(decoding: try encoder.encode(record), as: UTF8.self))
+            let decoded = try JSONDecoder().decode(StateJournal.Record.self, from: Data(mine))
+            #expect(decoded.change == record.change && decoded.sequence == 41)
+        }
+    }
 }
