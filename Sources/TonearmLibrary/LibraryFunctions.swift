@@ -3,7 +3,8 @@ import GRDB
 import TonearmSync
 
 /// SQL functions the searches need that SQLite (without ICU) lacks, registered on every
-/// connection: regular expressions, case folding of URIs, audio format masks.
+/// connection: regular expressions, case folding of URIs, audio format masks, a song's first
+/// value of a tag.
 enum LibraryFunctions {
     /// Compiled expressions by pattern and folding: a search runs one pattern over many rows.
     private static let compiled = Locked<[String: NSRegularExpression]>([:])
@@ -28,6 +29,23 @@ enum LibraryFunctions {
                     return false
                 }
                 return formatMatches(mask: mask, format)
+            })
+        // tonearm_first_tag(song.tags, code, fallback code, …): the first value of the first of
+        // these tags the song has (its tag list, StoredTagList), NULL with none. A sort by a tag
+        // reads it from the song's row, where a query of the tag table per song searched it.
+        db.add(
+            function: DatabaseFunction("tonearm_first_tag", argumentCount: nil, pure: true) { values in
+                guard values.count >= 2, let list = Data.fromDatabaseValue(values[0]) else { return nil }
+                let wanted = values.dropFirst().compactMap { Int.fromDatabaseValue($0).flatMap(StoredTag.tag) }
+                return list.withUnsafeBytes { bytes -> String? in
+                    var firsts = [String?](repeating: nil, count: wanted.count)
+                    StoredTagList.forEach(in: bytes) { tag, value in
+                        if let index = wanted.firstIndex(of: tag), firsts[index] == nil {
+                            firsts[index] = String(decoding: value, as: UTF8.self)
+                        }
+                    }
+                    return firsts.lazy.compactMap { $0 }.first
+                }
             })
     }
 

@@ -152,8 +152,8 @@ struct LibrarySearch {
         case .tag(let tag, let descending):
             // The first value of the tag, or of its first fallback the song has; none sorts first.
             let chain = [tag] + Self.fallbacks(tag)
-            let firsts = chain.map { _ in "(SELECT t.value FROM song_tag t WHERE t.song_id = s.id AND +t.tag = ? ORDER BY t.seq LIMIT 1)" }
-            order = "COALESCE(\(firsts.joined(separator: ", ")), '') \(descending ? "DESC" : "ASC"), \(Self.databaseOrderSQL)"
+            let codes = chain.map { _ in "?" }.joined(separator: ", ")
+            order = "COALESCE(tonearm_first_tag(s.tags, \(codes)), '') \(descending ? "DESC" : "ASC"), \(Self.databaseOrderSQL)"
             arguments += chain.map { StoredTag.code($0) }
         }
         var limit = ""
