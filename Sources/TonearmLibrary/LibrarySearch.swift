@@ -104,6 +104,10 @@ struct LibrarySearch {
                 arguments: present.arguments + match.arguments + absent.arguments)
         }
         let direct = matches(tag)
+        // A song without the tag matches nothing: the test is the tag's own. (SQLite does not
+        // drop `… AND 0`: it built the set of every song having the tag first, 2.7 against
+        // 0.3 ms for `find artist` over 20,000 songs.)
+        if absent.sql == "0" { return direct }
         let present = has(tag)
         return Condition(
             sql: "(\(direct.sql) OR (NOT \(present.sql) AND \(absent.sql)))",
