@@ -77,14 +77,23 @@ struct LibraryReader {
     /// song's URI names; nil when the library has neither.
     func list(_ uri: String, withTags: Bool) throws -> [LibraryEntry]? {
         try database.read { db in
-            if let id = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?"), arguments: [uri]) {
-                return try songs(inDirectory: id, path: uri, withTags: withTags, db).map(LibraryEntry.song)
-                    + subdirectories(of: id, db)
+            let find = try db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?")
+            let pass = LibraryPassReader(db: db)
+            var buffer = LibraryPassBuffer()
+            if let id = try Int64.fetchOne(find, arguments: [uri]) {
+                try pass.read(directory: id, withTags: withTags, into: &buffer)
+                var entries: [LibraryEntry] = []
+                buffer.visit(directory: uri) { entries.append(.song($0.song)) }
+                return try entries + subdirectories(of: id, db)
             }
             // The music directory always exists, before the first scan has written its row too
             // (MPD answers an empty listing then, not "No such directory").
             if uri.isEmpty { return [] }
-            return try song(uri, withTags: withTags, db).map { [.song($0)] }
+            let directory = LibraryScanner.parentPath(uri)
+            guard let id = try Int64.fetchOne(find, arguments: [directory]) else { return nil }
+            let name = directory.isEmpty ? uri : String(decoding: uri.utf8.dropFirst(directory.utf8.count + 1), as: UTF8.self)
+            try pass.read(directory: id, only: name, withTags: withTags, into: &buffer)
+            return buffer.song(named: name, in: directory).map { [.song($0)] }
         }
     }
 
@@ -112,16 +121,6 @@ struct LibraryReader {
             }
             return found
         }
-    }
-
-    private func song(_ uri: String, withTags: Bool, _ db: Database) throws -> LibrarySong? {
-        let directory = LibraryScanner.parentPath(uri)
-        let name = directory.isEmpty ? uri : String(uri.dropFirst(directory.count + 1))
-        // Cached statements: `add` of thousands of songs looks each one up, and compiling a
-        // statement costs more than running it.
-        let find = try db.cachedStatement(sql: "SELECT id FROM directory WHERE path = ?")
-        guard let id = try Int64.fetchOne(find, arguments: [directory]) else { return nil }
-        return try songs(inDirectory: id, path: directory, withTags: withTags, named: name, db).first
     }
 
     /// Everything under `uri`, depth first as MPD walks it (the directory itself unless it is
@@ -198,40 +197,6 @@ struct LibraryReader {
     private func subdirectories(of id: Int64, _ db: Database) throws -> [LibraryEntry] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT path, mtime FROM directory WHERE parent_id = ? ORDER BY path"), arguments: [id])
             .map { .directory(uri: $0[0], modified: $0[1]) }
-    }
-
-    private func songs(
-        inDirectory id: Int64, path: String, withTags: Bool, named name: String? = nil,
-        _ db: Database
-    ) throws -> [LibrarySong] {
-        let filter = name == nil ? "" : " AND name = ?"
-        let arguments: StatementArguments = name.map { [id, $0] } ?? [id]
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT id, name, mtime, duration, format FROM song
-                    WHERE directory_id = ? AND failed = 0\(filter) ORDER BY name
-                    """), arguments: arguments)
-        var tagsBySong: [Int64: [MediaTags.Entry]] = [:]
-        if withTags, !rows.isEmpty {
-            let tagRows = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: """
-                        SELECT song_tag.song_id, song_tag.tag, song_tag.value FROM song_tag JOIN song ON song.id = song_tag.song_id
-                        WHERE song.directory_id = ?\(name == nil ? "" : " AND song.name = ?") ORDER BY song_tag.song_id, song_tag.seq
-                        """), arguments: arguments)
-            while let row = try tagRows.next() {
-                guard let tag = StoredTag.tag(row[1]) else { continue }
-                tagsBySong[row[0], default: []].append(MediaTags.Entry(tag, row[2]))
-            }
-        }
-        return rows.map { row in
-            let songName: String = row[1]
-            let songID: Int64 = row[0]
-            return LibrarySong(
-                uri: path.isEmpty ? songName : path + "/" + songName, modified: row[2], duration: row[3],
-                format: row[4], tags: tagsBySong[songID] ?? [])
-        }
     }
 }
 

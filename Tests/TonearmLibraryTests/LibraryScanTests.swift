@@ -173,13 +173,35 @@ struct LibraryScanTests {
         _ = try await setup.scan()
         let library = setup.library
         let directories = ["", "Alpha", "Alpha/One", "Beta", "Beta/Zwei", "Gamma"]
+        // The oracle, read another way: the song table and the tag table's rows, by name.
         var expected: [String: [LibrarySong]] = [:]
-        for directory in directories {
-            expected[directory] = try #require(try library.list(directory, withTags: true)).compactMap {
-                if case .song(let song) = $0 { song } else { nil }
+        try library.database.read { db in
+            for directory in directories {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT s.id, s.name, s.mtime, s.duration, s.format FROM song s JOIN directory d ON d.id = s.directory_id
+                        WHERE d.path = ? AND s.failed = 0 ORDER BY s.name
+                        """, arguments: [directory])
+                expected[directory] = try rows.map { row in
+                    let tags = try Row.fetchAll(
+                        db, sql: "SELECT tag, value FROM song_tag WHERE song_id = ? ORDER BY seq", arguments: [row[0]]
+                    )
+                    .compactMap { tag in StoredTag.tag(tag[0]).map { MediaTags.Entry($0, tag[1]) } }
+                    let name: String = row[1]
+                    return LibrarySong(
+                        uri: directory.isEmpty ? name : directory + "/" + name, modified: row[2], duration: row[3], format: row[4],
+                        tags: tags)
+                }
             }
         }
         #expect(expected["Alpha/One"]?.map(\.uri).last == "Alpha/One/03 Third.flac")
+        for directory in directories {
+            let listed = try #require(try library.list(directory, withTags: true)).compactMap {
+                if case .song(let song) = $0 { song } else { nil }
+            }
+            #expect(listed == expected[directory], "list \(directory)")
+        }
         for runGap in [0, 1, 32] as [Int64] {
             try library.database.read { db in
                 let pass = LibraryPassReader(db: db, runGap: runGap)
