@@ -51,10 +51,8 @@ struct LibraryPassBuffer {
     }
 
     var bytes: [UInt8] = []
-    /// In the order they were read.
+    /// In the order they were read: a directory's by id, ascending; a search's in its order.
     var songs: [SongRow] = []
-    /// `songs`' indices by id, ascending.
-    var byID: [Int] = []
     /// A directory's song ids in MPD's order (by name, byte by byte).
     var order: [Int64] = []
     var sortedIDs: [Int64] = []
@@ -65,7 +63,6 @@ struct LibraryPassBuffer {
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         songs.removeAll(keepingCapacity: true)
-        byID.removeAll(keepingCapacity: true)
         order.removeAll(keepingCapacity: true)
         sortedIDs.removeAll(keepingCapacity: true)
         visitOrder.removeAll(keepingCapacity: true)
@@ -86,14 +83,15 @@ struct LibraryPassBuffer {
         return start..<bytes.count
     }
 
+    /// A directory's song by id (its songs are read by id, ascending).
     func index(of id: Int64) -> Int? {
         var low = 0
-        var high = byID.count
+        var high = songs.count
         while low < high {
             let middle = (low + high) / 2
-            if songs[byID[middle]].id < id { low = middle + 1 } else { high = middle }
+            if songs[middle].id < id { low = middle + 1 } else { high = middle }
         }
-        return low < byID.count && songs[byID[low]].id == id ? byID[low] : nil
+        return low < songs.count && songs[low].id == id ? low : nil
     }
 
     /// Appends the song of the row `statement` stands on: id, name (or URI), mtime, duration,
@@ -151,7 +149,7 @@ struct LibraryPassReader {
     }
 
     /// Reads a directory's songs (or only the one named `only`) into `buffer`, with their tags
-    /// when `withTags`; `buffer.order` then lists them in MPD's order.
+    /// when `withTags`; `buffer.visitOrder` then lists them in MPD's order.
     func read(directory id: Int64, only name: String? = nil, withTags: Bool, into buffer: inout LibraryPassBuffer) throws {
         buffer.removeAll()
         let ids =
@@ -181,7 +179,6 @@ struct LibraryPassReader {
             songs.setUncheckedArguments([run.lowerBound, run.upperBound, id])
             try step(songs) { buffer.appendSong($0) }
         }
-        buffer.byID.append(contentsOf: buffer.songs.indices)  // read by id
         for id in buffer.order {
             if let index = buffer.index(of: id) { buffer.visitOrder.append(index) }  // not failed, not gone
         }
