@@ -217,6 +217,19 @@ package struct PlayQueue: Sendable, Equatable, Codable {
         version += 1
     }
 
+    /// Puts back a queue set aside earlier (a cast gives the room back): its items, ids, current
+    /// item, options and shuffle, as they were. The version and the ids still to give only grow
+    /// (clients compare versions, and an id the set-aside queue never had is not reused), and
+    /// every position counts as changed.
+    package mutating func bringBack(_ other: PlayQueue) {
+        let newVersion = max(version, other.version) + 1
+        let newNextID = max(nextID, other.nextID)
+        self = other
+        version = newVersion
+        nextID = newNextID
+        positionVersions = Array(repeating: newVersion, count: items.count)
+    }
+
     /// Bumps the version only if the options changed. Turning `random` on builds a new shuffle from
     /// `randomSeed`; while `random` stays on the seed is ignored, so toggling `repeat` does not
     /// reshuffle what the listener is in the middle of. Items added later are shuffled in by `add`.

@@ -24,6 +24,8 @@ package enum QueueEdit: Sendable, Equatable, Codable {
     case setCurrent(id: Int?)
     case advance(from: Int?, to: Int)
     case finish(id: Int)
+    /// A queue set aside comes back whole (`PlayQueue.bringBack`).
+    case bringBack(queue: PlayQueue)
 }
 
 extension PlayQueue {
@@ -50,6 +52,8 @@ extension PlayQueue {
             try advance(from: from, to: to)
         case .finish(let id):
             _ = finish(id)
+        case .bringBack(let queue):
+            bringBack(queue)
         }
         return []
     }

@@ -17,6 +17,7 @@ extension Player {
         known: [URL: MediaTags] = [:]
     ) throws(PlayerError) -> (items: [QueueItem], version: Int) {
         try model.withLock { m throws(PlayerError) in
+            try refuseWhileCasting(m)
             let added: [QueueItem]
             do throws(QueueError) {
                 added = try edit(&m, .add(entries: entries.map { QueueEdit.Entry(url: $0.url, title: $0.title) }, at: position))
@@ -34,6 +35,7 @@ extension Player {
 
     package func remove(ids: [Int]) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
+            try refuseWhileCasting(m)
             let currentRemoved = m.queue.currentID.map(ids.contains) ?? false
             let position = m.queue.currentID.flatMap { m.queue.position(of: $0) }
             let before = m.queue.version
@@ -63,6 +65,7 @@ extension Player {
 
     package func move(id: Int, to position: Int) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
+            try refuseWhileCasting(m)
             let before = m.queue.version
             do throws(QueueError) { try edit(&m, .move(id: id, to: position)) } catch { throw PlayerError(error) }
             if m.queue.version != before {
@@ -109,6 +112,7 @@ extension Player {
     /// `shuffle`); returns the queue's version.
     package func shuffle(_ range: Range<Int>? = nil) throws(PlayerError) -> Int {
         try model.withLock { m throws(PlayerError) in
+            try refuseWhileCasting(m)
             let before = m.queue.version
             m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
             do throws(QueueError) { try edit(&m, .shuffle(range: range, seed: m.randomSeed)) } catch { throw PlayerError(error) }

@@ -15,6 +15,14 @@ extension Player {
     package func load(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (
         media: MediaInfo, state: PlaybackState
     ) {
+        await endCastForLocalCommand()
+        return try await loadAlone(url, play: play, start: start)
+    }
+
+    /// `load`, whoever holds the room (a cast's URI is loaded this way).
+    func loadAlone(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (
+        media: MediaInfo, state: PlaybackState
+    ) {
         guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
@@ -37,6 +45,14 @@ extension Player {
     /// Plays queue item `id` (a jump, from `start` seconds), or with nil: resumes, or starts the
     /// queue when stopped. Returns the state this led to, once the item plays.
     package func play(id: Int?, start: Double = 0) async throws(PlayerError) -> (
+        transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState
+    ) {
+        await endCastForLocalCommand()
+        return try await startPlaying(id: id, start: start)
+    }
+
+    /// `play`, whoever holds the room (a cast's Play is this).
+    func startPlaying(id: Int?, start: Double = 0) async throws(PlayerError) -> (
         transition: PlaybackTransition?, media: MediaInfo?, state: PlaybackState
     ) {
         enum Start {
@@ -65,6 +81,12 @@ extension Player {
     /// Goes to the next queue item (`next`): playing goes on playing it; otherwise it is loaded,
     /// `ready`. At the end of the queue, stops.
     package func next() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        await endCastForLocalCommand()
+        return try await skipForward()
+    }
+
+    /// `next`, whoever holds the room (a cast's Next is this).
+    func skipForward() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
         let target: Int?? = model.withLock { m in
             guard let current = jumpOrigin(m) else { return .some(m.queue.first) }
             return .some(m.queue.userNext(after: current))
@@ -78,6 +100,7 @@ extension Player {
 
     /// Goes to the previous queue item; at the start of the queue, restarts the current one.
     package func previous() async throws(PlayerError) -> (media: MediaInfo?, state: PlaybackState) {
+        await endCastForLocalCommand()
         let target: Int? = model.withLock { m in
             guard let current = jumpOrigin(m) else { return m.queue.first }
             return m.queue.previous(before: current) ?? current

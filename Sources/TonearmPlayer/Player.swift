@@ -47,6 +47,8 @@ package final class Player: Sendable {
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
     package let changes = ChangeLog()
+    /// Where a cast's set-aside queue is kept (`cast-aside.json`), once `keepCasts(in:)` is called.
+    let castFile = Locked<StateFile?>(nil)
 
     /// What a waiting load or jump learns.
     enum LoadOutcome: Sendable {
@@ -97,6 +99,8 @@ package final class Player: Sendable {
         var comingBack: (engineID: Int, position: Double)?
         /// A jump waiting while what plays fades out (`Player+ManualFade.swift`).
         var manualFade: ManualFade?
+        /// A cast holding the room, and the queue set aside for it (`Player+Cast.swift`).
+        var cast: CastHold?
     }
 
     package init(
@@ -205,7 +209,7 @@ package final class Player: Sendable {
                 announcing: m.announcements.playing.map {
                     Announcing(url: $0.url, waiting: m.announcements.waiting.count, ducking: m.announcements.ducks)
                 },
-                deviceOpen: engine.isDeviceOpen)
+                deviceOpen: engine.isDeviceOpen, source: m.cast?.source ?? .queue)
         }
     }
 

@@ -30,6 +30,8 @@ package struct PlayerStatus: Sendable, Equatable {
     /// The output device is open (false once released after `output.release_after_s`, or before
     /// the first play).
     package var deviceOpen = false
+    /// Who holds the room: the queue, or a cast.
+    package var source: PlaybackSource = .queue
 }
 
 /// What `status.loudness` shows: the current item's measured loudness (nil: not known, or

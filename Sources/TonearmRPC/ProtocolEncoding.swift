@@ -117,6 +117,12 @@ enum ProtocolEncoding {
         object["volume"] = JSONValue(status.volume)
         object["replay_gain"] = replayGain(status.replayGain)
         object["sleep"] = sleep(status.sleep)
+        switch status.source {
+        case .queue: object["source"] = "queue"
+        case .upnp(let controlPoint):
+            object["source"] = "upnp"
+            object["source_address"] = .string(controlPoint)
+        }
         if let announcing = status.announcing {
             object["announcing"] = [
                 "url": .string(announcing.url), "waiting": JSONValue(announcing.waiting),

@@ -604,4 +604,25 @@ struct PlayQueueChangeTests {
         #expect(old.positionVersions == Array(repeating: queue.version, count: 3))
         #expect(old.options.oneshot == false)
     }
+
+    /// A cast sets the queue aside and gives it back: the same items, ids, current item and
+    /// options, with a version past both and no id given twice.
+    @Test func aQueueBroughtBackKeepsItsItemsAndMovesVersionsAndIDsOn() throws {
+        var house = PlayQueue()
+        try house.add(urls("a", "b", "c"))
+        try house.setCurrent(1)
+        house.setOptions(QueueOptions(repeat: true), randomSeed: 0)
+        let aside = house
+        var cast = house
+        cast.clear()
+        let castItems = try cast.add(urls("cast1", "cast2", "cast3", "cast4"))
+        cast.bringBack(aside)
+        #expect(cast.items == aside.items)
+        #expect(cast.currentID == 1)
+        #expect(cast.options == aside.options)
+        #expect(cast.version > max(aside.version, castItems.count))
+        #expect(cast.positionVersions == Array(repeating: cast.version, count: 3))
+        let added = try cast.add(urls("d"))
+        #expect(added[0].id > castItems.map(\.id).max()!, "ids the cast used are not given again")
+    }
 }

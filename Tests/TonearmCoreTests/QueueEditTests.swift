@@ -29,7 +29,16 @@ struct QueueEditTests {
         ("setCurrent", .setCurrent(id: 4)),
         ("advance", .advance(from: 2, to: 3)),
         ("finish", .finish(id: 2)),
+        ("bringBack", .bringBack(queue: setAside)),
     ]
+
+    /// A queue set aside by a cast: two items of its own, the second current.
+    private static let setAside: PlayQueue = {
+        var queue = PlayQueue()
+        _ = try? queue.add([(URL(fileURLWithPath: "/music/a.flac"), "A"), (URL(fileURLWithPath: "/music/b.flac"), nil)])
+        try? queue.setCurrent(1)
+        return queue
+    }()
 
     private static func name(_ edit: QueueEdit) -> String {
         switch edit {
@@ -42,6 +51,7 @@ struct QueueEditTests {
         case .setCurrent: "setCurrent"
         case .advance: "advance"
         case .finish: "finish"
+        case .bringBack: "bringBack"
         }
     }
 
@@ -59,7 +69,7 @@ struct QueueEditTests {
 
     @Test func everyCaseHasARow() {
         #expect(Self.rows.map(\.0) == Self.rows.map { Self.name($0.1) }, "each row is named after its case")
-        #expect(Set(Self.rows.map(\.0)).count == 9, "one row per case of QueueEdit")
+        #expect(Set(Self.rows.map(\.0)).count == 10, "one row per case of QueueEdit")
     }
 
     @Test(arguments: rows.map(\.0))
