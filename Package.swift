@@ -108,11 +108,22 @@ let package = Package(
                 .embedInCode("Page/app.js"), .embedInCode("Page/icon.svg"), .embedInCode("Page/index.html"),
                 .embedInCode("Page/style.css"),
             ]),
+        // The UPnP/DLNA MediaRenderer: SSDP, its own HTTP listener (description, SOAP control,
+        // GENA events) and casting through the player.
+        .target(
+            name: "TonearmUPnP",
+            dependencies: [
+                "TonearmFrontEnd", "TonearmProtocol", "TonearmPlayer", "TonearmCore", "TonearmMedia", "TonearmSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The daemon's server: config, the front-ends on one event loop, systemd.
         .target(
             name: "TonearmServer",
             dependencies: [
-                "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmLibrary",
+                "TonearmFrontEnd", "TonearmRPC", "TonearmMPD", "TonearmWeb", "TonearmUPnP", "TonearmLibrary",
                 "TonearmProtocol", "TonearmCore", "TonearmMedia", "TonearmSync",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -126,7 +137,7 @@ let package = Package(
             name: "tonearmd",
             dependencies: [
                 "TonearmServer", "TonearmFrontEnd", "TonearmEngine", "TonearmPlayer", "TonearmLibrary", "TonearmMedia", "TonearmProtocol",
-                "TonearmSync",
+                "TonearmSync", "TonearmUPnP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -204,6 +215,7 @@ let package = Package(
                 "TonearmWeb", "TonearmFrontEnd", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
+        .testTarget(name: "TonearmUPnPTests", dependencies: ["TonearmUPnP", "TonearmCore", "TonearmMedia"]),
         .testTarget(
             name: "TonearmServerTests",
             dependencies: [

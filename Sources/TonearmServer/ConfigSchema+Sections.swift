@@ -3,6 +3,7 @@ import TOMLKit
 import TonearmFrontEnd
 import TonearmMPD
 import TonearmMedia
+import TonearmUPnP
 import TonearmWeb
 
 extension ConfigSchema {
@@ -161,6 +162,40 @@ extension ConfigSchema {
             }
         },
         .integer("http.max_clients", 1...65_536, \.http.maxClients),
+    ]
+
+    static let upnp: [ConfigKey] = [
+        .bool("upnp.enabled", \.upnp.enabled),
+        ConfigKey("upnp.name") { config, value, source in
+            let text = try string(value, "upnp.name", source)
+            guard text.utf8.count <= 200 else { throw Invalid("\(source): upnp.name is at most 200 bytes") }
+            config.upnp.name = text.isEmpty ? nil : text
+        },
+        ConfigKey("upnp.interfaces") { config, value, source in
+            guard let array = value.array else { throw Invalid("\(source): upnp.interfaces must be an array of interface names") }
+            let names = try array.map { element -> String in
+                guard let name = element.string, !name.isEmpty, name.utf8.count < 16 else {
+                    throw Invalid("\(source): upnp.interfaces must hold interface names such as \"eth0\"")
+                }
+                return name
+            }
+            config.upnp.interfaces = names.isEmpty ? nil : names
+        },
+        .integer("upnp.port", 0...65_535, \.upnp.port),
+        ConfigKey("upnp.release_after_s") { config, value, source in
+            config.upnp.releaseAfterSeconds = Double(try integer(value, "upnp.release_after_s", source, 1...604_800))
+        },
+        ConfigKey("upnp.protocols") { config, value, source in
+            guard let array = value.array else { throw Invalid("\(source): upnp.protocols must be an array of \"http\" or \"https\"") }
+            config.upnp.protocols = try array.map { element -> String in
+                guard let name = element.string?.lowercased(), ["http", "https"].contains(name) else {
+                    throw Invalid("\(source): upnp.protocols: a cast may open http and https URLs only, not '\(element)'")
+                }
+                return name
+            }
+        },
+        .integer("upnp.ssdp_port", 1...65_535, \.upnp.ssdpPort),
+        .integer("upnp.max_subscribers", 1...1024, \.upnp.maxSubscribers),
     ]
 
     static let crossfade: [ConfigKey] = [

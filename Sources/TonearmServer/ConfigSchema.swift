@@ -14,8 +14,8 @@ enum ConfigSchema {
 
     /// The tables, in the order they are applied.
     static let sections = [
-        "output", "snapcast", "replay_gain", "control", "input", "state", "library", "mpd", "http", "crossfade", "announce",
-        "log",
+        "output", "snapcast", "replay_gain", "control", "input", "state", "library", "mpd", "http", "upnp", "crossfade",
+        "announce", "log",
     ]
 
     static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: keys.map { ($0.name, $0) })
@@ -26,7 +26,7 @@ enum ConfigSchema {
                 guard let socket = value.string, !socket.isEmpty else { throw Invalid("\(source): socket must be a non-empty string") }
                 config.socket = socket
             }
-        ] + output + snapcast + replayGain + control + input + state + library + mpd + http + crossfade + announce + log
+        ] + output + snapcast + replayGain + control + input + state + library + mpd + http + upnp + crossfade + announce + log
 
     static let output: [ConfigKey] = [
         .choice("output.kind", "\"alsa\" or \"snapcast\"", \.outputKind),

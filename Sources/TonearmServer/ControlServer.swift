@@ -10,6 +10,7 @@ import TonearmPlayer
 import TonearmProtocol
 import TonearmRPC
 import TonearmSync
+import TonearmUPnP
 import TonearmWeb
 
 /// The control sockets: JSON-RPC 2.0 on a Unix domain socket (`RPCServer`) and, with `mpd`,
@@ -39,6 +40,8 @@ package final class ControlServer: Service, Sendable {
     private let limits: ClientLimits
     /// The web remote; nil: off.
     private let http: WebSettings?
+    /// The UPnP/DLNA renderer; nil: off.
+    private let upnp: UPnPRenderer?
 
     /// - Parameters:
     ///   - ready: called once the socket accepts connections.
@@ -49,9 +52,11 @@ package final class ControlServer: Service, Sendable {
         maxClients: Int = 256, inherited: CInt? = nil, ready: (@Sendable () -> Void)? = nil,
         stopping: (@Sendable () -> Void)? = nil, watchdog: Watchdog? = nil,
         security: ControlSecurity = ControlSecurity(), mpd: MPDSettings? = nil, library: Library? = nil,
-        playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits(), http: WebSettings? = nil
+        playlists: PlaylistStore? = nil, limits: ClientLimits = ClientLimits(), http: WebSettings? = nil,
+        upnp: UPnPRenderer? = nil
     ) {
         self.http = http
+        self.upnp = upnp
         self.security = security
         self.library = library
         self.playlists = playlists
@@ -123,6 +128,14 @@ package final class ControlServer: Service, Sendable {
                 logger.error("the web remote is not served", metadata: ["address": "\(http.bind)", "error": "\(error)"])
             }
         }
+        // The renderer too: a network without IPv4 or a taken port leaves the daemon serving without it.
+        if let upnp {
+            do {
+                listeners += try await upnp.start(group: group)
+            } catch {
+                logger.error("the UPnP renderer is not served", metadata: ["error": "\(error)"])
+            }
+        }
         do {
             for frontEnd in frontEnds {
                 listeners.append(try await Listener.bind(frontEnd, group: group, logger: logger))
@@ -156,6 +169,7 @@ package final class ControlServer: Service, Sendable {
         stopping?()
         pings?.cancel()
         mpd?.stop()
+        await upnp?.stop()
         for listener in listeners { await listener.close() }
         await player.shutdown()
     }

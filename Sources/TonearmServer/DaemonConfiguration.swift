@@ -6,6 +6,7 @@ import TonearmLibrary
 import TonearmMPD
 import TonearmMedia
 import TonearmPlayer
+import TonearmUPnP
 import TonearmWeb
 
 /// The daemon's settings: the embedded default, then a TOML file, then TONEARM_* variables,
@@ -44,6 +45,8 @@ package struct DaemonConfiguration: Sendable, Equatable {
     package var mpd = MPDSettings()
     /// The web remote (`[http]`).
     package var http = WebSettings()
+    /// The UPnP/DLNA renderer (`[upnp]`).
+    package var upnp = UPnPSettings()
     /// The music library (`[library]`); its music directory nil: the first of `input.roots`.
     package var library = LibraryConfiguration()
     /// What the daemon should say once it logs: keys that still work but have moved.

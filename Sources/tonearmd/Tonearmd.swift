@@ -9,6 +9,7 @@ import TonearmMedia
 import TonearmPlayer
 import TonearmProtocol
 import TonearmServer
+import TonearmUPnP
 
 @main
 struct Tonearmd: AsyncParsableCommand {
@@ -233,9 +234,14 @@ struct Tonearmd: AsyncParsableCommand {
         keeper?.start()
         // The player holds the keeper weakly: it lives until the daemon leaves run().
         defer { withExtendedLifetime(keeper) {} }
+        // A cast that held the room when the daemon stopped ends now: its queue comes back.
+        let castHeld = player.keepCasts(in: stateFile.directory)
         // The current item is loaded while the daemon already serves: a station that does not
         // answer delays no socket and no readiness.
-        let resume = saved.state.map { state in Task { await player.resume(state, mode: settings.resume) } }
+        let resume =
+            castHeld
+            ? Task { await player.endCast("the daemon started again") }
+            : saved.state.map { state in Task { await player.resume(state, mode: settings.resume) } }
         defer { resume?.cancel() }
         let watchdog = notifier.watchdogInterval.map { interval in
             Watchdog(interval: interval, player: player, logger: logger) { notifier.send("WATCHDOG=1") }
@@ -247,7 +253,11 @@ struct Tonearmd: AsyncParsableCommand {
             stopping: { notifier.send("STOPPING=1\nSTATUS=stopping") },
             watchdog: watchdog, security: settings.security, mpd: mpd, library: library,
             playlists: PlaylistStore(directory: settings.library.playlistDirectory ?? stateFile.directory + "/playlists"),
-            limits: settings.controlLimits, http: settings.http)
+            limits: settings.controlLimits, http: settings.http,
+            upnp: settings.upnp.enabled
+                ? UPnPRenderer(
+                    settings: settings.upnp, player: player, stateDirectory: stateFile.directory,
+                    sinkTypes: DecodableTypes.audio(), logger: logger) : nil)
         let statusUpdates =
             notifier.isActive
             ? Task {
