@@ -99,5 +99,111 @@ extension DaemonTests {
             #expect((back["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == ids)
             #expect(daemon.process.isRunning)
         }
+
+        /// The renderer's HTTP port, from the daemon's log.
+        private func httpPort(_ daemon: DaemonProcess) throws -> Int {
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let range = daemon.log.range(of: #"http://127\.0\.0\.1:(\d+)/upnp/description\.xml"#, options: .regularExpression) {
+                    let text = daemon.log[range].dropFirst("http://127.0.0.1:".count)
+                    if let port = Int(text.prefix { $0.isNumber }) { return port }
+                }
+                usleep(20_000)
+            }
+            throw LineClient.Failure(description: "the renderer did not say where it listens: \(daemon.log)")
+        }
+
+        private func soap(_ port: Int, _ service: String, _ action: String, _ body: String) throws -> WebClient.Response? {
+            let envelope =
+                #"<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>"#
+                + "<u:\(action) xmlns:u=\"urn:schemas-upnp-org:service:\(service):1\">\(body)</u:\(action)></s:Body></s:Envelope>"
+            return try WebClient(port: port).request(
+                "POST", "/upnp/control/\(service)",
+                headers: ["SOAPACTION": "\"urn:schemas-upnp-org:service:\(service):1#\(action)\"", "Content-Type": "text/xml"],
+                body: Array(envelope.utf8))
+        }
+
+        private func errorCode(_ response: WebClient.Response?) -> String? {
+            guard let response, response.status == 500 else { return nil }
+            return response.text.range(of: #"<errorCode>\d+</errorCode>"#, options: .regularExpression).map {
+                String(response.text[$0].dropFirst(11).dropLast(12))
+            }
+        }
+
+        @Test func hostileRequestsAreRefusedAndTheDaemonServesOn() throws {
+            let (daemon, json) = try renderer(try freeUDPPort(), extra: "max_subscribers = 3\n")
+            let port = try httpPort(daemon)
+
+            let description = try #require(try WebClient(port: port).request("GET", "/upnp/description.xml"))
+            #expect(description.status == 200)
+            #expect(description.text.contains("urn:schemas-upnp-org:device:MediaRenderer:1"))
+            // Another name (DNS rebinding), a browser's request, and anything but the renderer's paths.
+            #expect(try WebClient(port: port).request("GET", "/upnp/description.xml", headers: ["Host": "evil.example"])?.status == 403)
+            #expect(
+                try WebClient(port: port).request("GET", "/upnp/description.xml", headers: ["Origin": "http://evil.example"])?.status
+                    == 403)
+            #expect(try WebClient(port: port).request("GET", "/etc/passwd")?.status == 404)
+
+            // A body past 64 KiB is refused before it is read.
+            let big = try WebClient(port: port)
+            big.send("POST /upnp/control/AVTransport HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\n\r\n")
+            #expect(try big.response()?.status == 413)
+
+            // Billion laughs, an unknown action, missing arguments, a file and a bad instance.
+            let laughs =
+                #"<?xml version="1.0"?><!DOCTYPE l [<!ENTITY l "lol"><!ENTITY l2 "&l;&l;&l;&l;&l;&l;&l;&l;&l;&l;">"#
+                + #"<!ENTITY l3 "&l2;&l2;&l2;&l2;&l2;&l2;&l2;&l2;&l2;&l2;">]><s:Envelope><s:Body><u:Play>&l3;</u:Play></s:Body></s:Envelope>"#
+            let bomb = try WebClient(port: port).request(
+                "POST", "/upnp/control/AVTransport", headers: ["SOAPACTION": "\"urn:schemas-upnp-org:service:AVTransport:1#Play\""],
+                body: Array(laughs.utf8))
+            #expect(errorCode(bomb) == "402")
+            #expect(errorCode(try soap(port, "AVTransport", "Dance", "<InstanceID>0</InstanceID>")) == "401")
+            #expect(errorCode(try soap(port, "AVTransport", "Seek", "<InstanceID>0</InstanceID>")) == "402")
+            #expect(errorCode(try soap(port, "AVTransport", "Pause", "<InstanceID>7</InstanceID>")) == "718")
+            let file = "<InstanceID>0</InstanceID><CurrentURI>file:///etc/passwd</CurrentURI><CurrentURIMetaData></CurrentURIMetaData>"
+            #expect(errorCode(try soap(port, "AVTransport", "SetAVTransportURI", file)) == "716")
+            let badMetadata =
+                "<InstanceID>0</InstanceID><CurrentURI>http://127.0.0.1:9/a.flac</CurrentURI><CurrentURIMetaData>&lt;DIDL-Lite&gt;</CurrentURIMetaData>"
+            #expect(errorCode(try soap(port, "AVTransport", "SetAVTransportURI", badMetadata)) == "402")
+            // With no cast, Stop changes nothing and succeeds (Home Assistant sends it first).
+            #expect(try soap(port, "AVTransport", "Stop", "<InstanceID>0</InstanceID>")?.status == 200)
+            #expect(try #require(json.call("status").result)["source"] as? String == "queue")
+
+            // A callback elsewhere is refused; subscriptions are capped.
+            let elsewhere = try WebClient(port: port).request(
+                "SUBSCRIBE", "/upnp/event/RenderingControl",
+                headers: ["CALLBACK": "<http://192.0.2.1:80/>", "NT": "upnp:event", "TIMEOUT": "Second-300"])
+            #expect(elsewhere?.status == 412)
+            // A subscriber whose callback never answers (nothing listens there).
+            let dead = try freeUDPPort()
+            var sids: [String] = []
+            for _ in 0..<3 {
+                let answer = try WebClient(port: port).request(
+                    "SUBSCRIBE", "/upnp/event/RenderingControl",
+                    headers: ["CALLBACK": "<http://127.0.0.1:\(dead)/>", "NT": "upnp:event", "TIMEOUT": "Second-300"])
+                #expect(answer?.status == 200)
+                #expect(answer?.headers["timeout"] == "Second-300")
+                if let sid = answer?.headers["sid"] { sids.append(sid) }
+            }
+            #expect(
+                try WebClient(port: port).request(
+                    "SUBSCRIBE", "/upnp/event/RenderingControl",
+                    headers: ["CALLBACK": "<http://127.0.0.1:\(dead)/>", "NT": "upnp:event"])?.status == 503)
+            // Their NOTIFYs fail (the initial one, then a change's): they are dropped, and the
+            // daemon answered meanwhile as ever.
+            usleep(300_000)
+            _ = try json.call("volume", ["level": 50])
+            let deadline = Date().addingTimeInterval(5)
+            var renewed: Int? = 200
+            while Date() < deadline {
+                renewed = try WebClient(port: port).request(
+                    "SUBSCRIBE", "/upnp/event/RenderingControl", headers: ["SID": sids[0], "TIMEOUT": "Second-300"])?.status
+                if renewed == 412 { break }
+                usleep(100_000)
+            }
+            #expect(renewed == 412, "a subscriber that does not answer is dropped")
+            #expect(try #require(json.call("status").result)["volume"] as? Int == 50)
+            #expect(daemon.process.isRunning)
+        }
     }
 }
