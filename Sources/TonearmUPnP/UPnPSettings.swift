@@ -23,7 +23,10 @@ package struct UPnPSettings: Sendable, Equatable {
 
     package var friendlyName: String {
         if let name, !name.isEmpty { return name }
-        return "Tonearm on \(ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "localhost")"
+        // gethostname, not ProcessInfo.hostName: that one may ask DNS, and the start would wait.
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0 ? String(cString: buffer) : "localhost"
+        return "Tonearm on \(host.split(separator: ".").first.map(String.init) ?? host)"
     }
 
     /// How long SSDP's announcements hold (CACHE-CONTROL max-age); re-announced at half of it.

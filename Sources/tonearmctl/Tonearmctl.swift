@@ -288,6 +288,10 @@ struct Status: AsyncParsableCommand {
             let media = Summary.media(result["media"])
             if !media.isEmpty { lines.append(media) }
             if let interruption = result["interruption"]?.stringValue { lines.append("interrupted: \(interruption)") }
+            if result["source"]?.stringValue == "upnp" {
+                // A cast holds the room; the queue is set aside until it ends.
+                lines.append("source: upnp cast from \(result["source_address"]?.stringValue ?? "?") (the queue is set aside)")
+            }
             lines.append("output: \(result["output"]?["device"]?.stringValue ?? "?")")
             if result["volume"] != nil {
                 var queue = "current \(Summary.whole(result["current"])) · next \(Summary.whole(result["next"]))"
