@@ -95,6 +95,8 @@ extension Player {
             logger.info("a cast begins: the queue is set aside", metadata: ["from": "\(controlPoint)"])
         }
         if let known { tags.remember([url: known]) }
+        // The cast's queue is this URI alone from here: only its description is kept.
+        model.withLock { $0.cast?.tags = known.map { [url: $0] } ?? [:] }
         let playing = state == .playing || state.isResumingPlaying
         return try await loadAlone(url, play: playing).media
     }
@@ -105,6 +107,7 @@ extension Player {
         if let url, let known { tags.remember([url: known]) }
         try model.withLock { m throws(PlayerError) in
             guard m.cast != nil else { throw .invalid("no cast holds the room") }
+            if let url, let known { m.cast?.tags[url] = known }
             let position = m.queue.currentID.flatMap { m.queue.position(of: $0) } ?? (m.queue.items.count - 1)
             let after = m.queue.items.dropFirst(position + 1).map(\.id)
             do throws(QueueError) {
@@ -113,6 +116,9 @@ extension Player {
                     _ = try edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: known?.title)], at: position + 1))
                 }
             } catch { throw PlayerError(error) }
+            let queued = Set(m.queue.items.map(\.url))
+            let described = m.cast?.tags.filter { queued.contains($0.key) } ?? [:]
+            m.cast?.tags = described
             publishQueue(m)
             if let url { tags.request([url]) }
             refreshNext(&m)
@@ -173,4 +179,18 @@ extension Player {
 struct CastHold: Sendable {
     var source: PlaybackSource
     var aside: SavedPlayerState
+    /// What the control point said of its URIs (DIDL-Lite): shown over the streams' own tags.
+    var tags: [URL: MediaTags] = [:]
+}
+
+extension MediaInfo {
+    /// The item as a cast describes it: the control point's title, artist and album, where it gave them.
+    func described(by tags: MediaTags?) -> MediaInfo {
+        guard let tags else { return self }
+        var info = self
+        if let title = tags.title { info.title = title }
+        if let artist = tags.artist { info.artist = artist }
+        if let album = tags.album { info.album = album }
+        return info
+    }
 }

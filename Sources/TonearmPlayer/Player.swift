@@ -199,6 +199,7 @@ package final class Player: Sendable {
                     media = m.inPlay.values.first { $0.queueID == queueID }?.media
                 }
             }
+            if let cast = m.cast, let url = m.queue.current?.url { media = media?.described(by: cast.tags[url]) }
             return PlayerStatus(
                 state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                 output: engine.configuration,

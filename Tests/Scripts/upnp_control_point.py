@@ -202,6 +202,28 @@ class Run:
 
         result = await self.step(f"status_{point}", ask)
         self.report["states"][point] = result
+        if self.args.mpd:
+
+            async def currentsong() -> Any:
+                reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.args.mpd), 5)
+                try:
+                    greeting = await asyncio.wait_for(reader.readline(), 5)
+                    if not greeting.startswith(b"OK MPD"):
+                        raise StepFailed(f"MPD socket greeted with {greeting!r}")
+                    writer.write(b"currentsong\n")
+                    await writer.drain()
+                    song: dict[str, str] = {}
+                    while True:
+                        line = (await asyncio.wait_for(reader.readline(), 5)).decode()
+                        if not line or line == "OK\n" or line.startswith("ACK"):
+                            break
+                        key, _, value = line.rstrip("\n").partition(": ")
+                        song[key] = value
+                    return song
+                finally:
+                    writer.close()
+
+            self.report.setdefault("currentsong", {})[point] = await self.step(f"currentsong_{point}", currentsong)
 
     # ---- discovery ---------------------------------------------------------------------------
 
@@ -489,6 +511,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--title", default="Tonearm test")
     parser.add_argument("--next-title")
     parser.add_argument("--control", metavar="SOCKETPATH", help="daemon control socket (JSON-RPC 2.0 lines)")
+    parser.add_argument("--mpd", metavar="SOCKETPATH", help="daemon MPD socket: currentsong at each status point")
     parser.add_argument("--scenario", default="full", choices=["discover", "full"])
     parser.add_argument("--timeout", type=float, default=60, help="overall bound in seconds")
     parser.add_argument("--search-time", type=int, default=2, help="seconds to collect SSDP responses")

@@ -68,7 +68,7 @@ extension DaemonTests {
 
             let report = try controlPoint([
                 "--search", "127.0.0.1:\(ssdp)", "--media", media.url("/tone.flac"), "--next", media.url("/gapless-2.flac"),
-                "--title", "Cast tone", "--control", daemon.socketPath, "--timeout", "60",
+                "--title", "Cast tone", "--control", daemon.socketPath, "--mpd", daemon.mpdSocketPath, "--timeout", "60",
             ])
             #expect(report["ok"] as? Bool == true, "\(report["error"] ?? "") failures: \(report["failures"] ?? "")")
             #expect(report["is_dmr"] as? Bool == true)
@@ -87,6 +87,12 @@ extension DaemonTests {
             #expect(states["playing"]?["source"] as? String == "upnp")
             #expect(states["playing"]?["source_address"] as? String == "127.0.0.1")
             #expect(((states["playing"]?["media"] as? [String: Any])?["url"] as? String) == media.url("/tone.flac"))
+            // The control point's DIDL-Lite is the item's description for every front-end.
+            let tags = (states["playing"]?["media"] as? [String: Any])?["tags"] as? [String: Any]
+            #expect(tags?["title"] as? String == "Cast tone")
+            let songs = report["currentsong"] as? [String: [String: String]] ?? [:]
+            #expect(songs["playing"]?["Title"] == "Cast tone", "\(songs)")
+            #expect(songs["playing"]?["file"] == media.url("/tone.flac"))
             #expect(states["stopped"]?["source"] as? String == "queue")
 
             // Stop gave the queue back exactly, paused where it stood.
