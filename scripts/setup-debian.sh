@@ -9,18 +9,21 @@
 # certificates), and what snapserver's MPD plug-in
 # (meta_mpd.py, which drives Tonearm's MPD side in the tests) imports: python3-mpd, python3-dbus,
 # python3-gi, python3-musicbrainzngs; and Chromium, chromedriver and python3-selenium (the web remote's
-# tests open its page in the real, headless browser).
-# With --bench, also ffmpeg (the benchmark's media) and Debian's mpd (the peer the benchmark's
-# control figures are measured beside; its own service is not started).
+# tests open its page in the real, headless browser); minidlna (a real DLNA media server the UPnP
+# renderer plays from; its own service is not used).
+# With --bench, also ffmpeg (the benchmark's media), Debian's mpd (the peer the benchmark's
+# control figures are measured beside; its own service is not started) and gmediarender with
+# gstreamer1.0-plugins-good (the renderer the UPnP figures are measured beside).
 # With --deb, also what makes and checks the package: dpkg-dev (dpkg-shlibdeps), lintian, and
 # binutils (strip).
 set -euo pipefail
 packages=(libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libasound2-dev libsqlite3-dev libebur128-dev zlib1g-dev pkg-config make gcc)
 if [ "${1:-}" = "--tests" ]; then
     packages+=(systemd strace util-linux mpc mpd ncmpcpp tmux python3-venv icecast2 ffmpeg snapserver snapclient openssl
-               python3-mpd python3-dbus python3-gi python3-musicbrainzngs chromium chromium-driver python3-selenium)
+               python3-mpd python3-dbus python3-gi python3-musicbrainzngs chromium chromium-driver python3-selenium
+               minidlna)
 elif [ "${1:-}" = "--bench" ]; then
-    packages+=(ffmpeg mpd)
+    packages+=(ffmpeg mpd gmediarender gstreamer1.0-plugins-good)
 elif [ "${1:-}" = "--deb" ]; then
     packages+=(dpkg-dev lintian binutils)
 fi

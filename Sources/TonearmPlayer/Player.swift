@@ -236,6 +236,8 @@ package final class Player: Sendable {
     /// than resume: then it waits for the item to open.
     package var playStartsQueue: Bool {
         model.withLock { m in
+            // During a cast, a local play ends it and starts the queue given back.
+            if m.cast != nil { return true }
             guard m.queue.currentID ?? m.queue.first != nil else { return false }
             return machine.currentState == .idle
         }

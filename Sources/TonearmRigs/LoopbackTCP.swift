@@ -71,3 +71,26 @@ package func acceptClosingOnExec(_ listener: Int32) -> Int32 {
     if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
     return fd
 }
+
+/// A UDP port on 127.0.0.1 nobody uses now (a daemon's own SSDP port in tests and the bench).
+package func freeUDPPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    defer { close(fd) }
+    guard let port = bindLoopback(fd) else { throw LineClient.Failure(description: "no free UDP port: errno \(errno)") }
+    return port
+}
+
+/// This machine's first IPv4 address on an interface that is up, loopback aside (what SSDP and a
+/// renderer bound to a real interface use), from `ip -o -4 addr show scope global up`.
+package func realInterface() -> (name: String, address: String)? {
+    guard let shown = try? runTool("/usr/sbin/ip", ["-o", "-4", "addr", "show", "scope", "global", "up"], timeout: 10),
+        shown.status == 0
+    else { return nil }
+    for line in shown.output.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard fields.count > 3, let at = fields.firstIndex(of: "inet"), at + 1 < fields.count else { continue }
+        let address = fields[at + 1].split(separator: "/").first.map(String.init) ?? ""
+        if !address.isEmpty { return (String(fields[1]), address) }
+    }
+    return nil
+}

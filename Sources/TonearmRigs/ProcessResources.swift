@@ -108,3 +108,16 @@ package func readWholeFile(_ path: String) -> [UInt8] {
     }
     return bytes
 }
+
+/// A capture's bytes once it stops growing (two reads 50 ms apart agree; at most 5 s): what a
+/// device wrote, read after the writer is done.
+package func settledFile(_ path: String) -> [UInt8] {
+    var captured: [UInt8] = []
+    for _ in 0..<100 {
+        let now = readWholeFile(path)
+        if now.count == captured.count && !now.isEmpty { break }
+        captured = now
+        usleep(50_000)
+    }
+    return captured
+}

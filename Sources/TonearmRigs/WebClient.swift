@@ -16,8 +16,8 @@ package final class WebClient {
         package var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    /// Connects to 127.0.0.1:`port`.
-    package init(port: Int, timeout: Double = 10) throws {
+    /// Connects to `host` (an IPv4 address; 127.0.0.1 by default):`port`.
+    package init(host: String = "127.0.0.1", port: Int, timeout: Double = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LineClient.Failure(description: "socket: \(String(cString: strerror(errno)))") }
         var seconds = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
@@ -25,14 +25,14 @@ package final class WebClient {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw LineClient.Failure(description: "connect to 127.0.0.1:\(port): \(reason)")
+            throw LineClient.Failure(description: "connect to \(host):\(port): \(reason)")
         }
     }
 

@@ -25,7 +25,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "Shorter windows and fewer repeats (a smoke run, not for the record).") var quick = false
     @Option(
         help:
-            "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release, crossfade."
+            "Run one section only: startup, decode, realtime, idle, control, responsiveness, queue, edits, network, snapcast, library, web, loudness, release, crossfade, upnp."
     ) var only: String?
 
     func run() throws {
@@ -42,7 +42,7 @@ struct Bench: ParsableCommand {
             ("idle", bench.idleAndMemory), ("control", bench.control), ("responsiveness", bench.responsiveness),
             ("queue", bench.queue), ("edits", bench.edits), ("network", bench.network), ("snapcast", bench.snapcast),
             ("library", bench.library), ("web", bench.web), ("loudness", bench.loudness), ("release", bench.release),
-            ("crossfade", bench.crossfade),
+            ("crossfade", bench.crossfade), ("upnp", bench.upnp),
         ]
         if let only, !sections.contains(where: { $0.0 == only }) { throw ValidationError("no section '\(only)'") }
         for (name, section) in sections where only == nil || only == name { try section() }

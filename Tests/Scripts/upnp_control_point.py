@@ -10,9 +10,24 @@ Discovery (one of):
   --location URL         no search: use this device description URL
 
 Scenarios: discover (search + device description), full (discover + HA's play_media and the
-transport, volume, mute, next-URI and stop steps). Every step done is named in "steps"; a step that
-fails is named in "failures" with the UPnP error. Without --lenient the first failure ends the run
-(ok false); with --lenient the run goes on past failing steps and ok is true when it reaches the end.
+transport, volume, mute, next-URI and stop steps), dms (a DLNA MediaServer as the source, below).
+Every step done is named in "steps"; a step that fails is named in "failures" with the UPnP error.
+Without --lenient the first failure ends the run (ok false); with --lenient the run goes on past
+failing steps and ok is true when it reaches the end.
+
+Scenario dms (--server URL, the MediaServer's description): the server is made with the same strict
+UpnpFactory (non-strict only when strict parsing fails, said in "server"), recognised as a DmsDevice
+(what HA's dlna_dms uses) and its ContentDirectory browsed (BrowseDirectChildren from ObjectID 0,
+through the containers, at most --browse-limit objects). Every item is reported ("items": title,
+res URLs and protocolInfo, and "didl": the server's own BrowseMetadata Result for it). With
+--media-title A --next-title B (a title or a file name each), A and B are resolved as HA's
+dlna_dms media source does (BrowseMetadata "*", the first streamable res) and played on the
+renderer (discovery as above) as a gapless pair: HA's play_media order for A with the server's
+DIDL-Lite as metadata (didl_lite.to_xml_string of the parsed item, as HA's dlna_dmr sends a
+media_source's didl_metadata), then at once SetNextAVTransportURI for B; then the event
+CurrentTrackURI=B, the event TransportState=STOPPED at B's natural end, and Stop. No pause, seek
+or volume change: the samples must reach the output unchanged. Status at "playing", "next",
+"ended" and "stopped" (--control).
 """
 
 from __future__ import annotations
@@ -28,19 +43,24 @@ import time
 import traceback
 from datetime import timedelta
 from typing import Any, Callable, Sequence
+from urllib.parse import unquote, urlparse
 
 from async_upnp_client.aiohttp import AiohttpNotifyServer, AiohttpRequester
 from async_upnp_client.client import UpnpService, UpnpStateVariable
 from async_upnp_client.client_factory import UpnpFactory
 from async_upnp_client.exceptions import UpnpError
-from async_upnp_client.profiles.dlna import DmrDevice, TransportState
+from async_upnp_client.profiles.dlna import DmrDevice, DmsDevice, TransportState
 from async_upnp_client.search import async_search
+from didl_lite import didl_lite
 
 MEDIA_RENDERER = "urn:schemas-upnp-org:device:MediaRenderer:1"
 AVT_ID = "urn:upnp-org:serviceId:AVTransport"
 RC_ID = "urn:upnp-org:serviceId:RenderingControl"
 # What Home Assistant's MEDIA_UPNP_CLASS_MAP gives for media_type "music".
 MUSIC_TRACK = "object.item.audioItem.musicTrack"
+# HA dlna_dms: DLNA_RESOLVE_FILTER ("*", all metadata when resolving) and STREAMABLE_PROTOCOLS.
+DMS_RESOLVE_FILTER = "*"
+STREAMABLE_PROTOCOLS = ("http-get", "rtsp-rtp-udp", "*")
 
 START = time.monotonic()
 LOG = logging.getLogger("upnp_control_point")
@@ -82,7 +102,7 @@ class Run:
             "udn": None,
             "services": [],
             "events": [],
-            "states": {"playing": None, "next": None, "stopped": None},
+            "states": {"playing": None, "next": None, "stopped": None},  # dms adds "ended"
             "position_after_seek": None,
             "steps": [],
             "failures": [],
@@ -93,6 +113,7 @@ class Run:
         self.requester = AiohttpRequester(timeout=5)
         self.notify_server: AiohttpNotifyServer | None = None
         self.dmr: DmrDevice | None = None
+        self.dms: DmsDevice | None = None
         self.device: Any = None
 
     # ---- bookkeeping -------------------------------------------------------------------------
@@ -274,9 +295,9 @@ class Run:
 
     # ---- the full scenario --------------------------------------------------------------------
 
-    async def full(self) -> None:
-        args = self.args
-        source_ip = args.source or local_ip_for(self.report["locations"][0])
+    async def connect_renderer(self) -> DmrDevice:
+        """HA's DlnaDmrEntity connection: a notify server, a DmrDevice, its subscriptions, a poll."""
+        source_ip = self.args.source or local_ip_for(self.report["locations"][0])
         self.notify_server = AiohttpNotifyServer(self.requester, source=(source_ip, 0))
         await self.notify_server.async_start_server()
         self.report["callback_url"] = self.notify_server.callback_url
@@ -288,6 +309,17 @@ class Run:
         await self.step("subscribe", lambda: dmr.async_subscribe_services(auto_resubscribe=True))
         await self.step("update", dmr.async_update)
         self.report["capabilities"] = capabilities(dmr)
+        return dmr
+
+    async def disconnect_renderer(self) -> None:
+        assert self.dmr is not None and self.notify_server is not None
+        await self.step("unsubscribe", self.dmr.async_unsubscribe_services)
+        server, self.notify_server = self.notify_server, None
+        await self.step("stop_notify_server", server.async_stop_server)
+
+    async def full(self) -> None:
+        args = self.args
+        dmr = await self.connect_renderer()
         wait = args.event_timeout
 
         # Home Assistant's DlnaDmrEntity.async_play_media, media_type "music", no extra metadata.
@@ -424,13 +456,318 @@ class Run:
                 lambda: self.wait_event(mark, "TransportState=STOPPED|NO_MEDIA_PRESENT", self.avt("TransportState", lambda v: v in stopped), wait),
             )
         await self.control_status("stopped")
+        await self.disconnect_renderer()
 
-        await self.step("unsubscribe", dmr.async_unsubscribe_services)
-        server, self.notify_server = self.notify_server, None
-        await self.step("stop_notify_server", server.async_stop_server)
+    # ---- the dms scenario: a DLNA MediaServer as the source ------------------------------------
+
+    async def connect_server(self) -> DmsDevice:
+        """The server as HA's dlna_dms connects to it: the factory, a DmsDevice, one update."""
+        location = self.args.server
+        info: dict[str, Any] = {"location": location, "strict": True, "strict_error": None}
+        self.report["server"] = info
+        self.current_step = "create_server_device"
+        try:
+            device = await UpnpFactory(self.requester, non_strict=False).async_create_device(location)
+        except Exception as err:  # noqa: BLE001 - any strict parsing failure is reported, then non-strict
+            info["strict"] = False
+            info["strict_error"] = describe(err)
+            LOG.warning("strict parsing of the server failed (%s): trying non_strict=True", info["strict_error"])
+            try:
+                device = await UpnpFactory(self.requester, non_strict=True).async_create_device(location)
+            except Exception as err2:  # noqa: BLE001 - reported with the strict failure
+                raise StepFailed(f"create_server_device: strict: {info['strict_error']}; non_strict: {describe(err2)}")
+        self.done("create_server_device")
+        info.update(
+            device_type=device.device_type,
+            friendly_name=device.friendly_name,
+            manufacturer=device.manufacturer,
+            model_name=device.model_name,
+            model_number=device.model_number,
+            udn=device.udn,
+            services=[service.service_id for service in device.all_services],
+            is_dms=DmsDevice.is_profile_device(device),
+        )
+        if not info["is_dms"]:
+            raise StepFailed("DmsDevice.is_profile_device is false: not a MediaServer with CD and CM")
+        dms = DmsDevice(device, event_handler=None)
+        self.dms = dms
+        cd = dms._service("CD")
+        if cd is None or cd.action("Browse") is None:
+            raise StepFailed(f"no ContentDirectory with Browse among {info['services']}")
+        info["content_directory"] = {
+            "service_type": cd.service_type,
+            "service_id": cd.service_id,
+            "control_url": cd.control_url,
+            "actions": sorted(cd.actions),
+        }
+        await self.step("server_update", dms.async_update)
+        info["sort_capabilities"] = dms.sort_capabilities
+        info["search_capabilities"] = dms.search_capabilities
+        info["system_update_id"] = dms.system_update_id
+        return dms
+
+    async def raw_metadata(self, object_id: str) -> str:
+        """The server's own DIDL-Lite for one object: its BrowseMetadata Result, unparsed."""
+        assert self.dms is not None
+        action = self.dms._action("CD", "Browse")
+        assert action is not None
+        result = await action.async_call(
+            ObjectID=object_id,
+            BrowseFlag="BrowseMetadata",
+            Filter=DMS_RESOLVE_FILTER,
+            StartingIndex=0,
+            RequestedCount=0,
+            SortCriteria="",
+        )
+        return str(result["Result"])
+
+    async def browse(self) -> list[dict[str, Any]]:
+        """BrowseDirectChildren from "0" through every container, at most --browse-limit objects."""
+        assert self.dms is not None
+        dms = self.dms
+        limit = self.args.browse_limit
+        page = 50
+        items: list[dict[str, Any]] = []
+        containers: list[dict[str, Any]] = []
+        queue = ["0"]
+        seen = {"0"}
+        count = 0
+        calls = 0
+        truncated = False
+        while queue and not truncated:
+            container_id = queue.pop(0)
+            start = 0
+            while True:
+                if count >= limit:
+                    truncated = True
+                    break
+                wanted = min(page, limit - count)
+                self.current_step = f"browse {container_id!r} from {start}"
+                result = await dms.async_browse_direct_children(
+                    container_id, starting_index=start, requested_count=wanted
+                )
+                calls += 1
+                for obj in result.result:
+                    if not isinstance(obj, didl_lite.DidlObject):
+                        continue  # a top-level desc
+                    count += 1
+                    if isinstance(obj, didl_lite.Container):
+                        containers.append(
+                            {"id": obj.id, "parent_id": obj.parent_id, "title": getattr(obj, "title", None),
+                             "child_count": getattr(obj, "child_count", None)}
+                        )
+                        if obj.id not in seen:
+                            seen.add(obj.id)
+                            queue.append(obj.id)
+                    else:
+                        items.append(self.describe_item(obj))
+                start += result.number_returned
+                if result.number_returned == 0:
+                    break
+                if result.total_matches and start >= result.total_matches:
+                    break
+                if not result.total_matches and result.number_returned < wanted:
+                    break  # TotalMatches 0 is "unknown" (ContentDirectory:1 2.7.4.2)
+        self.report["browse"] = {
+            "objects": count, "containers": containers, "items": len(items), "browse_calls": calls,
+            "truncated": truncated or bool(queue),
+        }
+        self.done("browse")
+        for item in items:
+            self.current_step = f"raw_metadata {item['id']!r}"
+            item["didl"] = await self.raw_metadata(item["id"])
+        self.done("raw_metadata")
+        self.report["items"] = items
+        return items
+
+    def describe_item(self, item: didl_lite.DidlObject) -> dict[str, Any]:
+        assert self.dms is not None
+        entry: dict[str, Any] = {
+            "id": item.id,
+            "parent_id": item.parent_id,
+            "ref_id": getattr(item, "ref_id", None),
+            "title": getattr(item, "title", None),
+            "upnp_class": item.upnp_class,
+            "res": [],
+        }
+        for res in item.res:
+            fields = {"url": self.dms.get_absolute_url(res.uri) if res.uri else None, "uri": res.uri}
+            for name in ("protocol_info", "size", "duration", "bitrate", "sample_frequency", "bits_per_sample",
+                         "nr_audio_channels"):
+                value = getattr(res, name, None)
+                if value is not None:
+                    fields[name] = value
+            entry["res"].append(fields)
+        return entry
+
+    def find_item(self, items: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        """The item a title or a file name names (the same file may be under several containers)."""
+
+        def names(item: dict[str, Any]) -> set[str]:
+            known = {item["title"] or ""}
+            for res in item["res"]:
+                if res["url"]:
+                    known.add(unquote(urlparse(res["url"]).path.rsplit("/", 1)[-1]))
+            return known
+
+        stem = name.rsplit(".", 1)[0] if "." in name else name
+        matches = [item for item in items if name in names(item) or stem == item["title"]]
+        if not matches:
+            raise StepFailed(f"no item named {name!r} among {sorted({str(item['title']) for item in items})}")
+        urls = {tuple(res["url"] for res in item["res"]) for item in matches}
+        if len(urls) > 1:
+            raise StepFailed(f"{name!r} names different resources: {[(m['id'], m['res']) for m in matches]}")
+        return {"name": name, "id": matches[0]["id"], "matching_ids": [m["id"] for m in matches]}
+
+    async def resolve(self, object_id: str) -> dict[str, Any]:
+        """HA dlna_dms async_resolve_object, then what dlna_dmr async_play_media makes of it."""
+        assert self.dms is not None
+        item = await self.dms.async_browse_metadata(object_id, metadata_filter=DMS_RESOLVE_FILTER)
+        for res in item.res:
+            if not res.uri or not res.protocol_info:
+                continue
+            parts = res.protocol_info.split(":", 3)
+            if len(parts) == 4 and parts[0].lower() in STREAMABLE_PROTOCOLS:
+                return {
+                    "id": item.id,
+                    "title": item.title,
+                    "url": self.dms.get_absolute_url(res.uri),
+                    "protocol_info": res.protocol_info,
+                    "mime_type": parts[2],
+                    # HA: didl_lite.to_xml_string(sourced_media.didl_metadata).decode("utf-8")
+                    "metadata": didl_lite.to_xml_string(item).decode("utf-8"),
+                }
+        raise StepFailed(f"object {object_id!r} has no playable resource: {item.res!r}")
+
+    async def dms_scenario(self) -> None:
+        args = self.args
+        await self.connect_server()
+        items = await self.browse()
+        if not args.media_title:
+            return
+
+        chosen = {}
+        for key, name in (("media", args.media_title), ("next", args.next_title)):
+            found = await self.step(f"find_{key}", lambda: self.find_item(items, name))
+            resolved = await self.step(f"resolve_{key}", lambda: self.resolve(found["id"])) if found else None
+            if found and resolved:
+                chosen[key] = {**found, **resolved}
+        self.report["played"] = chosen
+        if len(chosen) < 2:
+            raise StepFailed("the two items to play were not both resolved")
+        first, second = chosen["media"], chosen["next"]
+        if first["url"] == second["url"]:
+            raise StepFailed(f"{args.media_title!r} and {args.next_title!r} are the same resource {first['url']}")
+
+        await self.discover()
+        dmr = await self.connect_renderer()
+        wait = args.event_timeout
+
+        # Home Assistant's DlnaDmrEntity.async_play_media for a media_source item with didl_metadata.
+        if dmr.can_stop:
+            await self.step("stop_before_cast", dmr.async_stop)
+        mark = len(self.events)
+        t_set = time.monotonic() - START
+        await self.step(
+            "set_transport_uri", lambda: dmr.async_set_transport_uri(first["url"], first["title"], first["metadata"])
+        )
+        if dmr.transport_state == TransportState.PLAYING:
+            self.done("play_skipped_already_playing")  # HA returns here without Play
+        else:
+            await self.step("wait_for_can_play", dmr.async_wait_for_can_play)
+
+            async def play() -> None:
+                if not dmr.can_play:
+                    raise StepFailed(
+                        f"can_play is false after async_wait_for_can_play (TransportState="
+                        f"{dmr.transport_state and dmr.transport_state.value}, CurrentTransportActions="
+                        f"{dmr._current_transport_actions or 'unknown'}): async_play would silently do nothing"
+                    )
+                await dmr.async_play()
+
+            await self.step("play", play)
+        t_play = time.monotonic() - START
+
+        async def set_next() -> None:
+            if not dmr.has_next_transport_uri:
+                raise StepFailed("has_next_transport_uri is false (needs SetNextAVTransportURI and NextAVTransportURI)")
+            await dmr.async_set_next_transport_uri(second["url"], second["title"], second["metadata"])
+
+        await self.step("set_next_transport_uri", set_next)
+        t_next_set = time.monotonic() - START
+        playing = await self.step(
+            "event_playing",
+            lambda: self.wait_event(mark, "TransportState=PLAYING", self.avt("TransportState", lambda v: v == "PLAYING"), wait),
+        )
+        await self.control_status("playing")
+
+        switched = await self.step(
+            "event_next_track",
+            lambda: self.wait_event(
+                mark, f"CurrentTrackURI={second['url']}", self.avt("CurrentTrackURI", lambda v: v == second["url"]),
+                args.next_timeout,
+            ),
+        )
+        await self.control_status("next")
+
+        since = next((i for i, e in enumerate(self.events) if e is switched), len(self.events))
+        ended_states = ("STOPPED", "NO_MEDIA_PRESENT")
+
+        async def natural_end() -> dict[str, Any]:
+            entry = await self.wait_event(
+                since, "TransportState=STOPPED", self.avt("TransportState", lambda v: v in ended_states),
+                args.end_timeout,
+            )
+            if entry["vars"]["TransportState"] != "STOPPED":
+                raise StepFailed(f"the cast ended as {entry['vars']['TransportState']} at B's end, not STOPPED: {entry}")
+            return entry
+
+        ended = await self.step("event_stopped_at_end", natural_end)
+        await self.control_status("ended")
+
+        errors = [e for e in self.events if e["service"] == AVT_ID and e["vars"].get("TransportStatus") == "ERROR_OCCURRED"]
+
+        async def no_error() -> None:
+            if errors:
+                raise StepFailed(f"TransportStatus ERROR_OCCURRED in {errors}")
+
+        await self.step("no_transport_error", no_error)
+        self.report["timing"] = {
+            "set_transport_uri_at": round(t_set, 3),
+            "play_returned_at": round(t_play, 3),
+            "set_next_returned_at": round(t_next_set, 3),
+            "event_playing_at": playing and playing["t"],
+            "event_next_track_at": switched and switched["t"],
+            "event_stopped_at": ended and ended["t"],
+            "first_seconds_by_events": playing and switched and round(switched["t"] - playing["t"], 3),
+            "next_seconds_by_events": switched and ended and round(ended["t"] - switched["t"], 3),
+        }
+
+        mark = len(self.events)
+
+        async def stop() -> None:
+            if not dmr.can_stop:
+                raise StepFailed(
+                    f"can_stop is false after the end (CurrentTransportActions={dmr._current_transport_actions or 'unknown'}):"
+                    " async_stop would silently do nothing"
+                )
+            await dmr.async_stop()
+
+        await self.step("stop", stop)
+        await self.step(
+            "event_no_media_after_stop",
+            lambda: self.wait_event(
+                mark, "TransportState=NO_MEDIA_PRESENT", self.avt("TransportState", lambda v: v == "NO_MEDIA_PRESENT"), wait
+            ),
+        )
+        await self.control_status("stopped")
+        await self.disconnect_renderer()
 
     async def run(self) -> None:
-        await self.discover()
+        if self.args.scenario == "dms":
+            await self.dms_scenario()
+        else:
+            await self.discover()
         if self.args.scenario == "full":
             await self.full()
         self.report["ok"] = True
@@ -491,8 +828,6 @@ def default_source(host: str) -> str:
 
 def local_ip_for(url: str) -> str:
     """The local address the kernel uses to reach url's host (what HA's async_get_local_ip does)."""
-    from urllib.parse import urlparse
-
     host = urlparse(url).hostname or "127.0.0.1"
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.connect((host, 9))
@@ -501,7 +836,7 @@ def local_ip_for(url: str) -> str:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    where = parser.add_mutually_exclusive_group(required=True)
+    where = parser.add_mutually_exclusive_group()
     where.add_argument("--search", metavar="HOST:PORT", help="unicast M-SEARCH to this address")
     where.add_argument("--multicast", metavar="SOURCE_IP", help="multicast M-SEARCH from this interface address")
     where.add_argument("--location", metavar="URL", help="device description URL (no search)")
@@ -509,10 +844,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--media", help="first URL to cast (scenario full)")
     parser.add_argument("--next", help="second URL, for SetNextAVTransportURI")
     parser.add_argument("--title", default="Tonearm test")
-    parser.add_argument("--next-title")
+    parser.add_argument("--next-title", help="full: the next URL's title; dms: the item to play after --media-title")
+    parser.add_argument("--server", metavar="LOCATION", help="MediaServer description URL (scenario dms)")
+    parser.add_argument("--media-title", help="dms: the item to play first (its title or file name)")
+    parser.add_argument("--browse-limit", type=int, default=200, help="dms: at most this many objects browsed")
+    parser.add_argument("--end-timeout", type=float, default=30, help="dms: seconds to wait for the natural end")
     parser.add_argument("--control", metavar="SOCKETPATH", help="daemon control socket (JSON-RPC 2.0 lines)")
     parser.add_argument("--mpd", metavar="SOCKETPATH", help="daemon MPD socket: currentsong at each status point")
-    parser.add_argument("--scenario", default="full", choices=["discover", "full"])
+    parser.add_argument("--scenario", default="full", choices=["discover", "full", "dms"])
     parser.add_argument("--timeout", type=float, default=60, help="overall bound in seconds")
     parser.add_argument("--search-time", type=int, default=2, help="seconds to collect SSDP responses")
     parser.add_argument("--event-timeout", type=float, default=10, help="seconds to wait for each awaited event")
@@ -523,6 +862,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.scenario == "full" and not args.media:
         parser.error("--media is needed for scenario full")
+    if args.scenario == "dms":
+        if not args.server:
+            parser.error("--server is needed for scenario dms")
+        if bool(args.media_title) != bool(args.next_title):
+            parser.error("scenario dms plays --media-title and --next-title together: give both or neither")
+    needs_renderer = args.scenario != "dms" or args.media_title
+    if needs_renderer and not (args.search or args.multicast or args.location):
+        parser.error("one of --search, --multicast or --location is needed")
     return args
 
 

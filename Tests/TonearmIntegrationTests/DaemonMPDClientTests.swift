@@ -70,13 +70,7 @@ extension DaemonTests {
             #expect(String(decoding: idleOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "player\n")
 
             // What mpc queued is what was heard: the parts join into the uncut signal.
-            var captured: [UInt8] = []
-            for _ in 0..<100 {
-                let now = readWholeFile(music.path("out.raw"))
-                if now.count == captured.count && !now.isEmpty { break }
-                captured = now
-                usleep(50_000)
-            }
+            let captured = settledFile(music.path("out.raw"))
             #expect(Data(captured) == (try Fixtures.wavPCM("tone.wav")), "the parts join sample for sample")
             let status = try mpc(["status"], host: socket)
             #expect(!status.output.contains("[playing]"), "\(status)")

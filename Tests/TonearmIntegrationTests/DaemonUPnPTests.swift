@@ -14,27 +14,14 @@ extension DaemonTests {
     /// muted, given a next URI it joins, and stopped, which gives the queue back.
     @Suite("A UPnP control point casts to the daemon", .serialized, .realDaemon(minutes: 5))
     struct DaemonUPnPTests {
-        /// A UDP port nobody uses now, for a daemon's own SSDP socket (1900 is the network's).
-        private func freeUDPPort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else { throw LineClient.Failure(description: "no free UDP port") }
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
-
-        private func renderer(_ ssdpPort: Int, extra: String = "") throws -> (DaemonProcess, LineClient) {
+        private func renderer(_ ssdpPort: Int, extra: String = "", environment: [String: String] = [:]) throws -> (
+            DaemonProcess, LineClient
+        ) {
             let config = try TemporaryDirectory()
             let path = config.path("tonearmd.toml")
             try "[upnp]\nenabled = true\ninterfaces = [\"lo\"]\nssdp_port = \(ssdpPort)\nname = \"Test Room\"\n\(extra)"
                 .write(toFile: path, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", path])
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", path], environment: environment)
             return (daemon, try daemon.connect())
         }
 
@@ -210,6 +197,220 @@ extension DaemonTests {
             #expect(renewed == 412, "a subscriber that does not answer is dropped")
             #expect(try #require(json.call("status").result)["volume"] as? Int == 50)
             #expect(daemon.process.isRunning)
+        }
+
+        /// As a second machine sees it: the renderer on this machine's real interface (not
+        /// loopback), its `ssdp:alive` heard on the multicast group, and a multicast M-SEARCH from
+        /// that interface answered with a LOCATION there, where the description is served.
+        @Test func aSearchOnTheRealInterfaceFindsItAndItsAnnouncementsAreHeard() throws {
+            let interface = try #require(realInterface(), "this machine has an IPv4 interface besides loopback")
+            // Listens on the SSDP group from before the daemon starts, for its alive announcements.
+            let listen = """
+                import socket, struct, sys, time
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                s.bind(("", 1900))
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, struct.pack("4s4s", socket.inet_aton("239.255.255.250"), socket.inet_aton(sys.argv[1])))
+                s.settimeout(0.5)
+                end = time.time() + float(sys.argv[2])
+                while time.time() < end:
+                    try:
+                        data, _ = s.recvfrom(4096)
+                    except socket.timeout:
+                        continue
+                    if data.startswith(b"NOTIFY") and b"ssdp:alive" in data and b"MediaRenderer" in data:
+                        print(data.decode(errors="replace").replace("\\r\\n", " | "), flush=True)
+                """
+            let listener = Process()
+            listener.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            listener.arguments = ["-c", listen, interface.address, "6"]
+            let heard = Pipe()
+            listener.standardOutput = heard
+            try listener.run()
+            defer { if listener.isRunning { kill(listener.processIdentifier, SIGKILL) } }
+            usleep(500_000)
+
+            let config = try TemporaryDirectory()
+            let path = config.path("tonearmd.toml")
+            try "[upnp]\nenabled = true\nname = \"Real Room\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", path])
+            _ = try daemon.connect()
+
+            let report = try controlPoint([
+                "--multicast", interface.address, "--scenario", "discover", "--timeout", "30",
+            ])
+            #expect(report["ok"] as? Bool == true, "\(report["error"] ?? "")")
+            #expect(report["is_dmr"] as? Bool == true)
+            #expect(report["friendly_name"] as? String == "Real Room")
+            let locations = report["locations"] as? [String] ?? []
+            #expect(locations.contains { $0.hasPrefix("http://\(interface.address):") }, "\(locations)")
+            #expect(!locations.contains { $0.contains("127.0.0.1") })
+
+            listener.waitUntilExit()
+            let announcements = String(decoding: heard.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(announcements.contains("LOCATION: http://\(interface.address):"), "\(announcements)")
+            #expect(announcements.contains("BOOTID.UPNP.ORG: 1"))
+        }
+
+        /// Debian's minidlna as the real media server: its content browsed with the control
+        /// point's own DMS client, and two of its files cast as Home Assistant casts a media
+        /// source's items (the server's DIDL-Lite as metadata), the second as the next URI. The
+        /// PCM the device received is the source's, sample for sample, across the join.
+        @Test func aGaplessPairFromMinidlnaIsHeardSampleForSample() throws {
+            let interface = try #require(realInterface(), "this machine has an IPv4 interface besides loopback")
+            let work = try TemporaryDirectory()
+            defer { work.remove() }
+            let media = work.path("media")
+            try FileManager.default.createDirectory(atPath: media, withIntermediateDirectories: true)
+            let pcm = try Fixtures.wavPCM("tone.wav")
+            let cut = 37817 * 4
+            try wavFile(pcm: pcm.subdata(in: 0..<cut)).write(to: URL(fileURLWithPath: media + "/part1.wav"))
+            try wavFile(pcm: pcm.subdata(in: cut..<pcm.count)).write(to: URL(fileURLWithPath: media + "/part2.wav"))
+
+            let port = try freeTCPPort()
+            for directory in ["db", "log"] {
+                try FileManager.default.createDirectory(atPath: work.path(directory), withIntermediateDirectories: true)
+            }
+            try """
+            media_dir=A,\(media)
+            db_dir=\(work.path("db"))
+            log_dir=\(work.path("log"))
+            port=\(port)
+            network_interface=\(interface.name)
+            inotify=no
+            friendly_name=Test DMS
+            """.write(toFile: work.path("minidlna.conf"), atomically: true, encoding: .utf8)
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: "/usr/sbin/minidlnad")
+            server.arguments = ["-d", "-f", work.path("minidlna.conf"), "-P", work.path("minidlna.pid")]
+            _ = FileManager.default.createFile(atPath: work.path("minidlna.out"), contents: nil)
+            let serverLog = try FileHandle(forWritingTo: URL(fileURLWithPath: work.path("minidlna.out")))
+            defer { try? serverLog.close() }
+            server.standardOutput = serverLog
+            server.standardError = serverLog
+            try server.run()
+            defer {
+                // SIGKILL: it inherits the test thread's blocked signals, SIGTERM among them.
+                if server.isRunning { kill(server.processIdentifier, SIGKILL) }
+                server.waitUntilExit()
+            }
+            var scanned = false
+            for _ in 0..<200 {
+                let log = String(decoding: readWholeFile(work.path("minidlna.out")), as: UTF8.self)
+                if log.contains("Scanning \(media) finished") {
+                    scanned = true
+                    break
+                }
+                usleep(50_000)
+            }
+            #expect(scanned, "minidlna scanned its media directory")
+
+            try "#!/bin/sh\nexec cat >> '\(work.path("out.raw"))'\n".write(
+                toFile: work.path("capture.sh"), atomically: true, encoding: .utf8)
+            let ssdp = try freeUDPPort()
+            let config = work.path("tonearmd.toml")
+            try "[upnp]\nenabled = true\ninterfaces = [\"lo\"]\nssdp_port = \(ssdp)\n".write(
+                toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try DaemonProcess(arguments: [
+                "--device", "file:'|sh \(work.path("capture.sh"))',raw", "--pace", "--config", config,
+            ])
+            _ = try daemon.connect()
+
+            let report = try controlPoint([
+                "--scenario", "dms", "--server", "http://\(interface.address):\(port)/rootDesc.xml", "--search", "127.0.0.1:\(ssdp)",
+                "--media-title", "part1", "--next-title", "part2", "--control", daemon.socketPath, "--timeout", "60",
+            ])
+            #expect(report["ok"] as? Bool == true, "\(report["error"] ?? "") failures: \(report["failures"] ?? "")")
+            let states = report["states"] as? [String: [String: Any]] ?? [:]
+            #expect(states["playing"]?["source"] as? String == "upnp")
+            #expect(states["stopped"]?["source"] as? String == "queue")
+
+            // What the device received: both parts, joined with no gap and no overlap.
+            let captured = settledFile(work.path("out.raw"))
+            #expect(captured.count == pcm.count)
+            #expect(Data(captured) == pcm, "minidlna's two files join into the uncut signal")
+        }
+
+        /// A house queue of two items, the second paused about 1 s in: its ids and where it stands.
+        private func houseQueue(_ json: LineClient) throws -> (ids: [Int], position: Double) {
+            _ = try json.call("add", ["urls": [Fixtures.path("tone.wav"), Fixtures.path("tone.flac")]])
+            let queued = try #require(json.call("queue").result)
+            let ids = try #require((queued["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int })
+            _ = try json.call("play", ["id": ids[1]])
+            _ = try json.call("seek", ["position": 1.0])
+            _ = try json.call("pause")
+            let status = try #require(json.call("status").result)
+            return (ids, status["position"] as? Double ?? -1)
+        }
+
+        private func cast(_ port: Int, _ url: String) throws {
+            let set = try soap(
+                port, "AVTransport", "SetAVTransportURI",
+                "<InstanceID>0</InstanceID><CurrentURI>\(url)</CurrentURI><CurrentURIMetaData></CurrentURIMetaData>")
+            #expect(set?.status == 200, "\(set?.text ?? "")")
+            #expect(try soap(port, "AVTransport", "Play", "<InstanceID>0</InstanceID><Speed>1</Speed>")?.status == 200)
+        }
+
+        private func expectGivenBack(_ json: LineClient, _ house: (ids: [Int], position: Double)) throws {
+            let back = try waitForStatus(json, timeout: 10) { $0["source"] as? String == "queue" && $0.name == "paused" }
+            #expect(back["current"] as? Int == house.ids[1])
+            #expect(abs((back["position"] as? Double ?? 0) - house.position) < 0.05, "stood at \(house.position): \(back)")
+            let queue = try #require(json.call("queue").result)
+            #expect((queue["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == house.ids)
+        }
+
+        /// A cast's queue set aside survives a crash: the next start gives it back, paused where
+        /// it stood.
+        @Test func aCrashDuringACastGivesTheQueueBackAtTheNextStart() throws {
+            let media = try TestHTTPServer()
+            defer { media.stop() }
+            media.route("/tone.flac", .file(path: Fixtures.path("tone.flac"), contentType: "audio/flac"))
+            let state = try TemporaryDirectory()
+            defer { state.remove() }
+            let environment = ["STATE_DIRECTORY": state.path("state")]
+            let ssdp = try freeUDPPort()
+            var (daemon, json) = try renderer(ssdp, environment: environment)
+            let house = try houseQueue(json)
+            try cast(try httpPort(daemon), media.url("/tone.flac"))
+            _ = try waitForStatus(json, timeout: 10) { $0.name == "playing" && $0["source"] as? String == "upnp" }
+            kill(daemon.process.processIdentifier, SIGKILL)
+            daemon.process.waitUntilExit()
+
+            (daemon, json) = try renderer(ssdp, environment: environment)
+            try expectGivenBack(json, house)
+            #expect(!FileManager.default.fileExists(atPath: state.path("state/cast-aside.json")))
+        }
+
+        /// A local command ends a cast; queue edits meanwhile are refused with words; a cast no
+        /// control point touches ends after upnp.release_after_s.
+        @Test func aLocalPlayOrQuietEndsTheCastAndEditsWaitForIt() throws {
+            let media = try TestHTTPServer()
+            defer { media.stop() }
+            media.route("/tone.flac", .file(path: Fixtures.path("tone.flac"), contentType: "audio/flac"))
+            let (daemon, json) = try renderer(try freeUDPPort(), extra: "release_after_s = 2\n")
+            let port = try httpPort(daemon)
+            let house = try houseQueue(json)
+
+            try cast(port, media.url("/tone.flac"))
+            _ = try waitForStatus(json, timeout: 10) { $0["source"] as? String == "upnp" }
+            let refused = try json.call("add", ["urls": [Fixtures.path("tone.mp3")]])
+            #expect(refused.errorCode == -32602)
+            #expect("\(refused)".contains("cast"), "\(refused)")
+            // A local play: the queue comes back, then plays.
+            _ = try json.call("play")
+            let playing = try waitForStatus(json, timeout: 10) { $0.name == "playing" }
+            #expect(playing["source"] as? String == "queue")
+            #expect(playing["current"] as? Int == house.ids[1])
+            _ = try json.call("pause")
+            let paused = try #require(json.call("status").result)
+            let stood = (ids: house.ids, position: paused["position"] as? Double ?? -1)
+
+            // A cast nobody touches (no subscription, no action) ends by itself.
+            try cast(port, media.url("/tone.flac"))
+            _ = try waitForStatus(json, timeout: 10) { $0["source"] as? String == "upnp" }
+            _ = try soap(port, "AVTransport", "Pause", "<InstanceID>0</InstanceID>")
+            try expectGivenBack(json, stood)
         }
     }
 }
