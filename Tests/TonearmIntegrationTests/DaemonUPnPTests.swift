@@ -412,5 +412,56 @@ extension DaemonTests {
             _ = try soap(port, "AVTransport", "Pause", "<InstanceID>0</InstanceID>")
             try expectGivenBack(json, stood)
         }
+
+        /// An M-SEARCH flood costs bounded work: answers are rationed (at most 40 a second, 64
+        /// waiting), and the daemon serves on.
+        @Test func anMSearchFloodGetsRationedAnswers() throws {
+            let ssdp = try freeUDPPort()
+            let (daemon, json) = try renderer(ssdp)
+            _ = try httpPort(daemon)
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var target = sockaddr_in()
+            target.sin_family = sa_family_t(AF_INET)
+            target.sin_port = in_port_t(UInt16(ssdp).bigEndian)
+            target.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let search = Array(
+                "M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: \"ssdp:discover\"\r\nMX: 1\r\nST: ssdp:all\r\n\r\n".utf8)
+            let rss = { () -> Int in
+                let status = (try? String(contentsOfFile: "/proc/\(daemon.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+                let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+            }
+            /// 5000 searches at once; the answers heard in the next 3 s, and how long that took.
+            func flood() -> (answers: Int, seconds: Double) {
+                let started = Date()
+                for _ in 0..<5000 {
+                    _ = withUnsafePointer(to: &target) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            sendto(fd, search, search.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                        }
+                    }
+                }
+                var answers = 0
+                var buffer = [UInt8](repeating: 0, count: 2048)
+                let deadline = Date().addingTimeInterval(3)
+                while Date() < deadline {
+                    if recv(fd, &buffer, buffer.count, 0) > 0 { answers += 1 }
+                }
+                return (answers, Date().timeIntervalSince(started))
+            }
+            // The first flood warms up what any busy daemon allocates once; a second costs nothing more.
+            let first = flood()
+            let warm = rss()
+            let second = flood()
+            for (answers, seconds) in [first, second] {
+                #expect(answers > 0, "searches are answered")
+                #expect(Double(answers) <= 40 + 40 * seconds, "\(answers) answers in \(seconds) s")
+            }
+            #expect(rss() - warm < 2048, "RSS grew \(rss() - warm) KiB in the second flood")
+            #expect(try #require(json.call("status").result)["state"] != nil)
+        }
     }
 }
