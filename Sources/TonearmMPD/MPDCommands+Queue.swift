@@ -37,7 +37,11 @@ extension MPDCommands {
                 }
                 return added.first.map(idLine)
             }, batch: addBatch(ids: true)),
-        MPDCommand("clear", .control, 0...0, .now { call, _ in _ = call.player.clear() }),
+        MPDCommand(
+            "clear", .control, 0...0,
+            .now { call, _ throws(MPDError) in
+                do throws(PlayerError) { _ = try call.player.clear() } catch { try settle(error) }
+            }),
         MPDCommand(
             "delete", .control, 1...1,
             .now { call, _ throws(MPDError) in

@@ -6,6 +6,8 @@ import TonearmCore
 extension Player {
     func ring(_ alarm: Alarm) {
         Task { [self] in
+            // An alarm is the room's: a cast ends first, and the alarm picks from the queue given back.
+            await endCastForLocalCommand()
             if let volume = alarm.volume { _ = setVolume(level: volume) }
             let id: Int?
             if let text = alarm.url, let url = URL(string: text) {

@@ -45,13 +45,19 @@ extension Player {
             do {
                 let aside = try JSONDecoder().decode(CastAside.self, from: Data(bytes))
                 if let problem = aside.saved.problem { throw PlayerError.invalid(problem) }
-                model.withLock { $0.cast = CastHold(source: .upnp(controlPoint: aside.controlPoint), aside: aside.saved) }
+                model.withLock { m in
+                    m.castGeneration += 1
+                    m.cast = CastHold(source: .upnp(controlPoint: aside.controlPoint), aside: aside.saved, generation: m.castGeneration)
+                }
                 logger.notice("a cast held the room when the daemon stopped: the queue is given back")
                 return true
             } catch {
+                // Kept beside, under another name: a later cast must not write over it.
+                let kept = file.path + ".bad-\(StateFile.stamp(Date()))"
+                let moved = rename(file.path, kept) == 0
                 logger.error(
-                    "the queue set aside for a cast cannot be read; it is left where it is",
-                    metadata: ["file": "\(file.path)", "error": "\(error)"])
+                    "the queue set aside for a cast cannot be read; it is kept as it is",
+                    metadata: ["file": "\(moved ? kept : file.path)", "error": "\(error)"])
                 return false
             }
         case .failure(.missing): return false
@@ -66,39 +72,56 @@ extension Player {
     /// risk). Playing goes on playing the new URI; otherwise it is loaded, ready. `tags` (the
     /// control point's DIDL-Lite) are what every front-end shows of it.
     package func cast(_ url: URL, tags known: MediaTags?, from controlPoint: String) async throws(PlayerError) -> MediaInfo {
-        let holds = model.withLock { m in
-            if m.cast != nil { m.cast?.source = .upnp(controlPoint: controlPoint) }
-            return m.cast != nil
-        }
-        if !holds {
-            var aside = savedState
-            if aside.playback == .playing { aside.playback = .paused }
-            do {
-                let data = try JSONEncoder().encode(CastAside(controlPoint: controlPoint, saved: aside))
-                guard let file = castFile.withLock({ $0 }) else {
-                    throw PlayerError.invalid("casting needs a state directory to keep the queue in")
-                }
-                try file.write(data)
-            } catch let error as PlayerError {
-                throw error
-            } catch {
-                throw .failed(PlaybackError(.internal, "cannot set the queue aside: \(error)"))
+        // A hold from the first moment: queue edits are refused while the queue is set aside, so
+        // none is made between the snapshot and the cast's load (and lost with the cast's queue).
+        let (generation, first): (Int, Bool) = model.withLock { m in
+            if var hold = m.cast {
+                hold.source = .upnp(controlPoint: controlPoint)
+                m.cast = hold
+                return (hold.generation, false)
             }
-            model.withLock { m in
-                m.cast = CastHold(source: .upnp(controlPoint: controlPoint), aside: aside)
-                // The cast plays with the default options: the queue's repeat, random, single
-                // and consume come back with it. The crossfade is the room's.
-                var options = QueueOptions()
-                options.crossfade = m.queue.options.crossfade
-                _ = try? edit(&m, .setOptions(options: options, randomSeed: 0))
-            }
-            logger.info("a cast begins: the queue is set aside", metadata: ["from": "\(controlPoint)"])
+            m.castGeneration += 1
+            m.cast = CastHold(source: .upnp(controlPoint: controlPoint), aside: nil, generation: m.castGeneration)
+            return (m.castGeneration, true)
         }
+        if first { try setAside(generation: generation, controlPoint: controlPoint) }
         if let known { tags.remember([url: known]) }
         // The cast's queue is this URI alone from here: only its description is kept.
         model.withLock { $0.cast?.tags = known.map { [url: $0] } ?? [:] }
         let playing = state == .playing || state.isResumingPlaying
-        return try await loadAlone(url, play: playing).media
+        return try await loadAlone(url, play: playing, castGeneration: generation).media
+    }
+
+    /// The first cast's snapshot of the queue, kept on disk before anything changes; the hold
+    /// `generation` is dropped when that fails.
+    private func setAside(generation: Int, controlPoint: String) throws(PlayerError) {
+        var aside = savedState
+        if aside.playback == .playing { aside.playback = .paused }
+        let file = castFile.withLock { $0 }
+        do {
+            guard let file else { throw PlayerError.invalid("casting needs a state directory to keep the queue in") }
+            try file.write(try JSONEncoder().encode(CastAside(controlPoint: controlPoint, saved: aside)))
+        } catch {
+            model.withLock { m in if m.cast?.generation == generation { m.cast = nil } }
+            if let error = error as? PlayerError { throw error }
+            throw .failed(PlaybackError(.internal, "cannot set the queue aside: \(error)"))
+        }
+        let held: Bool = model.withLock { m in
+            guard m.cast?.generation == generation else { return false }
+            m.cast?.aside = aside
+            // The cast plays with the default options: the queue's repeat, random, single and
+            // consume come back with it. The crossfade is the room's.
+            var options = QueueOptions()
+            options.crossfade = m.queue.options.crossfade
+            _ = try? edit(&m, .setOptions(options: options, randomSeed: 0))
+            return true
+        }
+        guard held else {
+            // A local command ended the cast before it began: its file is nobody's.
+            if let file, model.withLock({ $0.cast == nil }) { unlink(file.path) }
+            throw .superseded(by: state)
+        }
+        logger.info("a cast begins: the queue is set aside", metadata: ["from": "\(controlPoint)"])
     }
 
     /// The URI to play after the current one (SetNextAVTransportURI; nil: none): whatever
@@ -108,10 +131,13 @@ extension Player {
         try model.withLock { m throws(PlayerError) in
             guard m.cast != nil else { throw .invalid("no cast holds the room") }
             if let url, let known { m.cast?.tags[url] = known }
-            let position = m.queue.currentID.flatMap { m.queue.position(of: $0) } ?? (m.queue.items.count - 1)
-            let after = m.queue.items.dropFirst(position + 1).map(\.id)
+            // The cast's queue is the current URI and the next: what played before and what
+            // was next go (a long cast of gapless pairs does not grow the queue).
+            let current = m.queue.currentID ?? m.queue.items.last?.id
+            let others = m.queue.items.map(\.id).filter { $0 != current }
             do throws(QueueError) {
-                if !after.isEmpty { try edit(&m, .remove(ids: after)) }
+                if !others.isEmpty { try edit(&m, .remove(ids: others)) }
+                let position = m.queue.items.isEmpty ? -1 : 0
                 if let url {
                     _ = try edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: known?.title)], at: position + 1))
                 }
@@ -128,12 +154,14 @@ extension Player {
     /// Play for a control point: resumes, or starts the cast's current item again once it
     /// stopped or ended.
     package func castPlay() async throws(PlayerError) -> PlaybackState {
-        try await startPlaying(id: nil).state
+        try requireCast()
+        return try await startPlaying(id: nil).state
     }
 
     /// Next for a control point: to the URI set as next.
     package func castSkip() async throws(PlayerError) -> PlaybackState {
-        try await skipForward().state
+        try requireCast()
+        return try await skipForward().state
     }
 
     /// Ends the cast, if one holds the room: what it plays stops, the queue comes back as it
@@ -142,11 +170,16 @@ extension Player {
     @discardableResult
     package func endCast(_ why: String) async -> Bool {
         guard let hold = model.withLock({ $0.cast }) else { return false }
+        guard let aside = hold.aside else {
+            // Still beginning: nothing of the queue changed yet; the cast's load will not happen.
+            model.withLock { m in if m.cast?.generation == hold.generation { m.cast = nil } }
+            return true
+        }
         _ = try? stop()
         let sequence: Int? = model.withLock { m in
-            guard m.cast != nil else { return nil }
+            guard m.cast?.generation == hold.generation else { return nil }
             m.cast = nil
-            _ = try? edit(&m, .bringBack(queue: hold.aside.queue))
+            _ = try? edit(&m, .bringBack(queue: aside.queue))
             publishQueue(m)
             tags.request(m.queue.items.map(\.url))
             return changes.recorded
@@ -154,11 +187,18 @@ extension Player {
         guard let sequence else { return false }
         logger.info("the cast ends: the queue is given back", metadata: ["why": "\(why)"])
         await changes.durable(sequence)
-        if let file = castFile.withLock({ $0 }), unlink(file.path) != 0, errno != ENOENT {
+        // The file is this cast's unless a newer cast began meanwhile and wrote its own.
+        if let file = castFile.withLock({ $0 }), model.withLock({ $0.cast == nil }), unlink(file.path) != 0, errno != ENOENT {
             logger.error("cannot remove the queue set aside for a cast", metadata: ["file": "\(file.path)"])
         }
-        await resume(hold.aside, mode: .paused)
+        await resume(aside, mode: .paused)
         return true
+    }
+
+    /// A control point's command acts only while its cast holds the room: after a give-back the
+    /// room is the user's again.
+    package func requireCast() throws(PlayerError) {
+        guard model.withLock({ $0.cast?.aside != nil }) else { throw .invalid("no cast holds the room") }
     }
 
     /// A local command that picks what plays ends a cast first.
@@ -178,7 +218,11 @@ extension Player {
 /// A cast's hold on the player: who casts, and the queue set aside for it.
 struct CastHold: Sendable {
     var source: PlaybackSource
-    var aside: SavedPlayerState
+    /// nil while the first cast is setting the queue aside.
+    var aside: SavedPlayerState?
+    /// One more for every cast that sets the queue aside: a command that waited knows whether
+    /// the hold it began under is still the one.
+    var generation = 0
     /// What the control point said of its URIs (DIDL-Lite): shown over the streams' own tags.
     var tags: [URL: MediaTags] = [:]
 }

@@ -77,8 +77,9 @@ extension Player {
     }
 
     /// Empties the queue and stops.
-    package func clear() -> Int {
-        model.withLock { m in
+    package func clear() throws(PlayerError) -> Int {
+        try model.withLock { m throws(PlayerError) in
+            try refuseWhileCasting(m)
             let before = m.queue.version
             _ = try? edit(&m, .clear)
             if m.queue.version != before { publishQueue(m) }
@@ -92,6 +93,18 @@ extension Player {
 
     package func setOptions(_ change: (inout QueueOptions) -> Void) -> QueueOptions {
         model.withLock { m in
+            if m.cast != nil, var aside = m.cast?.aside {
+                // A cast plays with the default options; the user's change is for the queue set
+                // aside, and comes back with it.
+                var options = aside.queue.options
+                change(&options)
+                options.crossfade = Self.bounded(crossfade: options.crossfade)
+                m.randomSeed &+= 0x9E37_79B9_7F4A_7C15
+                aside.queue.setOptions(options, randomSeed: m.randomSeed)
+                m.cast?.aside = aside
+                settingsEvents.yield(.queueOptions)
+                return options
+            }
             var options = m.queue.options
             change(&options)
             options.crossfade = Self.bounded(crossfade: options.crossfade)

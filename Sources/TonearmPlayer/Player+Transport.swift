@@ -19,14 +19,19 @@ extension Player {
         return try await loadAlone(url, play: play, start: start)
     }
 
-    /// `load`, whoever holds the room (a cast's URI is loaded this way).
-    func loadAlone(_ url: URL, play: Bool = false, start: Double = 0) async throws(PlayerError) -> (
+    /// `load`, whoever holds the room (a cast's URI is loaded this way: with `castGeneration`,
+    /// only while that cast's hold stands, the queue set aside).
+    func loadAlone(_ url: URL, play: Bool = false, start: Double = 0, castGeneration: Int? = nil) async throws(PlayerError) -> (
         media: MediaInfo, state: PlaybackState
     ) {
         guard start.isFinite, start >= 0 else { throw .invalid("start must be a number of seconds ≥ 0") }
         logger.info("load", metadata: ["url": "\(url.path)"])
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<LoadOutcome, Never>) in
             model.withLock { m in
+                if let castGeneration, m.cast?.generation != castGeneration || m.cast?.aside == nil {
+                    continuation.resume(returning: .refused(.superseded(by: machine.currentState)))
+                    return
+                }
                 _ = try? edit(&m, .clear)
                 guard let added = try? edit(&m, .add(entries: [QueueEdit.Entry(url: url, title: nil)], at: nil)),
                     let item = added.first

@@ -101,6 +101,7 @@ package final class Player: Sendable {
         var manualFade: ManualFade?
         /// A cast holding the room, and the queue set aside for it (`Player+Cast.swift`).
         var cast: CastHold?
+        var castGeneration = 0
     }
 
     package init(

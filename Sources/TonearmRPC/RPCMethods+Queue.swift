@@ -48,7 +48,7 @@ extension RPCMethods {
         RPCMethod(
             "clear", .control, [],
             .now { call in
-                ["version": JSONValue(call.player.clear()), "state": ProtocolEncoding.state(call.player.state)]
+                ["version": JSONValue(try call.player.clear()), "state": ProtocolEncoding.state(call.player.state)]
             }),
         RPCMethod(
             "options", .control, ["repeat", "single", "consume", "random", "crossfade"],
