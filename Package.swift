@@ -215,7 +215,12 @@ let package = Package(
                 "TonearmWeb", "TonearmFrontEnd", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
-        .testTarget(name: "TonearmUPnPTests", dependencies: ["TonearmUPnP", "TonearmCore", "TonearmMedia"]),
+        .testTarget(
+            name: "TonearmUPnPTests",
+            dependencies: [
+                "TonearmUPnP", "TonearmCore", "TonearmMedia", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "TonearmServerTests",
             dependencies: [

@@ -55,7 +55,8 @@ struct DIDLMetadata: Sendable, Equatable {
             hours >= 0, minutes >= 0, seconds >= 0
         else { return nil }
         let total = hours * 3600 + minutes * 60 + seconds
-        return total.isFinite ? total : nil
+        // Longer than any item (three years) is not a time but damage.
+        return total.isFinite && total <= 1e8 ? total : nil
     }
 }
 

@@ -8,7 +8,7 @@ import TonearmSync
 ///
 /// Each subscriber gets at most one NOTIFY in flight and at most one every 200 ms (5 a second);
 /// changes in between are folded into the next one, which says what changed since the last it
-/// got. A NOTIFY that fails (no connection in 2 s, no answer in 3 s, an error status) counts
+/// got. A NOTIFY that fails (no connection in 2 s, no answer 3 s after it, an error status) counts
 /// against its subscriber, and two in a row drop it: a control point that stopped answering
 /// costs nothing and is never waited on. Subscriptions are capped; an expired one is dropped
 /// when next looked at (no timer runs for it).
@@ -181,7 +181,7 @@ final class EventHub: Sendable {
     }
 
     /// One NOTIFY on a connection of its own; true when answered 2xx. Bounded: 2 s to connect,
-    /// 3 s in all.
+    /// then 3 s for the answer.
     private func deliver(_ request: ByteBuffer, to callback: Callback) -> EventLoopFuture<Bool> {
         let answer = OnceAnswer(eventLoop.makePromise(of: Bool.self))
         let bootstrap = ClientBootstrap(group: eventLoop)

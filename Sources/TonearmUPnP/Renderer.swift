@@ -48,6 +48,11 @@ actor Renderer {
         if var cast = record {
             if status.source == .queue {
                 record = nil
+                // The room is the user's again: a control point's mute does not stay behind.
+                if let level = mutedLevel {
+                    mutedLevel = nil
+                    _ = player.setVolume(level: level)
+                }
             } else if !cast.nextURI.isEmpty, let current = status.current,
                 player.queue.item(id: current)?.url.absoluteString == cast.nextURI
             {
@@ -62,6 +67,7 @@ actor Renderer {
         let shown = view()
         events.publish(.avTransport, shown.avTransport)
         events.publish(.renderingControl, shown.renderingControl)
+        events.publish(.connectionManager, connectionManagerVariables)
     }
 
     var connectionManagerVariables: [(String, String)] {
@@ -80,6 +86,9 @@ actor Renderer {
             throw .invalidArgs("channel '\(channel)' is not Master")
         }
         lastActivity = .now
+        // Even an action that fails (a first URI that does not open) may leave a cast holding
+        // the room: the release is armed whatever happened.
+        defer { armRelease() }
         let arguments = request.arguments
         let result: [(String, String)]
         switch (service, request.action) {
@@ -87,7 +96,7 @@ actor Renderer {
             try await setURI(arguments["CurrentURI"] ?? "", metadata: arguments["CurrentURIMetaData"] ?? "", from: peer)
             result = []
         case (.avTransport, "SetNextAVTransportURI"):
-            try setNextURI(arguments["NextURI"] ?? "", metadata: arguments["NextURIMetaData"] ?? "")
+            try setNextURI(arguments["NextURI"] ?? "", metadata: arguments["NextURIMetaData"] ?? "", from: peer)
             result = []
         case (.avTransport, "Play"):
             guard arguments["Speed"]?.trimmingSpace == "1" else {
@@ -98,7 +107,10 @@ actor Renderer {
             result = []
         case (.avTransport, "Pause"):
             guard record != nil else { throw .notAvailable("no media to pause") }
-            do { _ = try player.pause() } catch { throw Self.upnp(error) }
+            do {
+                try player.requireCast()
+                _ = try player.pause()
+            } catch { throw Self.upnp(error) }
             result = []
         case (.avTransport, "Stop"):
             // With no cast, Stop changes nothing here (Home Assistant sends it before every cast).
@@ -116,7 +128,10 @@ actor Renderer {
             result = []
         case (.avTransport, "Previous"):
             guard record != nil else { throw .notAvailable("no media") }
-            do { _ = try await player.seek(to: 0) } catch { throw Self.upnp(error) }
+            do {
+                try player.requireCast()
+                _ = try await player.seek(to: 0)
+            } catch { throw Self.upnp(error) }
             result = []
         case (.avTransport, "SetPlayMode"):
             let mode = arguments["NewPlayMode"]?.trimmingSpace ?? ""
@@ -155,7 +170,6 @@ actor Renderer {
         case (.connectionManager, _):
             result = query(spec, view: view(), status: player.status)
         }
-        armRelease()
         return result
     }
 
@@ -188,7 +202,7 @@ actor Renderer {
             await player.endCast("an empty URI from \(peer)")
             return
         }
-        let url = try checked(uri)
+        let url = try checked(uri, from: peer)
         let didl = try DIDLMetadata.read(metadata)
         do {
             _ = try await player.cast(url, tags: didl.tags, from: peer)
@@ -201,24 +215,38 @@ actor Renderer {
         logger.info("cast", metadata: ["from": "\(peer)", "uri": "\(uri)"])
     }
 
-    private func setNextURI(_ given: String, metadata: String) throws(UPnPError) {
+    private func setNextURI(_ given: String, metadata: String, from peer: String) throws(UPnPError) {
         guard var cast = record else { throw .notAvailable("no current URI: SetAVTransportURI first") }
         let uri = given.trimmingSpace
-        let url = uri.isEmpty ? nil : try checked(uri)
+        let url = uri.isEmpty ? nil : try checked(uri, from: peer)
         let didl = try DIDLMetadata.read(metadata)
         do { try player.castNext(url, tags: didl.tags) } catch { throw Self.upnp(error) }
         cast.nextURI = uri
         cast.nextMetadata = uri.isEmpty ? "" : metadata
         record = cast
+        logger.info("next URI", metadata: ["uri": "\(uri)"])
     }
 
     /// A URI a cast may open: `upnp.protocols` only (http and https by default), never a file.
-    private func checked(_ uri: String) throws(UPnPError) -> URL {
+    static func isLoopback(_ address: String) -> Bool { address.hasPrefix("127.") || address == "::1" }
+
+    /// Hosts only this machine reaches: loopback, "localhost", the unspecified address, link-local.
+    static func isLocalOnly(_ host: String) -> Bool {
+        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]."))
+        return isLoopback(name) || name == "localhost" || name.hasSuffix(".localhost") || name == "0.0.0.0" || name == "::"
+            || name.hasPrefix("169.254.") || name.hasPrefix("fe80:") || name.hasPrefix("0.")
+    }
+
+    private func checked(_ uri: String, from peer: String) throws(UPnPError) -> URL {
         guard uri.utf8.count <= 8192, let url = URL(string: uri), let scheme = url.scheme?.lowercased(), url.host != nil else {
             throw .resourceNotFound("'\(uri.prefix(200))' is not a URL")
         }
         guard settings.protocols.contains(scheme) else {
             throw .resourceNotFound("\(scheme) URLs are not played from the network (upnp.protocols)")
+        }
+        // This machine's own services are not the network's to reach through a cast.
+        if !Self.isLoopback(peer), Self.isLocalOnly(url.host ?? "") {
+            throw .resourceNotFound("\(url.host ?? "") is this machine or link-local: not opened for another machine")
         }
         return url
     }
@@ -239,7 +267,10 @@ actor Renderer {
             throw .seekModeNotSupported
         }
         if let duration = player.status.duration, seconds > duration { throw .illegalSeekTarget(target) }
-        do { _ = try await player.seek(to: seconds) } catch { throw Self.upnp(error) }
+        do {
+            try player.requireCast()
+            _ = try await player.seek(to: seconds)
+        } catch { throw Self.upnp(error) }
     }
 
     private func setMute(_ mute: Bool) throws(UPnPError) {

@@ -12,7 +12,7 @@ import TonearmProtocol
 /// Hostile by default: a `Host` that is not one of the renderer's addresses is refused (a web
 /// page whose name was made to point here cannot act), so is any request with an `Origin` (a
 /// browser's); a body past 64 KiB gets 413 before it is read; the request must arrive whole
-/// within 10 s of the first byte.
+/// within 10 s of the connection.
 final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -55,6 +55,12 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         guard !refused else { return }
         switch unwrapInboundIn(data) {
         case .head(let request):
+            // One request a connection: a second (pipelined) one is not read.
+            guard head == nil else {
+                refused = true
+                context.close(promise: nil)
+                return
+            }
             head = request
             if let refusal = refusal(request) {
                 refused = true
@@ -203,10 +209,15 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     static func callback(_ header: String, peer: String) -> EventHub.Callback? {
         guard let open = header.firstIndex(of: "<"), let close = header[open...].firstIndex(of: ">") else { return nil }
         let text = String(header[header.index(after: open)..<close])
-        guard let url = URL(string: text), url.scheme?.lowercased() == "http", let host = url.host, host == peer else { return nil }
-        let port = url.port ?? 80
+        guard let components = URLComponents(string: text), components.scheme?.lowercased() == "http", let host = components.host,
+            host == peer
+        else { return nil }
+        let port = components.port ?? 80
         guard (1...65535).contains(port) else { return nil }
-        let path = url.path.isEmpty ? "/" : url.path + (url.query.map { "?" + $0 } ?? "")
+        // As sent, still percent-encoded: nothing decoded reaches the NOTIFY's request line.
+        let encoded = components.percentEncodedPath + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        guard encoded.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        let path = encoded.isEmpty ? "/" : encoded
         return EventHub.Callback(host: host, port: port, path: path)
     }
 
@@ -230,5 +241,6 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 
-    static let server = "Linux UPnP/1.0 tonearmd/\(TonearmVersion.string)"
+    /// UDA 1.1's form, as BOOTID.UPNP.ORG is sent: OS/version UPnP/1.1 product/version.
+    static let server = "Linux/1 UPnP/1.1 tonearmd/\(TonearmVersion.string)"
 }

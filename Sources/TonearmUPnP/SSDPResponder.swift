@@ -144,7 +144,9 @@ final class SSDPResponder: Sendable {
         }
         let matching = st == "ssdp:all" ? targets : targets.filter { $0.nt == st }
         guard !matching.isEmpty, let served = servedAddress(for: sender) else { return nil }
-        let mx = Double(headers["MX"] ?? "1").map { min(max($0, 0), 1) } ?? 1
+        // A bad MX is ignored (UDA 1.1): NaN or infinity would make no delay at all.
+        guard let asked = Double(headers["MX"] ?? "1"), asked.isFinite else { return nil }
+        let mx = min(max(asked, 0), 1)
         let date = Self.httpDate()
         let replies = matching.map { target in
             var text = "HTTP/1.1 200 OK\r\nCACHE-CONTROL: max-age=\(UPnPSettings.maxAge)\r\nDATE: \(date)\r\nEXT:\r\n"
@@ -155,10 +157,11 @@ final class SSDPResponder: Sendable {
         return (Double.random(in: 0...mx), replies)
     }
 
-    /// The address a searcher reaches the renderer at: its own loopback for a loopback
-    /// searcher, else the interface whose network holds it, else the first.
+    /// The address a searcher reaches the renderer at: loopback for a loopback searcher when
+    /// served there, else the interface whose network holds it. Searchers elsewhere are not
+    /// answered: a spoofed search cannot turn the renderer on a third party.
     private func servedAddress(for sender: SocketAddress) -> ServedAddress? {
-        guard let ip = sender.ipAddress, let peer = try? Self.inAddr(ip) else { return addresses.first }
+        guard let ip = sender.ipAddress, let peer = try? Self.inAddr(ip) else { return nil }
         if ip.hasPrefix("127.") { return addresses.first { $0.address.hasPrefix("127.") } ?? addresses.first }
         for served in addresses {
             guard let maskText = served.netmask, let mask = try? Self.inAddr(maskText), let own = try? Self.inAddr(served.address) else {
@@ -166,7 +169,7 @@ final class SSDPResponder: Sendable {
             }
             if peer.s_addr & mask.s_addr == own.s_addr & mask.s_addr { return served }
         }
-        return addresses.first { !$0.address.hasPrefix("127.") } ?? addresses.first
+        return nil
     }
 
     /// Takes `count` answers from the budget; false: over it, dropped.

@@ -460,7 +460,10 @@ extension DaemonTests {
                 #expect(answers > 0, "searches are answered")
                 #expect(Double(answers) <= 40 + 40 * seconds, "\(answers) answers in \(seconds) s")
             }
-            #expect(rss() - warm < 2048, "RSS grew \(rss() - warm) KiB in the second flood")
+            // A sanitizer holds freed memory back (ASan's quarantine, TSan's shadow): RSS says nothing there.
+            if Sanitizer.active == nil {
+                #expect(rss() - warm < 2048, "RSS grew \(rss() - warm) KiB in the second flood")
+            }
             #expect(try #require(json.call("status").result)["state"] != nil)
         }
     }

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import NIOCore
 import Testing
 
 @testable import TonearmUPnP
@@ -101,5 +103,40 @@ struct SOAPTests {
         #expect(RendererHTTPHandler.callback("http://10.0.0.5/notify", peer: "10.0.0.5") == nil)
         #expect(RendererHTTPHandler.timeout("Second-540") == 540)
         #expect(RendererHTTPHandler.timeout("infinite") == EventHub.maximumTimeout)
+    }
+
+    @Test func aCallbackPathIsSentAsGivenAndNeverWithSpaceOrControls() {
+        #expect(RendererHTTPHandler.callback("<http://10.0.0.5/ev%20t/?a=1>", peer: "10.0.0.5")?.path == "/ev%20t/?a=1")
+        #expect(RendererHTTPHandler.callback("<http://10.0.0.5/>", peer: "10.0.0.5")?.path == "/")
+    }
+
+    @Test func whatACastMayNotReachFromAnotherMachine() {
+        for host in ["127.0.0.1", "localhost", "[::1]", "169.254.169.254", "0.0.0.0", "LOCALHOST.", "a.localhost"] {
+            #expect(Renderer.isLocalOnly(host), "\(host)")
+        }
+        for host in ["192.168.1.5", "10.0.0.1", "music.example.net"] {
+            #expect(!Renderer.isLocalOnly(host), "\(host)")
+        }
+    }
+
+    @Test func aSearchIsAnsweredForItsTargetsAndABadMXIsIgnored() throws {
+        let responder = SSDPResponder(
+            udn: "uuid:1", bootID: 3,
+            addresses: [ServedAddress(interface: "lo", address: "127.0.0.1", netmask: "255.0.0.0", port: 8080)], port: 1900,
+            logger: .init(label: "test"))
+        let sender = try SocketAddress(ipAddress: "127.0.0.1", port: 5000)
+        func search(_ st: String, mx: String = "1") -> String {
+            "M-SEARCH * HTTP/1.1\r\nHOST: 239.255.255.250:1900\r\nMAN: \"ssdp:discover\"\r\nMX: \(mx)\r\nST: \(st)\r\n\r\n"
+        }
+        #expect(responder.answers(to: search("ssdp:all"), from: sender)?.replies.count == 6)
+        let one = try #require(responder.answers(to: search(RendererDescription.deviceType), from: sender))
+        let text = String(buffer: one.replies[0])
+        #expect(text.contains("LOCATION: http://127.0.0.1:8080/upnp/description.xml"))
+        #expect(text.contains("USN: uuid:1::urn:schemas-upnp-org:device:MediaRenderer:1"))
+        #expect(text.contains("BOOTID.UPNP.ORG: 3"))
+        #expect(responder.answers(to: search("urn:schemas-upnp-org:device:MediaServer:1"), from: sender) == nil)
+        for bad in ["nan", "inf", "-inf", "x"] { #expect(responder.answers(to: search("ssdp:all", mx: bad), from: sender) == nil) }
+        // A searcher on no network served here is not answered.
+        #expect(responder.answers(to: search("ssdp:all"), from: try SocketAddress(ipAddress: "203.0.113.9", port: 5000)) == nil)
     }
 }
