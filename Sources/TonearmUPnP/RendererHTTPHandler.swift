@@ -28,6 +28,7 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     static let maximumBody = 64 * 1024
     static let requestDeadline = TimeAmount.seconds(10)
+    static let actionDeadline = TimeAmount.seconds(30)
 
     private let shared: Context
     private let peer: String
@@ -35,6 +36,9 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var body: [UInt8] = []
     private var refused = false
     private var deadline: Scheduled<Void>?
+    private var replyDeadline: Scheduled<Void>?
+    /// An answer was written: nothing else is (the connection closes after it).
+    private var replied = false
 
     init(_ shared: Context, peer: String) {
         self.shared = shared
@@ -49,6 +53,7 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
+        replyDeadline?.cancel()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -126,6 +131,13 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         let peer = self.peer
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
+        // The action has 30 s (UPnP's limit for a control point's wait); past it the answer is
+        // a fault, and what the action says later is dropped.
+        replyDeadline = loop.scheduleTask(in: Self.actionDeadline) {
+            let (handler, context) = bound.value
+            guard !handler.replied else { return }
+            handler.fault(context, .actionFailed("no answer within 30 s"), action: request.action)
+        }
         Task {
             let outcome: Result<[(String, String)], UPnPError>
             do throws(UPnPError) {
@@ -136,6 +148,8 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
             let ended = outcome
             loop.execute {
                 let (handler, context) = bound.value
+                handler.replyDeadline?.cancel()
+                guard !handler.replied else { return }
                 switch ended {
                 case .success(let outputs):
                     handler.respond(
@@ -225,6 +239,8 @@ final class RendererHTTPHandler: ChannelInboundHandler, RemovableChannelHandler 
         _ context: ChannelHandlerContext, _ status: HTTPResponseStatus, body text: String, type: String?,
         headOnly: Bool = false, extra: [(String, String)] = []
     ) {
+        guard !replied else { return }
+        replied = true
         var headers = HTTPHeaders()
         if let type { headers.add(name: "Content-Type", value: type) }
         headers.add(name: "Content-Length", value: "\(text.utf8.count)")

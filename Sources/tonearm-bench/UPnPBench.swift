@@ -104,6 +104,8 @@ extension Runner {
 }
 
 /// An event subscriber's callback: answers every NOTIFY with 200, and counts them.
+/// Unchecked: `port` and `listener` are set once in `init`; the count is read and written only
+/// under `lock` (its accepting thread writes, the bench reads).
 final class NotifySink: @unchecked Sendable {
     let port: Int
     private let listener: Int32
