@@ -98,8 +98,6 @@ final class EventHub: Sendable {
         }
     }
 
-    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
     private static func granted(_ asked: Int) -> Int { min(max(asked, minimumTimeout), maximumTimeout) }
 
     /// The service's variables now; subscribers whose last word differs are told.
