@@ -89,7 +89,11 @@ extension DaemonTests {
                 Self.find(back[...], in: media.musicPCM, from: lower), "the music came back from a point of the file")
             let difference = abs(Double(resumed / 2) / Double(Self.rate) - position)
             #expect(difference <= 0.05, "came back at \(Double(resumed / 2) / Double(Self.rate)) s, it stood at \(position) s")
-            let rest = min(pcm.count - at, media.musicPCM.count - resumed)
+            // The test pauses before it reads the capture: its last 5 ms may be the pause's fade
+            // out (whether they reached the file by then is a matter of timing), so they are left out.
+            let pauseFade = 2 * (Self.rate / 200)
+            let rest = min(pcm.count - at - pauseFade, media.musicPCM.count - resumed)
+            try #require(rest > 0, "music after the clips")
             let exact = pcm[at..<at + rest] == media.musicPCM[resumed..<resumed + rest]
             #expect(exact, "and plays on bit-exact")
             return resumed
@@ -164,7 +168,9 @@ extension DaemonTests {
             let after = try waitUntilDone(client)
             #expect(after.name == "playing" && after["current"] as? Int == id, "\(after)")
             let back = try waitForStatus(client, timeout: 10 * Sanitizer.timeScale) {
-                $0.name == "playing" && ($0["buffer"] as? Double ?? 0) > 0
+                // The stream's media is known once its first frames are decoded, which on a busy
+                // machine can come after the buffer starts filling.
+                $0.name == "playing" && ($0["buffer"] as? Double ?? 0) > 0 && $0["media"] is [String: Any]
             }
             #expect(((back["media"] as? [String: Any])?["live"] as? Bool) == true, "\(back)")
             #expect(server.requests.filter { $0.path == "/radio" }.count >= 2, "the stream was read anew")
