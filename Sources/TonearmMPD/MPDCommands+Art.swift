@@ -18,6 +18,7 @@ extension MPDCommands {
             "albumart", .read, 2...2,
             .later { call throws(MPDError) in
                 let offset = try call.unsigned(1)
+                if let cover = try await castCover(call, offset: offset) { return cover }
                 let library = call.environment.library
                 return try await library.perform { () throws(MPDError) in
                     let song = try library.url(forURI: call[0])
@@ -48,6 +49,7 @@ extension MPDCommands {
             "readpicture", .read, 2...2,
             .later { call throws(MPDError) in
                 let offset = try call.unsigned(1)
+                if let cover = try await castCover(call, offset: offset) { return cover }
                 let library = call.environment.library
                 return try await library.perform { () throws(MPDError) in
                     let song = try library.url(forURI: call[0])
@@ -75,4 +77,19 @@ extension MPDCommands {
                 }
             }),
     ]
+
+    /// A cast's item (its URL, as `currentsong` shows it) has the cover its control point names,
+    /// fetched by the daemon, for `albumart` and `readpicture` alike; nil for any other song.
+    private static func castCover(_ call: MPDCall, offset: Int) async throws(MPDError) -> ByteBuffer? {
+        guard let url = URL(string: call[0]), url.scheme != nil, !url.isFileURL,
+            let cover = await call.environment.player.castCover(for: url)
+        else { return nil }
+        guard case .found(let picture) = cover else { throw MPDError(.noExist, "No file exists") }
+        guard offset <= picture.bytes.count else { throw .argument("Bad file offset") }
+        var r = MPDResponse()
+        r.add("size", picture.bytes.count)
+        if let type = picture.mimeType { r.add("type", type) }
+        r.add(binary: picture.bytes[offset..<min(picture.bytes.count, offset + call.binaryLimit)])
+        return r.buffer
+    }
 }

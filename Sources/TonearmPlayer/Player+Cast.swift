@@ -71,7 +71,9 @@ extension Player {
     /// aside (and refuses when that cannot be kept on disk: nothing of the user's is put at
     /// risk). Playing goes on playing the new URI; otherwise it is loaded, ready. `tags` (the
     /// control point's DIDL-Lite) are what every front-end shows of it.
-    package func cast(_ url: URL, tags known: MediaTags?, from controlPoint: String) async throws(PlayerError) -> MediaInfo {
+    package func cast(_ url: URL, tags known: MediaTags?, cover: URL? = nil, from controlPoint: String) async throws(PlayerError)
+        -> MediaInfo
+    {
         // A hold from the first moment: queue edits are refused while the queue is set aside, so
         // none is made between the snapshot and the cast's load (and lost with the cast's queue).
         let (generation, first): (Int, Bool) = model.withLock { m in
@@ -87,7 +89,10 @@ extension Player {
         if first { try setAside(generation: generation, controlPoint: controlPoint) }
         if let known { tags.remember([url: known]) }
         // The cast's queue is this URI alone from here: only its description is kept.
-        model.withLock { $0.cast?.tags = known.map { [url: $0] } ?? [:] }
+        model.withLock { m in
+            m.cast?.tags = known.map { [url: $0] } ?? [:]
+            m.cast?.covers = cover.map { [url: $0] } ?? [:]
+        }
         let playing = state == .playing || state.isResumingPlaying
         return try await loadAlone(url, play: playing, castGeneration: generation).media
     }
@@ -126,11 +131,12 @@ extension Player {
 
     /// The URI to play after the current one (SetNextAVTransportURI; nil: none): whatever
     /// followed is replaced, and the engine decodes it ahead for a gapless join.
-    package func castNext(_ url: URL?, tags known: MediaTags?) throws(PlayerError) {
+    package func castNext(_ url: URL?, tags known: MediaTags?, cover: URL? = nil) throws(PlayerError) {
         if let url, let known { tags.remember([url: known]) }
         try model.withLock { m throws(PlayerError) in
             guard m.cast != nil else { throw .invalid("no cast holds the room") }
             if let url, let known { m.cast?.tags[url] = known }
+            if let url, let cover { m.cast?.covers[url] = cover }
             // The cast's queue is the current URI and the next: what played before and what
             // was next go (a long cast of gapless pairs does not grow the queue).
             let current = m.queue.currentID ?? m.queue.items.last?.id
@@ -143,8 +149,11 @@ extension Player {
                 }
             } catch { throw PlayerError(error) }
             let queued = Set(m.queue.items.map(\.url))
-            let described = m.cast?.tags.filter { queued.contains($0.key) } ?? [:]
-            m.cast?.tags = described
+            if var hold = m.cast {
+                hold.tags = hold.tags.filter { queued.contains($0.key) }
+                hold.covers = hold.covers.filter { queued.contains($0.key) }
+                m.cast = hold
+            }
             publishQueue(m)
             if let url { tags.request([url]) }
             refreshNext(&m)
@@ -195,6 +204,19 @@ extension Player {
         return true
     }
 
+    /// The cover a cast names for the queue item `id` (or for the item playing `url`), fetched
+    /// once for every front-end; nil when no cast names one for it.
+    package func castCover(forItem id: Int) async -> CastCover? {
+        let cover: URL? = model.withLock { m in m.queue.item(id: id).flatMap { m.cast?.covers[$0.url] } }
+        guard let cover else { return nil }
+        return await castCovers.cover(cover, input: input)
+    }
+
+    package func castCover(for url: URL) async -> CastCover? {
+        guard let cover = model.withLock({ $0.cast?.covers[url] }) else { return nil }
+        return await castCovers.cover(cover, input: input)
+    }
+
     /// A control point's command acts only while its cast holds the room: after a give-back the
     /// room is the user's again.
     package func requireCast() throws(PlayerError) {
@@ -225,6 +247,8 @@ struct CastHold: Sendable {
     var generation = 0
     /// What the control point said of its URIs (DIDL-Lite): shown over the streams' own tags.
     var tags: [URL: MediaTags] = [:]
+    /// The covers it named for them (`albumArtURI`).
+    var covers: [URL: URL] = [:]
 }
 
 extension MediaInfo {

@@ -49,6 +49,8 @@ package final class Player: Sendable {
     package let changes = ChangeLog()
     /// Where a cast's set-aside queue is kept (`cast-aside.json`), once `keepCasts(in:)` is called.
     let castFile = Locked<StateFile?>(nil)
+    /// The covers casts name, fetched for the front-ends that show them.
+    let castCovers = CastCovers()
 
     /// What a waiting load or jump learns.
     enum LoadOutcome: Sendable {
@@ -200,7 +202,11 @@ package final class Player: Sendable {
                     media = m.inPlay.values.first { $0.queueID == queueID }?.media
                 }
             }
-            if let cast = m.cast, let url = m.queue.current?.url { media = media?.described(by: cast.tags[url]) }
+            var cover: URL?
+            if let cast = m.cast, let url = m.queue.current?.url {
+                media = media?.described(by: cast.tags[url])
+                cover = cast.covers[url]
+            }
             return PlayerStatus(
                 state: state, position: position, buffered: buffered, duration: media?.duration, media: media,
                 output: engine.configuration,
@@ -211,7 +217,7 @@ package final class Player: Sendable {
                 announcing: m.announcements.playing.map {
                     Announcing(url: $0.url, waiting: m.announcements.waiting.count, ducking: m.announcements.ducks)
                 },
-                deviceOpen: engine.isDeviceOpen, source: m.cast?.source ?? .queue)
+                deviceOpen: engine.isDeviceOpen, source: m.cast?.source ?? .queue, cover: cover)
         }
     }
 

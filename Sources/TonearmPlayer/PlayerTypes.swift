@@ -32,6 +32,9 @@ package struct PlayerStatus: Sendable, Equatable {
     package var deviceOpen = false
     /// Who holds the room: the queue, or a cast.
     package var source: PlaybackSource = .queue
+    /// The current item's cover as a cast's control point names it (DIDL-Lite `albumArtURI`);
+    /// the front-ends serve it fetched (`Player.castCover`).
+    package var cover: URL? = nil
 }
 
 /// What `status.loudness` shows: the current item's measured loudness (nil: not known, or

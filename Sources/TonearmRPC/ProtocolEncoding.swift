@@ -123,6 +123,8 @@ enum ProtocolEncoding {
             object["source"] = "upnp"
             object["source_address"] = .string(controlPoint)
         }
+        // The cover a cast names for what plays (the web remote's /art/ID serves it fetched).
+        if let cover = status.cover { object["cover_url"] = .string(cover.absoluteString) }
         if let announcing = status.announcing {
             object["announcing"] = [
                 "url": .string(announcing.url), "waiting": JSONValue(announcing.waiting),

@@ -205,7 +205,7 @@ actor Renderer {
         let url = try checked(uri, from: peer)
         let didl = try DIDLMetadata.read(metadata)
         do {
-            _ = try await player.cast(url, tags: didl.tags, from: peer)
+            _ = try await player.cast(url, tags: didl.tags, cover: cover(didl, from: peer), from: peer)
         } catch {
             // The item that failed stays the cast's (STOPPED, ERROR_OCCURRED): the control point may set another.
             record = CastRecord(uri: uri, metadata: metadata)
@@ -220,7 +220,7 @@ actor Renderer {
         let uri = given.trimmingSpace
         let url = uri.isEmpty ? nil : try checked(uri, from: peer)
         let didl = try DIDLMetadata.read(metadata)
-        do { try player.castNext(url, tags: didl.tags) } catch { throw Self.upnp(error) }
+        do { try player.castNext(url, tags: didl.tags, cover: cover(didl, from: peer)) } catch { throw Self.upnp(error) }
         cast.nextURI = uri
         cast.nextMetadata = uri.isEmpty ? "" : metadata
         record = cast
@@ -249,6 +249,23 @@ actor Renderer {
             throw .resourceNotFound("\(url.host ?? "") is this machine or link-local: not opened for another machine")
         }
         return url
+    }
+
+    /// The cover the metadata names, if the daemon may fetch it for the front-ends: a URL a cast
+    /// may open, over http or https only. Another is left out (the item plays without a cover).
+    private func cover(_ didl: DIDLMetadata, from peer: String) -> URL? {
+        guard let uri = didl.albumArtURI else { return nil }
+        do throws(UPnPError) {
+            let url = try checked(uri, from: peer)
+            guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                throw .resourceNotFound("a cover is fetched over http or https only")
+            }
+            return url
+        } catch {
+            logger.info(
+                "the cover a control point names is left out", metadata: ["uri": "\(uri.prefix(200))", "why": "\(error.description)"])
+            return nil
+        }
     }
 
     private func seek(unit given: String, target given2: String) async throws(UPnPError) {

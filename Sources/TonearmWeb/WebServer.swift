@@ -123,9 +123,16 @@ package struct WebServer: Sendable {
         try channel.pipeline.syncOperations.addHandler(handler)
     }
 
-    /// A cover for `/art`: a path in the music directory, or a queue item's file when it is in
-    /// the music directory. Found on the long replies' thread.
+    /// A cover for `/art`: a path in the music directory, a queue item's file when it is in
+    /// the music directory (found on the long replies' thread), or the cover a cast names for
+    /// its item, fetched by the daemon: the page loads nothing from another host.
     private func art(_ request: ArtRequest, peer: ClientPeer) async -> ArtAnswer {
+        if case .item(let id) = request, let cover = await player.castCover(forItem: id) {
+            switch cover {
+            case .found(let picture): return .found(bytes: picture.bytes, type: picture.mimeType)
+            case .failed(let why): return .missing("the cast's cover cannot be had: \(why)")
+            }
+        }
         guard let root = library?.root else { return .missing("no music directory, so no covers") }
         let path: String
         switch request {

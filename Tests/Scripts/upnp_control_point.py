@@ -28,12 +28,19 @@ media_source's didl_metadata), then at once SetNextAVTransportURI for B; then th
 CurrentTrackURI=B, the event TransportState=STOPPED at B's natural end, and Stop. No pause, seek
 or volume change: the samples must reach the output unchanged. Status at "playing", "next",
 "ended" and "stopped" (--control).
+
+Covers (full): --cover URL goes into the metadata as HA's meta_data {"album_art_uri": URL}. At
+each status point the report then has what HA would show ("media_image_url": DmrDevice's
+media_image_url), what the web remote serves for the current item ("web_art", with --web BASE:
+GET BASE/art/ID) and what MPD's readpicture gives for the current song ("mpd_picture", with
+--mpd): each as {status or error, type, size, sha256}.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import ipaddress
 import json
 import logging
@@ -45,6 +52,7 @@ from datetime import timedelta
 from typing import Any, Callable, Sequence
 from urllib.parse import unquote, urlparse
 
+import aiohttp
 from async_upnp_client.aiohttp import AiohttpNotifyServer, AiohttpRequester
 from async_upnp_client.client import UpnpService, UpnpStateVariable
 from async_upnp_client.client_factory import UpnpFactory
@@ -244,7 +252,65 @@ class Run:
                 finally:
                     writer.close()
 
-            self.report.setdefault("currentsong", {})[point] = await self.step(f"currentsong_{point}", currentsong)
+            song = await self.step(f"currentsong_{point}", currentsong)
+            self.report.setdefault("currentsong", {})[point] = song
+            if self.args.cover and song.get("file"):
+                self.report.setdefault("mpd_picture", {})[point] = await self.step(
+                    f"readpicture_{point}", lambda: self.read_picture(song["file"])
+                )
+        if self.args.cover:
+            self.report.setdefault("media_image_url", {})[point] = self.dmr.media_image_url if self.dmr else None
+            if self.args.web and result.get("current") is not None:
+                self.report.setdefault("web_art", {})[point] = await self.step(
+                    f"web_art_{point}", lambda: self.web_art(result["current"])
+                )
+
+    async def web_art(self, item: int) -> dict[str, Any]:
+        """The web remote's /art/ID for a queue item, as the page loads it."""
+        timeout = aiohttp.ClientTimeout(total=20)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            async with session.get(f"{self.args.web}/art/{item}") as response:
+                body = await response.read()
+                return {
+                    "status": response.status,
+                    "type": response.headers.get("Content-Type"),
+                    "size": len(body),
+                    "sha256": hashlib.sha256(body).hexdigest(),
+                }
+
+    async def read_picture(self, uri: str) -> dict[str, Any]:
+        """MPD's readpicture for uri, chunk by chunk as a client asks (binary responses)."""
+        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.args.mpd), 5)
+        try:
+            await asyncio.wait_for(reader.readline(), 5)
+            picture = b""
+            kind = None
+            while True:
+                quoted = uri.replace("\\", "\\\\").replace('"', '\\"')
+                writer.write(f'readpicture "{quoted}" {len(picture)}\n'.encode())
+                await writer.drain()
+                size = None
+                while True:
+                    line = (await asyncio.wait_for(reader.readline(), 20)).decode()
+                    if line.startswith("ACK"):
+                        return {"error": line.strip()}
+                    if line == "OK\n":
+                        return {"size": 0, "type": None, "sha256": None}
+                    key, _, value = line.rstrip("\n").partition(": ")
+                    if key == "size":
+                        size = int(value)
+                    elif key == "type":
+                        kind = value
+                    elif key == "binary":
+                        picture += await asyncio.wait_for(reader.readexactly(int(value)), 20)
+                        await asyncio.wait_for(reader.readline(), 5)  # the newline after the bytes
+                        if (await asyncio.wait_for(reader.readline(), 5)) != b"OK\n":
+                            raise StepFailed("readpicture: no OK after the binary chunk")
+                        break
+                if size is None or len(picture) >= size:
+                    return {"size": len(picture), "type": kind, "sha256": hashlib.sha256(picture).hexdigest()}
+        finally:
+            writer.close()
 
     # ---- discovery ---------------------------------------------------------------------------
 
@@ -322,7 +388,8 @@ class Run:
         dmr = await self.connect_renderer()
         wait = args.event_timeout
 
-        # Home Assistant's DlnaDmrEntity.async_play_media, media_type "music", no extra metadata.
+        # Home Assistant's DlnaDmrEntity.async_play_media, media_type "music"; its extra metadata,
+        # with --cover, the album art.
         async def metadata(url: str, title: str) -> str:
             return await dmr.construct_play_media_metadata(
                 media_url=url,
@@ -330,7 +397,7 @@ class Run:
                 default_mime_type="audio/flac",
                 default_upnp_class=MUSIC_TRACK,
                 override_upnp_class=MUSIC_TRACK,
-                meta_data={},
+                meta_data={"album_art_uri": args.cover} if args.cover else {},
             )
 
         didl = await self.step("construct_metadata", lambda: metadata(args.media, args.title))
@@ -844,6 +911,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--media", help="first URL to cast (scenario full)")
     parser.add_argument("--next", help="second URL, for SetNextAVTransportURI")
     parser.add_argument("--title", default="Tonearm test")
+    parser.add_argument("--cover", metavar="URL", help="full: the album art URI sent in the metadata")
+    parser.add_argument("--web", metavar="BASE", help="the web remote's base URL: /art/ID at each status point")
     parser.add_argument("--next-title", help="full: the next URL's title; dms: the item to play after --media-title")
     parser.add_argument("--server", metavar="LOCATION", help="MediaServer description URL (scenario dms)")
     parser.add_argument("--media-title", help="dms: the item to play first (its title or file name)")

@@ -14,14 +14,16 @@ extension DaemonTests {
     /// muted, given a next URI it joins, and stopped, which gives the queue back.
     @Suite("A UPnP control point casts to the daemon", .serialized, .realDaemon(minutes: 5))
     struct DaemonUPnPTests {
-        private func renderer(_ ssdpPort: Int, extra: String = "", environment: [String: String] = [:]) throws -> (
+        private func renderer(_ ssdpPort: Int, extra: String = "", environment: [String: String] = [:], webPort: Int? = nil) throws -> (
             DaemonProcess, LineClient
         ) {
             let config = try TemporaryDirectory()
             let path = config.path("tonearmd.toml")
-            try "[upnp]\nenabled = true\ninterfaces = [\"lo\"]\nssdp_port = \(ssdpPort)\nname = \"Test Room\"\n\(extra)"
+            let web = webPort.map { "[http]\nbind = \"127.0.0.1:\($0)\"\n" } ?? ""
+            try "\(web)[upnp]\nenabled = true\ninterfaces = [\"lo\"]\nssdp_port = \(ssdpPort)\nname = \"Test Room\"\n\(extra)"
                 .write(toFile: path, atomically: true, encoding: .utf8)
-            let daemon = try DaemonProcess(arguments: ["--device", "null", "--pace", "--config", path], environment: environment)
+            let daemon = try DaemonProcess(
+                arguments: ["--device", "null", "--pace", "--config", path], environment: environment, webRemote: webPort != nil)
             return (daemon, try daemon.connect())
         }
 
@@ -40,8 +42,21 @@ extension DaemonTests {
             defer { media.stop() }
             media.route("/tone.flac", .file(path: Fixtures.path("tone.flac"), contentType: "audio/flac"))
             media.route("/gapless-2.flac", .file(path: Fixtures.path("gapless-2.flac"), contentType: "audio/flac"))
+            // The cover the control point names: a PNG its server calls something else, which the
+            // daemon fetches and types by its bytes.
+            let scratch = try TemporaryDirectory()
+            defer { scratch.remove() }
+            let cover = scratch.path("cover.png")
+            let made = try runTool(
+                "/usr/bin/ffmpeg",
+                ["-v", "error", "-y", "-f", "lavfi", "-i", "nullsrc=s=64x64,geq=random(1)*255:90:200", "-frames:v", "1", cover],
+                timeout: 30)
+            try #require(made.status == 0, "\(made.output)")
+            let coverHash = try runTool("/usr/bin/sha256sum", [cover], timeout: 10).output.prefix(64)
+            media.route("/art/cover", .file(path: cover, contentType: "application/octet-stream"))
             let ssdp = try freeUDPPort()
-            let (daemon, json) = try renderer(ssdp)
+            let webPort = try freeTCPPort()
+            let (daemon, json) = try renderer(ssdp, webPort: webPort)
 
             // The queue people built: two items, the second paused about 1.5 s in.
             _ = try json.call("add", ["urls": [Fixtures.path("tone.wav"), Fixtures.path("tone.flac")]])
@@ -56,6 +71,7 @@ extension DaemonTests {
             let report = try controlPoint([
                 "--search", "127.0.0.1:\(ssdp)", "--media", media.url("/tone.flac"), "--next", media.url("/gapless-2.flac"),
                 "--title", "Cast tone", "--control", daemon.socketPath, "--mpd", daemon.mpdSocketPath, "--timeout", "60",
+                "--cover", media.url("/art/cover"), "--web", "http://127.0.0.1:\(webPort)",
             ])
             #expect(report["ok"] as? Bool == true, "\(report["error"] ?? "") failures: \(report["failures"] ?? "")")
             #expect(report["is_dmr"] as? Bool == true)
@@ -80,6 +96,16 @@ extension DaemonTests {
             let songs = report["currentsong"] as? [String: [String: String]] ?? [:]
             #expect(songs["playing"]?["Title"] == "Cast tone", "\(songs)")
             #expect(songs["playing"]?["file"] == media.url("/tone.flac"))
+            // Its cover: named to HA as sent, served fetched by the web remote and by MPD, as a PNG.
+            #expect(states["playing"]?["cover_url"] as? String == media.url("/art/cover"))
+            #expect((report["media_image_url"] as? [String: Any])?["playing"] as? String == media.url("/art/cover"))
+            let web = (report["web_art"] as? [String: [String: Any]])?["playing"]
+            #expect(web?["status"] as? Int == 200 && web?["type"] as? String == "image/png", "\(web ?? [:])")
+            #expect(web?["sha256"] as? String == String(coverHash), "the web remote serves the cover's bytes")
+            let mpd = (report["mpd_picture"] as? [String: [String: Any]])?["playing"]
+            #expect(mpd?["type"] as? String == "image/png" && mpd?["sha256"] as? String == String(coverHash), "\(mpd ?? [:])")
+            #expect(media.requests.filter { $0.path == "/art/cover" }.count == 1, "fetched once for every front-end")
+            #expect(states["stopped"]?["cover_url"] == nil)
             #expect(states["stopped"]?["source"] as? String == "queue")
 
             // Stop gave the queue back exactly, paused where it stood.
@@ -330,6 +356,49 @@ extension DaemonTests {
             let captured = settledFile(work.path("out.raw"))
             #expect(captured.count == pcm.count)
             #expect(Data(captured) == pcm, "minidlna's two files join into the uncut signal")
+        }
+
+        /// A cover that is not an image is never served (a page from the control point's server
+        /// would run as the web remote's own), and one the daemon may not fetch is left out.
+        @Test func aCoverThatIsNotAnImageIsNotServed() throws {
+            let scratch = try TemporaryDirectory()
+            defer { scratch.remove() }
+            let page = scratch.path("page.html")
+            try "<html><script>alert(1)</script></html>".write(toFile: page, atomically: true, encoding: .utf8)
+            let media = try TestHTTPServer()
+            defer { media.stop() }
+            media.route("/tone.flac", .file(path: Fixtures.path("tone.flac"), contentType: "audio/flac"))
+            media.route("/page", .file(path: page, contentType: "image/png"))
+            let webPort = try freeTCPPort()
+            let (daemon, json) = try renderer(try freeUDPPort(), webPort: webPort)
+            let port = try httpPort(daemon)
+            func castWithCover(_ cover: String) throws {
+                let didl =
+                    #"<DIDL-Lite xmlns="urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/" xmlns:dc="http://purl.org/dc/elements/1.1/" "#
+                    + #"xmlns:upnp="urn:schemas-upnp-org:metadata-1-0/upnp/"><item id="0" parentID="-1" restricted="1">"#
+                    + "<dc:title>Covered</dc:title><upnp:albumArtURI>\(cover)</upnp:albumArtURI></item></DIDL-Lite>"
+                let escaped = didl.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                    .replacingOccurrences(of: ">", with: "&gt;")
+                let set = try soap(
+                    port, "AVTransport", "SetAVTransportURI",
+                    "<InstanceID>0</InstanceID><CurrentURI>\(media.url("/tone.flac"))</CurrentURI><CurrentURIMetaData>\(escaped)</CurrentURIMetaData>"
+                )
+                #expect(set?.status == 200, "\(set?.text ?? "")")
+            }
+
+            try castWithCover(media.url("/page"))
+            let status = try #require(json.call("status").result)
+            #expect(status["cover_url"] as? String == media.url("/page"))
+            let current = try #require(status["current"] as? Int)
+            let art = try #require(try WebClient(port: webPort).request("GET", "/art/\(current)"))
+            #expect(art.status == 404 && !art.text.contains("<script"), "\(art.status) \(art.text)")
+            #expect(art.text.contains("not a JPEG, PNG, GIF or WebP image"), "\(art.text)")
+
+            try castWithCover("file:///etc/passwd")
+            let after = try #require(json.call("status").result)
+            #expect(after["cover_url"] == nil, "\(after)")
+            #expect(daemon.log.contains("the cover a control point names is left out"))
+            #expect(daemon.process.isRunning)
         }
 
         /// A house queue of two items, the second paused about 1 s in: its ids and where it stands.
