@@ -16,6 +16,9 @@ package final class ChangeLog: Sendable {
         /// Every change up to this number is on disk (or will never be: see `release`).
         var durable = 0
         var kept = false
+        /// A change was given up unsaved (the journal and the snapshot both failed) since the
+        /// last snapshot written: what is durable now is in force, but not on disk.
+        var givenUp = false
         var pending: [(sequence: Int, change: StateChange)] = []
         var waiters: [(sequence: Int, then: @Sendable () -> Void)] = []
         /// Wakes the keeper (called without this lock held).
@@ -60,11 +63,23 @@ package final class ChangeLog: Sendable {
         if now { then() }
     }
 
-    /// Returns once every change up to `sequence` is durable.
-    package func durable(_ sequence: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            whenDurable(sequence) { continuation.resume() }
+    /// Returns once every change up to `sequence` is durable: true when it is on disk, false
+    /// when it is only in force (saving failed, or there is no keeper to save it).
+    @discardableResult
+    package func durable(_ sequence: Int) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            whenDurable(sequence) { [state] in continuation.resume(returning: state.withLock { $0.kept && !$0.givenUp }) }
         }
+    }
+
+    /// How the keeper made changes durable.
+    enum Written {
+        /// Appended to the journal.
+        case journal
+        /// In a snapshot of the whole state: every change so far is on disk.
+        case snapshot
+        /// Not at all: the journal and the snapshot failed. They are in force only.
+        case notSaved
     }
 
     // MARK: The keeper's side
@@ -74,6 +89,7 @@ package final class ChangeLog: Sendable {
         state.withLock { s in
             s.durable = s.recorded
             s.kept = true
+            s.givenUp = false
             s.wake = wake
         }
     }
@@ -97,10 +113,15 @@ package final class ChangeLog: Sendable {
         }
     }
 
-    /// Every change up to `sequence` is durable (a journal append or a snapshot holds it):
-    /// what waited for it goes on, and pending changes it covers need no writing.
-    func markDurable(through sequence: Int) {
+    /// Every change up to `sequence` is durable (`written` says how): what waited for it goes
+    /// on, and pending changes it covers need no writing.
+    func markDurable(through sequence: Int, _ written: Written) {
         let ready: [@Sendable () -> Void] = state.withLock { s in
+            switch written {
+            case .journal: break
+            case .snapshot: s.givenUp = false
+            case .notSaved: s.givenUp = true
+            }
             s.durable = max(s.durable, sequence)
             s.pending.removeAll { $0.sequence <= sequence }
             let durable = s.durable
@@ -118,6 +139,6 @@ package final class ChangeLog: Sendable {
             s.wake = nil
             s.pending.removeAll()
         }
-        markDurable(through: state.withLock { $0.recorded })
+        markDurable(through: state.withLock { $0.recorded }, .journal)
     }
 }

@@ -39,7 +39,7 @@ extension Player {
     /// instead of resuming the cast's item.
     package func keepCasts(in directory: String) -> Bool {
         let file = StateFile(directory: directory, name: "cast-aside.json")
-        castFile.withLock { $0 = file }
+        castFile.withLock { $0.file = file }
         switch StateFile.readRegularFile(file.path, limit: 64 << 20) {
         case .success(let bytes):
             do {
@@ -102,10 +102,13 @@ extension Player {
     private func setAside(generation: Int, controlPoint: String) throws(PlayerError) {
         var aside = savedState
         if aside.playback == .playing { aside.playback = .paused }
-        let file = castFile.withLock { $0 }
         do {
-            guard let file else { throw PlayerError.invalid("casting needs a state directory to keep the queue in") }
-            try file.write(try JSONEncoder().encode(CastAside(controlPoint: controlPoint, saved: aside)))
+            try castFile.withLock { kept in
+                guard let file = kept.file else { throw PlayerError.invalid("casting needs a state directory to keep the queue in") }
+                try file.write(try JSONEncoder().encode(CastAside(controlPoint: controlPoint, saved: aside)))
+                // The file is this cast's now, whatever an earlier give-back left in it.
+                kept.givenBackUnsaved = nil
+            }
         } catch {
             model.withLock { m in if m.cast?.generation == generation { m.cast = nil } }
             if let error = error as? PlayerError { throw error }
@@ -123,7 +126,7 @@ extension Player {
         }
         guard held else {
             // A local command ended the cast before it began: its file is nobody's.
-            if let file, model.withLock({ $0.cast == nil }) { unlink(file.path) }
+            removeCastFile()
             throw .superseded(by: state)
         }
         logger.info("a cast begins: the queue is set aside", metadata: ["from": "\(controlPoint)"])
@@ -195,10 +198,13 @@ extension Player {
         }
         guard let sequence else { return false }
         logger.info("the cast ends: the queue is given back", metadata: ["why": "\(why)"])
-        await changes.durable(sequence)
-        // The file is this cast's unless a newer cast began meanwhile and wrote its own.
-        if let file = castFile.withLock({ $0 }), model.withLock({ $0.cast == nil }), unlink(file.path) != 0, errno != ENOENT {
-            logger.error("cannot remove the queue set aside for a cast", metadata: ["file": "\(file.path)"])
+        if await changes.durable(sequence) {
+            removeCastFile()
+        } else {
+            // The state file may still hold the cast's queue: the set-aside copy stays until a
+            // snapshot holds the queue given back (`snapshotWritten`), so a crash loses nothing.
+            castFile.withLock { kept in if model.withLock({ $0.cast == nil }) { kept.givenBackUnsaved = sequence } }
+            logger.warning("the queue given back is not saved yet; cast-aside.json keeps it until it is")
         }
         await resume(aside, mode: .paused)
         return true
@@ -215,6 +221,47 @@ extension Player {
     package func castCover(for url: URL) async -> CastCover? {
         guard let cover = model.withLock({ $0.cast?.covers[url] }) else { return nil }
         return await castCovers.cover(cover, input: input)
+    }
+
+    /// Removes `cast-aside.json`, unless a cast holds the room (one that began meanwhile wrote
+    /// its own file), which the file's lock keeps from beginning until it is done.
+    private func removeCastFile() {
+        castFile.withLock { kept in removeCastFile(&kept) }
+    }
+
+    /// The same, with the file's lock held.
+    @discardableResult
+    private func removeCastFile(_ kept: inout CastFile) -> Bool {
+        guard let file = kept.file, model.withLock({ $0.cast == nil }) else { return false }
+        kept.givenBackUnsaved = nil
+        if unlink(file.path) != 0, errno != ENOENT {
+            logger.error("cannot remove the queue set aside for a cast", metadata: ["file": "\(file.path)"])
+            return false
+        }
+        return true
+    }
+
+    /// The state keeper wrote a snapshot holding every change through `sequence`: a
+    /// set-aside copy kept for a give-back that was not saved (`endCast`) is no longer needed.
+    func snapshotWritten(through sequence: Int) {
+        castFile.withLock { kept in
+            guard let unsaved = kept.givenBackUnsaved, sequence >= unsaved else { return }
+            if removeCastFile(&kept) { logger.notice("the queue given back is saved; its set-aside copy is removed") }
+        }
+    }
+
+    /// A change of the set-aside queue's options during a cast (`setOptions`) goes to its file,
+    /// so that a crash gives back what the user chose.
+    func keepAsideOptions() {
+        castFile.withLock { kept in
+            let hold = model.withLock { $0.cast }
+            guard let file = kept.file, let hold, let aside = hold.aside, case .upnp(let controlPoint) = hold.source else { return }
+            do {
+                try file.write(try JSONEncoder().encode(CastAside(controlPoint: controlPoint, saved: aside)))
+            } catch {
+                logger.error("cannot keep the set-aside queue's options", metadata: ["file": "\(file.path)", "error": "\(error)"])
+            }
+        }
     }
 
     /// A control point's command acts only while its cast holds the room: after a give-back the
@@ -235,6 +282,12 @@ extension Player {
                 "a cast from \(controlPoint) holds the room and the queue is set aside; play, next, previous or load ends the cast")
         }
     }
+}
+
+/// `cast-aside.json`, once named, and a give-back not yet saved (its change number).
+struct CastFile: Sendable {
+    var file: StateFile?
+    var givenBackUnsaved: Int?
 }
 
 /// A cast's hold on the player: who casts, and the queue set aside for it.

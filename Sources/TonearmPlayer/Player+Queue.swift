@@ -92,7 +92,7 @@ extension Player {
     }
 
     package func setOptions(_ change: (inout QueueOptions) -> Void) -> QueueOptions {
-        model.withLock { m in
+        let (options, aside) = model.withLock { m -> (QueueOptions, Bool) in
             if m.cast != nil, var aside = m.cast?.aside {
                 // A cast plays with the default options; the user's change is for the queue set
                 // aside, and comes back with it.
@@ -103,7 +103,7 @@ extension Player {
                 aside.queue.setOptions(options, randomSeed: m.randomSeed)
                 m.cast?.aside = aside
                 settingsEvents.yield(.queueOptions)
-                return options
+                return (options, true)
             }
             var options = m.queue.options
             change(&options)
@@ -117,8 +117,10 @@ extension Player {
                 settingsEvents.yield(.queueOptions)
                 refreshNext(&m)
             }
-            return m.queue.options
+            return (m.queue.options, false)
         }
+        if aside { keepAsideOptions() }
+        return options
     }
 
     /// Reorders the items at the positions in `range` (nil: all) at random, for good (MPD's

@@ -47,8 +47,10 @@ package final class Player: Sendable {
     /// Every change worth keeping, numbered, on its way to the state journal: a front-end
     /// answers a command that changed something once its change is durable.
     package let changes = ChangeLog()
-    /// Where a cast's set-aside queue is kept (`cast-aside.json`), once `keepCasts(in:)` is called.
-    let castFile = Locked<StateFile?>(nil)
+    /// Where a cast's set-aside queue is kept (`cast-aside.json`), once `keepCasts(in:)` is
+    /// called. Its lock is held across each write or removal of the file (a few, each short),
+    /// so they happen one at a time, in order. Lock order: this, then the player lock.
+    let castFile = Locked(CastFile())
     /// The covers casts name, fetched for the front-ends that show them.
     let castCovers = CastCovers()
 

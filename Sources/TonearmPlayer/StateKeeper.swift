@@ -151,19 +151,20 @@ package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
             }
             try writer.append(bytes)
             succeeded()
+            player.changes.markDurable(through: last, .journal)
         } catch {
             failed("\(error)")
             // The snapshot holds every change so far; if it cannot be written either, the reply
             // goes anyway: the change is in force, and the log says the state is not saved.
-            save()
+            if !save() { player.changes.markDurable(through: last, .notSaved) }
         }
-        player.changes.markDurable(through: last)
         if writer.size > Self.foldSize { save() }
     }
 
     /// Writes the whole state (if it differs from the last written); once it is durable, the
-    /// journal it folds in is emptied.
-    private func save() {
+    /// journal it folds in is emptied. Returns whether the state is on disk.
+    @discardableResult
+    private func save() -> Bool {
         let state = player.savedState
         let data: Data
         do {
@@ -172,7 +173,7 @@ package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
             data = try encoder.encode(state)
         } catch {
             logger.error("cannot encode the state", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         let bytes = [UInt8](data)
         let sequence = state.journalSequence ?? 0
@@ -183,11 +184,13 @@ package final class StateKeeper: PlayerChangeObserver, @unchecked Sendable {
                 succeeded()
             } catch {
                 failed(error.description)
-                return
+                return false
             }
         }
-        player.changes.markDurable(through: sequence)
+        player.changes.markDurable(through: sequence, .snapshot)
         writer.empty()
+        player.snapshotWritten(through: sequence)
+        return true
     }
 
     private func succeeded() {

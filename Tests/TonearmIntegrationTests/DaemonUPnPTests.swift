@@ -443,11 +443,15 @@ extension DaemonTests {
             let house = try houseQueue(json)
             try cast(try httpPort(daemon), media.url("/tone.flac"))
             _ = try waitForStatus(json, timeout: 10) { $0.name == "playing" && $0["source"] as? String == "upnp" }
+            // The user's choice during the cast is for the queue set aside, and kept with it.
+            let options = try #require(json.call("options", ["repeat": true]).result)
+            #expect(options["repeat"] as? Bool == true, "\(options)")
             kill(daemon.process.processIdentifier, SIGKILL)
             daemon.process.waitUntilExit()
 
             (daemon, json) = try renderer(ssdp, environment: environment)
             try expectGivenBack(json, house)
+            #expect(try json.call("queue").result?["repeat"] as? Bool == true, "the option chosen during the cast came back")
             #expect(!FileManager.default.fileExists(atPath: state.path("state/cast-aside.json")))
         }
 
