@@ -98,7 +98,7 @@ package enum SettingsEvent: Sendable, Equatable {
 
 extension PlaybackState {
     /// Seeking or buffering on the way back to playing.
-    var isResumingPlaying: Bool {
+    package var isResumingPlaying: Bool {
         switch self {
         case .seeking(_, .playing), .buffering(.playing): true
         default: false

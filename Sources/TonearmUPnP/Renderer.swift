@@ -20,6 +20,8 @@ actor Renderer {
     /// goes to 0 and comes back.
     private var mutedLevel: Int?
     private var lastActivity = ContinuousClock.now
+    /// The player played at the last `refresh`.
+    private var wasPlaying = false
     private var releaseTask: Task<Void, Never>?
 
     init(player: Player, settings: UPnPSettings, sinkProtocolInfo: String, events: EventHub, logger: Logger) {
@@ -45,6 +47,11 @@ actor Renderer {
     /// hear what changed.
     func refresh() {
         let status = player.status
+        // A cast that plays holds the room however long it goes untouched: the wait for its
+        // release starts when it stops playing.
+        let playing = status.state == .playing || status.state.isResumingPlaying
+        if wasPlaying && !playing { lastActivity = .now }
+        wasPlaying = playing
         if var cast = record {
             if status.source == .queue {
                 record = nil
@@ -322,7 +329,9 @@ actor Renderer {
     // MARK: Giving the room back
 
     /// While a cast holds the room, one task waits for the moment it has gone untouched (no
-    /// action, no live subscription) for `upnp.release_after_s`, then ends it. No cast: no task.
+    /// action, no live subscription, not playing) for `upnp.release_after_s`, then ends it. No
+    /// cast: no task. A control point that left while its cast plays leaves it playing: a
+    /// local command takes the room back at once.
     private func armRelease() {
         guard record != nil || player.source != .queue else {
             releaseTask?.cancel()
@@ -336,6 +345,8 @@ actor Renderer {
     private func waitForRelease() async {
         while !Task.isCancelled {
             let quiet = Duration.seconds(settings.releaseAfterSeconds)
+            let state = player.state
+            if state == .playing || state.isResumingPlaying { lastActivity = .now }
             var deadline = lastActivity + quiet
             if let subscribed = events.latestExpiry() { deadline = max(deadline, subscribed + quiet) }
             if deadline <= .now {

@@ -486,6 +486,33 @@ extension DaemonTests {
             try expectGivenBack(json, stood)
         }
 
+        /// A cast that plays is not released however long nobody touches it; once it stops
+        /// playing, it is, after `release_after_s`.
+        @Test func aPlayingCastIsKeptAndAPausedOneReleased() throws {
+            let scratch = try TemporaryDirectory()
+            defer { scratch.remove() }
+            let stream = scratch.path("radio.mp3")
+            let made = try runTool(
+                "/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440", "-t", "30", stream], timeout: 60)
+            try #require(made.status == 0, "\(made.output)")
+            let media = try TestHTTPServer()
+            defer { media.stop() }
+            media.route("/radio", .live(path: stream, contentType: "audio/mpeg", bytesPerSecond: 16_000))
+            let (daemon, json) = try renderer(try freeUDPPort(), extra: "release_after_s = 1\n")
+            let port = try httpPort(daemon)
+            let house = try houseQueue(json)
+            try cast(port, media.url("/radio"))
+            #expect(errorCode(try soap(port, "AVTransport", "Play", "<InstanceID>0</InstanceID><Speed>1</Speed>")) == nil)
+            _ = try waitForStatus(json, timeout: 10) { $0.name == "playing" && $0["source"] as? String == "upnp" }
+            usleep(2_500_000)
+            let still = try #require(json.call("status").result)
+            #expect(still.name == "playing" && still["source"] as? String == "upnp", "kept while it plays: \(still)")
+            let paused = Date()
+            _ = try soap(port, "AVTransport", "Pause", "<InstanceID>0</InstanceID>")
+            try expectGivenBack(json, house)
+            #expect(Date().timeIntervalSince(paused) >= 0.9, "released release_after_s after it stopped playing")
+        }
+
         /// An M-SEARCH flood costs bounded work: answers are rationed (at most 40 a second, 64
         /// waiting), and the daemon serves on.
         @Test func anMSearchFloodGetsRationedAnswers() throws {
