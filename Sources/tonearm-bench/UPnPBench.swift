@@ -76,7 +76,9 @@ extension Runner {
     private func gmediarenderRoundTrips(_ directory: TemporaryDirectory) throws -> [Double]? {
         let binary = "/usr/bin/gmediarender"
         guard FileManager.default.isExecutableFile(atPath: binary), let interface = realInterface() else { return nil }
-        let port = try freeTCPPort()
+        // gmediarender takes a port in the dynamic range only (49152–65535); the kernel's free
+        // ports start lower.
+        let port = try freePort(in: 49152...65535)
         let child = try Child.spawn(
             binary,
             [
@@ -101,6 +103,18 @@ extension Runner {
         return try soapRoundTrips(
             host: interface.address, port: port, control: control.hasPrefix("/") ? control : "/" + control, count: 300)
     }
+}
+
+/// A TCP port in `range` nothing listens on now.
+private func freePort(in range: ClosedRange<Int>) throws -> Int {
+    for _ in 0..<200 {
+        let candidate = Int.random(in: range)
+        if let (fd, port) = try? listenOnLoopback(port: candidate) {
+            close(fd)
+            return port
+        }
+    }
+    throw BenchError("no free port in \(range)")
 }
 
 /// An event subscriber's callback: answers every NOTIFY with 200, and counts them.
